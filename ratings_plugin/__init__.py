@@ -1,0 +1,1 @@
+"""Rating systems (pure) and the plugin that applies them to lobby events."""

@@ -1,0 +1,186 @@
+"""The results file of DESIGN.md: parsing and validation with file:line messages.
+
+One format serves ``event import``, ``matchlobby rate`` and the tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from ratings_plugin.games import Game, valid_name
+
+REQUIRED = ("event", "date", "side_a", "side_b", "score_a", "score_b")
+OPTIONAL = ("length", "rated")
+MAX_SIDE = 2
+
+
+class ResultsError(ValueError):
+    """A problem in a results file; the message names the file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    line: int
+    event: str
+    game: Game
+
+
+def _fail(source: str, line: int | None, problem: str) -> ResultsError:
+    where = f"{source}:{line}" if line is not None else source
+    return ResultsError(f"{where}: {problem}")
+
+
+def parse_side(text: str) -> tuple[str, ...]:
+    """A side is ``name`` or ``name1+name2``; raises ``ValueError`` with the problem."""
+    names = tuple(n.strip() for n in text.split("+"))
+    if len(names) > MAX_SIDE:
+        raise ValueError(f"a side has at most {MAX_SIDE} players: {text!r}")
+    for n in names:
+        if not n:
+            raise ValueError(f"empty player name in side {text!r}")
+        if not valid_name(n):
+            raise ValueError(f"invalid player name {n!r} (1–20 of A-Z a-z 0-9 _ -)")
+    if len({n.casefold() for n in names}) != len(names):
+        raise ValueError(f"a player appears twice in side {text!r}")
+    return names
+
+
+def parse_score(text: str, column: str) -> int:
+    t = text.strip()
+    if not t.isascii() or not t.isdigit():
+        if t.startswith("-") and t[1:].isdigit():
+            raise ValueError(f"{column} is negative: {text!r}")
+        raise ValueError(f"{column} is not a whole number: {text!r}")
+    return int(t)
+
+
+def parse_length(text: str) -> int | None:
+    t = text.strip()
+    if t == "":
+        return 1
+    if t.lower() == "unlimited":
+        return None
+    try:
+        value = int(t)
+    except ValueError:
+        raise ValueError(f"length is not a whole number or 'unlimited': {text!r}") from None
+    if value < 1:
+        raise ValueError(f"length must be positive: {text!r}")
+    return value
+
+
+def parse_rated(text: str) -> str | None:
+    """Empty means rated; ``no:REASON`` gives the reason it is not."""
+    t = text.strip()
+    if t == "":
+        return None
+    if t.startswith("no:") and t[3:].strip():
+        return t[3:].strip()
+    raise ValueError(f"rated must be empty or 'no:REASON': {text!r}")
+
+
+def parse_date(text: str) -> date:
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"date is not a YYYY-MM-DD date: {text!r}") from None
+
+
+def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
+    """Parse the CSV text; names are matched ignoring case, first spelling kept."""
+    if not text.strip():
+        raise _fail(source, None, "the file is empty")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except csv.Error as e:
+        raise _fail(source, 1, f"not valid CSV: {e}") from None
+    missing = [c for c in REQUIRED if c not in header]
+    unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise _fail(source, 1, f"unknown column(s): {', '.join(map(repr, unknown))}")
+    if missing:
+        raise _fail(source, 1, f"missing column(s): {', '.join(missing)}")
+    if len(set(header)) != len(header):
+        raise _fail(source, 1, "a column appears twice")
+    spelling: dict[str, str] = {}
+    rows: list[ResultRow] = []
+    line = 1
+    try:
+        for record in reader:
+            line = reader.line_num
+            if not any(field.strip() for field in record):
+                continue
+            if len(record) != len(header):
+                raise _fail(source, line, f"expected {len(header)} fields, found {len(record)}")
+            cells = dict(zip(header, record, strict=True))
+            try:
+                rows.append(ResultRow(line, *_parse_row(cells, spelling)))
+            except ValueError as e:
+                raise _fail(source, line, str(e)) from None
+    except csv.Error as e:
+        raise _fail(source, line, f"not valid CSV: {e}") from None
+    if not rows:
+        raise _fail(source, None, "the file has no results")
+    return rows
+
+
+def _parse_row(cells: dict[str, str], spelling: dict[str, str]) -> tuple[str, Game]:
+    event = cells["event"].strip()
+    if not event:
+        raise ValueError("event is empty")
+    played_on = parse_date(cells["date"])
+    side_a = tuple(spelling.setdefault(n.casefold(), n) for n in parse_side(cells["side_a"]))
+    side_b = tuple(spelling.setdefault(n.casefold(), n) for n in parse_side(cells["side_b"]))
+    if set(side_a) & set(side_b):
+        raise ValueError("a player is on both sides")
+    score_a = parse_score(cells["score_a"], "score_a")
+    score_b = parse_score(cells["score_b"], "score_b")
+    length = parse_length(cells.get("length", ""))
+    reason = parse_rated(cells.get("rated", ""))
+    return event, Game(side_a, side_b, score_a, score_b, played_on, length, reason)
+
+
+def read_results(path: str | Path) -> list[ResultRow]:
+    """Read and parse a results file; a file that is not UTF-8 is refused."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ResultsError(f"{source}: cannot read the file: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise _fail(source, line, "the file is not UTF-8 text") from None
+    return parse_results(text, source)
+
+
+def check_for_system(rows: Sequence[ResultRow], system: str, source: str) -> bool:
+    """Check the rows suit ``system``; returns whether they are doubles (P4P only)."""
+    doubles_rows = [r for r in rows if len(r.game.side_a) > 1 or len(r.game.side_b) > 1]
+    if doubles_rows and system != "p4p":
+        raise _fail(source, doubles_rows[0].line, f"{system} has no doubles: sides must be one player")
+    doubles = bool(doubles_rows)
+    for r in rows:
+        g = r.game
+        if doubles and (len(g.side_a) != 2 or len(g.side_b) != 2):
+            raise _fail(source, r.line,
+                        "singles and doubles are mixed: this file's first doubles game is on line "
+                        f"{doubles_rows[0].line}")
+        if system in ("fibs", "p4p") and g.is_draw and g.unrated_reason is None:
+            raise _fail(source, r.line, f"{system} has no draws: the scores must differ")
+    return doubles
+
+
+def group_events(rows: Sequence[ResultRow]) -> list[tuple[str, list[Game]]]:
+    """Games grouped by event, events in the order of their first row."""
+    events: dict[str, list[Game]] = {}
+    for r in rows:
+        events.setdefault(r.event, []).append(r.game)
+    return list(events.items())
