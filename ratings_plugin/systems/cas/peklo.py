@@ -7,8 +7,12 @@ iteration is a handful of numpy passes over those pairs.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +38,12 @@ class PekloSolution:
 
 @dataclass(frozen=True)
 class PairTable:
-    """Directed pair table: for each (src, dst) that met, points src scored and lost."""
+    """Directed pair table: for each (src, dst) that met, points src scored and lost.
+
+    ``aggregate`` returns the rows sorted by (src, dst), so every player's rows
+    are one contiguous run; ``solve_table`` sums over those runs (a table built
+    elsewhere is sorted first).
+    """
 
     n: int
     src: IntArray
@@ -45,56 +54,187 @@ class PairTable:
 
 
 def aggregate(first: IntArray, second: IntArray, points_first: FloatArray, n: int) -> PairTable:
-    """Sum the games into b[i][j] for every pair that met (win 1, draw ½, loss 0)."""
+    """Sum the games into b[i][j] for every pair that met (win 1, draw ½, loss 0).
+
+    Each game becomes two directed rows (player → opponent and back), grouped
+    by sorting.  For real results (whole and half points) the pair key and the
+    points are packed into one integer, so a plain ``sort`` does the grouping,
+    several times faster than ``np.unique(return_inverse=True)``; sums of
+    halves are exact, so the table does not depend on the summation order.
+    """
     first = np.asarray(first, dtype=np.int64)
     second = np.asarray(second, dtype=np.int64)
     points_first = np.asarray(points_first, dtype=np.float64)
+    if not first.shape == second.shape == points_first.shape:
+        raise ValueError("first, second and points_first must have the same length")
     if np.any(first == second):
         raise ValueError("a player cannot play themselves")
-    lo = np.minimum(first, second)
-    hi = np.maximum(first, second)
-    points_lo = np.where(first < second, points_first, 1.0 - points_first)
-    keys, inverse = np.unique(lo * n + hi, return_inverse=True)
-    b_lo = np.bincount(inverse, weights=points_lo, minlength=len(keys))
-    b_hi = np.bincount(inverse, weights=1.0 - points_lo, minlength=len(keys))
-    pair_lo = keys // n
-    pair_hi = keys % n
-    games = np.bincount(first, minlength=n) + np.bincount(second, minlength=n)
+    if first.size and (min(first.min(), second.min()) < 0 or max(first.max(), second.max()) >= n):
+        raise ValueError("player index out of range")
+    games = (np.bincount(first, minlength=n) + np.bincount(second, minlength=n)).astype(np.int64)
+    halves = points_first * 2.0
+    if n <= _PACKED_MAX_N and bool(np.all((halves == np.rint(halves)) & (halves >= 0.0) & (halves <= 2.0))):
+        src, dst, won, lost = _aggregate_halves(first, second, halves.astype(np.int64), n)
+    else:
+        src, dst, won, lost = _aggregate_general(first, second, points_first, n)
+    return PairTable(n=n, src=src, dst=dst, won=won, lost=lost, games=games)
+
+
+_PACKED_MAX_N = 1 << 30
+"""Largest n for which key·4 + points code (key < n²) fits in an int64."""
+
+
+def _aggregate_halves(
+    first: IntArray, second: IntArray, halves: IntArray, n: int
+) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
+    """Fast path: sort (src·n + dst)·4 + half-points as plain integers, uint32 when it fits."""
+    packed = np.concatenate([(first * n + second) * 4 + halves, (second * n + first) * 4 + (2 - halves)])
+    if 4 * n * n <= 1 << 32:
+        packed = packed.astype(np.uint32)  # half the bytes to sort and scan
+    packed.sort()
+    keys = packed >> 2
+    starts = _run_starts(keys)
+    if starts.size == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, np.zeros(0), np.zeros(0)
+    pair = keys[starts].astype(np.int64)
+    won = np.add.reduceat(packed & 3, starts) * 0.5
+    lost = np.diff(np.append(starts, keys.size)) - won
+    return pair // n, pair % n, won, lost
+
+
+def _aggregate_general(
+    first: IntArray, second: IntArray, points_first: FloatArray, n: int
+) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
+    """Any points (or a huge n): group the directed rows with a stable argsort."""
+    keys = np.concatenate([first * n + second, second * n + first])
+    points = np.concatenate([points_first, 1.0 - points_first])
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    points = points[order]
+    starts = _run_starts(keys)
+    pair = keys[starts]
+    if starts.size == 0:
+        return pair, pair, np.zeros(0), np.zeros(0)
+    won = np.add.reduceat(points, starts)
+    lost = np.add.reduceat(1.0 - points, starts)
+    return pair // n, pair % n, won, lost
+
+
+def _run_starts(sorted_values: npt.NDArray[np.integer[Any]]) -> IntArray:
+    """Index of the first element of every run of equal values in a sorted array."""
+    if sorted_values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    flags = np.empty(sorted_values.size, dtype=bool)
+    flags[0] = True
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=flags[1:])
+    return np.flatnonzero(flags)
+
+
+class _RowSums:
+    """x ↦ Σ_j w[i][j]·x_j for every player i, over the rows with w ≠ 0 grouped by player.
+
+    One gather, one multiply and one ``np.add.reduceat`` over each player's
+    run, into a preallocated buffer: several times faster than
+    ``np.bincount(src, weights=...)`` with fresh temporaries, and dropping
+    the zero weights (a single game has either won or lost = 0) halves the
+    rows.
+    """
+
+    def __init__(self, src: IntArray, dst: IntArray, weight: FloatArray, n: int) -> None:
+        keep = weight != 0.0
+        src = src[keep]
+        self.n = n
+        self.dst = dst[keep]
+        self.weight = weight[keep]
+        self.starts = _run_starts(src)
+        self.players = src[self.starts]
+        self.buffer = np.empty(self.dst.size)
+
+    def total(self) -> FloatArray:
+        """Σ_j w[i][j] for every player."""
+        return self._by_player(self.weight)
+
+    def __call__(self, x: FloatArray) -> FloatArray:
+        # out= with the default mode="raise" makes numpy buffer a copy; indices are valid anyway.
+        np.take(x, self.dst, out=self.buffer, mode="wrap")
+        np.multiply(self.buffer, self.weight, out=self.buffer)
+        return self._by_player(self.buffer)
+
+    def _by_player(self, values: FloatArray) -> FloatArray:
+        # reduceat gives a neighbour's value for an empty run, so players without rows are scattered around.
+        if self.starts.size == 0:
+            return np.zeros(self.n)
+        sums: FloatArray = np.add.reduceat(values, self.starts)
+        if self.players.size == self.n:
+            return sums
+        out = np.zeros(self.n)
+        out[self.players] = sums
+        return out
+
+
+def _sorted_by_src(table: PairTable) -> PairTable:
+    """The table itself if its rows are grouped by src (as ``aggregate`` makes them), else a sorted copy."""
+    src = np.asarray(table.src, dtype=np.int64)
+    if src.size < 2 or bool(np.all(src[1:] >= src[:-1])):
+        return table
+    order = np.argsort(src, kind="stable")
     return PairTable(
-        n=n,
-        src=np.concatenate([pair_lo, pair_hi]),
-        dst=np.concatenate([pair_hi, pair_lo]),
-        won=np.concatenate([b_lo, b_hi]),
-        lost=np.concatenate([b_hi, b_lo]),
-        games=games.astype(np.int64),
+        table.n, src[order], np.asarray(table.dst)[order], np.asarray(table.won)[order],
+        np.asarray(table.lost)[order], table.games,
     )
 
 
+PARALLEL_MIN_ROWS = 200_000
+"""From this many table rows on, the two sums of a step run on two threads.
+
+numpy releases the GIL in take/multiply/reduceat, so on a multi-core machine
+the won and lost sums overlap; each sum is computed exactly as on one thread,
+so the result is bit-identical either way.
+"""
+
+
 def solve_table(table: PairTable) -> PekloSolution:
-    """Iterate RATINGS.md's fixed point from x = ½ until max |Δx| < 1e-12."""
+    """Iterate RATINGS.md's fixed point from x = ½ until max |Δx| < 1e-12.
+
+    A step needs two sums per player over its opponents, Σ b[i][j]·x_j and
+    Σ b[j][i]·x_j; they are independent, so big tables compute them on two
+    threads.
+    """
     n = table.n
     if n == 0:
         empty = np.zeros(0)
         return PekloSolution(empty, empty, 0, True)
+    table = _sorted_by_src(table)
+    src = np.asarray(table.src, dtype=np.int64)
+    dst = np.asarray(table.dst, dtype=np.int64)
+    won_sums = _RowSums(src, dst, np.asarray(table.won, dtype=np.float64), n)
+    lost_sums = _RowSums(src, dst, np.asarray(table.lost, dtype=np.float64), n)
     pad = np.maximum(0, PAD_GAMES - table.games) / 2.0
     half_pad = pad * 0.5
-    lost_total = np.bincount(table.src, weights=table.lost, minlength=n) + half_pad
+    lost_total = lost_sums.total() + half_pad
     x = np.full(n, 0.5)
     target = n / 2.0
     converged = False
     iterations = 0
-    for iterations in range(1, MAX_ITERATIONS + 1):  # noqa: B007
-        xd = x[table.dst]
-        num = np.bincount(table.src, weights=table.won * xd, minlength=n) + half_pad
-        lost_x = np.bincount(table.src, weights=table.lost * xd, minlength=n)
-        y = num / (num + lost_total - lost_x)
-        new = y * (target / y.sum())
-        np.clip(new, CLAMP, 1.0 - CLAMP, out=new)
-        delta = float(np.max(np.abs(new - x)))
-        x = new
-        if delta < TOLERANCE:
-            converged = True
-            break
+    parallel = src.size >= PARALLEL_MIN_ROWS and (os.cpu_count() or 1) > 1
+    with ThreadPoolExecutor(max_workers=1) if parallel else nullcontext() as pool:
+        for iterations in range(1, MAX_ITERATIONS + 1):  # noqa: B007
+            if pool is None:
+                lost_x = lost_sums(x)
+                num = won_sums(x) + half_pad
+            else:
+                pending = pool.submit(lost_sums, x)
+                num = won_sums(x) + half_pad
+                lost_x = pending.result()
+            y = num / (num + lost_total - lost_x)
+            new = y * (target / y.sum())
+            np.clip(new, CLAMP, 1.0 - CLAMP, out=new)
+            delta = float(np.max(np.abs(new - x)))
+            x = new
+            if delta < TOLERANCE:
+                converged = True
+                break
     elo = 1500.0 + 200.0 * np.log2(x / (1.0 - x))
     return PekloSolution(x, elo, iterations, converged)
 

@@ -1,0 +1,208 @@
+"""The ratings plugin: applies the pure systems to lobby events, in the event's transaction.
+
+It keeps two views per ladder. ``books`` is the writer's working state,
+advanced inside transactions; ``published`` is what queries read, updated only
+after the transaction commits, so nobody sees a rating before it is durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import aiosqlite
+
+from ratings_plugin.games import Game
+from ratings_plugin.ladder import LadderBook, LadderOptions, Standing, ranked_rows
+from server.domain import DomainEvent, EventClosed, LadderCorrected, MatchFinished, RatedUnit
+
+HistoryRow = tuple[str, int, float | None, float, int | None, int | None, str]
+RatingRow = tuple[str, int, float, int, int, int, int, float, str | None]
+
+
+@dataclass(frozen=True)
+class Change:
+    player: str
+    before: float | None
+    after: float
+    cause: dict[str, int]
+
+    def as_dict(self, ladder: str) -> dict[str, Any]:
+        change = None if self.before is None else self.after - self.before
+        return {"ladder": ladder, "player": self.player, "before": self.before,
+                "after": self.after, "change": change, "cause": self.cause}
+
+
+@dataclass
+class Outcome:
+    """The rating side of one domain event, published after commit."""
+
+    ladder: str
+    standings: dict[str, Standing]
+    changes: list[Change] = field(default_factory=list)
+    replace: bool = False
+    book: LadderBook | None = None
+
+
+def apply_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], list[Change]]:
+    """Advance ``book`` by one unit; the changes become history rows.
+
+    A player gets a history row when they played in the unit or their
+    displayed rating moved (ČAS normalisation moves non-players too). A player
+    new to a ČAS ladder has no ``before``.
+    """
+    before = {p: book.standings.get(p) for p in _players(unit.games)}
+    new = book.compute(unit.games)
+    played = _players(g for g in unit.games if g.counts_for(book.options.system))
+    changes: list[Change] = []
+    for player in sorted(new, key=str.casefold):
+        s = new[player]
+        old = before.get(player, book.standings.get(player))
+        if old is None:
+            old_rating = None if book.options.system == "cas" else book.new_standing(player).rating
+        else:
+            old_rating = old.rating
+        if player in played or old_rating != s.rating:
+            changes.append(Change(player, old_rating, s.rating, unit.cause))
+    book.accept(new, unit.games)
+    return new, changes
+
+
+def _players(games: Iterable[Game]) -> set[str]:
+    return {p for g in games for p in g.players}
+
+
+def history_rows(ladder: str, unit: RatedUnit, changes: Sequence[Change],
+                 ids: Mapping[str, int]) -> list[HistoryRow]:
+    return [(ladder, ids[c.player], c.before, float(c.after), unit.match_id, unit.event_id, unit.at)
+            for c in changes]
+
+
+def rating_row(ladder: str, s: Standing, ids: Mapping[str, int]) -> RatingRow:
+    return (ladder, ids[s.player], float(s.rating), s.games, s.experience, s.paluba, s.dansa,
+            float(s.peklo), s.last_played.isoformat() if s.last_played else None)
+
+
+def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
+                  ids: Mapping[str, int]) -> tuple[LadderBook, list[HistoryRow]]:
+    """A ladder rebuilt from its log: the book and every history row, in order."""
+    book = LadderBook(options)
+    history: list[HistoryRow] = []
+    for unit in units:
+        _, changes = apply_unit(book, unit)
+        history.extend(history_rows(name, unit, changes, ids))
+    return book, history
+
+
+UPSERT = """INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa,
+    peklo, last_played) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (ladder, player_id) DO UPDATE SET rating = excluded.rating,
+    games = excluded.games, experience = excluded.experience, paluba = excluded.paluba,
+    dansa = excluded.dansa, peklo = excluded.peklo, last_played = excluded.last_played"""
+INSERT_HISTORY = """INSERT INTO history (ladder, player_id, before, after, match_id, event_id, at)
+    VALUES (?, ?, ?, ?, ?, ?, ?)"""
+
+
+class RatingsPlugin:
+    """Ratings for every configured ladder (name → options)."""
+
+    def __init__(self, ladders: Mapping[str, LadderOptions]) -> None:
+        self.options = dict(ladders)
+        self.books: dict[str, LadderBook] = {}
+        self.published: dict[str, dict[str, Standing]] = {}
+        self.ids: dict[str, int] = {}
+        self._rows_cache: dict[tuple[str, date], list[dict[str, Any]]] = {}
+        self._index_cache: dict[tuple[str, date],
+                                tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
+
+    async def load(self, conn: aiosqlite.Connection) -> None:
+        """Books from the ratings table; ČAS books also reload their game history."""
+        from server.log import ladder_units  # the log format is the server's
+
+        self.books = {name: LadderBook(opts) for name, opts in self.options.items()}
+        async with conn.execute(
+            "SELECT r.*, p.name FROM ratings r JOIN players p ON p.id = r.player_id"
+        ) as cur:
+            async for row in cur:
+                book = self.books.get(row["ladder"])
+                if book is None:
+                    continue
+                s = Standing(
+                    player=row["name"], rating=row["rating"], games=row["games"],
+                    last_played=date.fromisoformat(row["last_played"]) if row["last_played"] else None,
+                    experience=row["experience"], paluba=row["paluba"], dansa=row["dansa"],
+                    peklo=row["peklo"],
+                )
+                book.standings[s.player] = s
+        async with conn.execute("SELECT id, name FROM players") as cur:
+            self.ids = {row["name"]: row["id"] async for row in cur}
+        for name, book in self.books.items():
+            if book.history is not None:
+                for unit in await ladder_units(conn, name):
+                    book.history.add(
+                        (g.side_a[0], g.side_b[0], g.score_a, g.score_b)
+                        for g in unit.games if g.counts_for("cas")
+                    )
+        self.published = {name: dict(book.standings) for name, book in self.books.items()}
+        self._rows_cache.clear()
+
+    async def handle(self, conn: aiosqlite.Connection, event: DomainEvent) -> Outcome:
+        if isinstance(event, MatchFinished | EventClosed):
+            return await self._apply(conn, event.unit)
+        return await self._rebuild(conn, event)
+
+    async def _apply(self, conn: aiosqlite.Connection, unit: RatedUnit) -> Outcome:
+        self.ids.update(unit.player_ids)
+        book = self.books[unit.ladder]
+        new, changes = apply_unit(book, unit)
+        await conn.executemany(UPSERT, [rating_row(unit.ladder, s, self.ids) for s in new.values()])
+        await conn.executemany(INSERT_HISTORY, history_rows(unit.ladder, unit, changes, self.ids))
+        return Outcome(unit.ladder, new, changes)
+
+    async def _rebuild(self, conn: aiosqlite.Connection, event: LadderCorrected) -> Outcome:
+        self.ids.update(event.player_ids)
+        for unit in event.units:
+            self.ids.update(unit.player_ids)
+        book, history = replay_ladder(event.ladder, self.options[event.ladder], event.units, self.ids)
+        await conn.execute("DELETE FROM ratings WHERE ladder = ?", (event.ladder,))
+        await conn.execute("DELETE FROM history WHERE ladder = ?", (event.ladder,))
+        await conn.executemany(UPSERT, [rating_row(event.ladder, s, self.ids)
+                                        for s in book.standings.values()])
+        await conn.executemany(INSERT_HISTORY, history)
+        old = self.published.get(event.ladder, {})
+        changes = [
+            Change(p, old[p].rating if p in old else None, s.rating, {})
+            for p, s in sorted(book.standings.items())
+            if p not in old or old[p].rating != s.rating
+        ]
+        self.books[event.ladder] = book
+        return Outcome(event.ladder, dict(book.standings), changes, replace=True, book=book)
+
+    def committed(self, outcome: Outcome) -> None:
+        if outcome.replace:
+            self.published[outcome.ladder] = dict(outcome.standings)
+        else:
+            self.published.setdefault(outcome.ladder, {}).update(outcome.standings)
+        self._rows_cache = {k: v for k, v in self._rows_cache.items() if k[0] != outcome.ladder}
+
+    def rows(self, ladder: str, as_of: date) -> list[dict[str, Any]]:
+        """The published ladder's rows (cached until the ladder changes)."""
+        key = (ladder, as_of)
+        cached = self._rows_cache.get(key)
+        if cached is None:
+            book = self.books[ladder]
+            cached = ranked_rows(self.options[ladder], self.published.get(ladder, {}).values(),
+                                 lambda s: book.is_active(s, as_of))
+            self._rows_cache[key] = cached
+        return cached
+
+    def row_of(self, ladder: str, player: str, as_of: date) -> dict[str, Any] | None:
+        key = (ladder, as_of)
+        index = self._index_cache.get(key)
+        if index is None or self._rows_cache.get(key) is not index[0]:
+            rows = self.rows(ladder, as_of)
+            index = (rows, {r["player"]: r for r in rows})
+            self._index_cache[key] = index
+        return index[1].get(player)

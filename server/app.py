@@ -1,0 +1,57 @@
+"""Running the server: open storage, start the lobby and the transport, stop cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+
+from server.config import Config
+from server.lobby import Lobby
+from server.storage import Database
+from server.transport import Transport
+
+log = logging.getLogger("matchlobby")
+
+
+@dataclass
+class RunningServer:
+    config: Config
+    db: Database
+    lobby: Lobby
+    transport: Transport
+
+    @property
+    def port(self) -> int:
+        return self.transport.port
+
+    async def stop(self) -> None:
+        """Close connections, then let the writer finish every queued job and close the file."""
+        await self.transport.close()
+        await self.db.close()
+
+
+async def start_server(config: Config, host: str | None = None, port: int | None = None
+                       ) -> RunningServer:
+    db = Database(config.database, batch_max=config.commit_batch)
+    await db.open()
+    lobby = Lobby(config, db)
+    await lobby.start()
+    transport = Transport(lobby)
+    await transport.start(host or config.host, config.port if port is None else port)
+    return RunningServer(config, db, lobby, transport)
+
+
+async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> None:
+    server = await start_server(config, host, port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"matchlobby listening on ws://{host or config.host}:{server.port}/ws "
+          f"(database {config.database}; {len(config.ladders)} ladders)", flush=True)
+    await stop.wait()
+    log.info("stopping")
+    await server.stop()
+    print("matchlobby stopped; everything is saved.", flush=True)

@@ -1,0 +1,117 @@
+"""The command table of DESIGN.md: arguments, roles and help, in one place.
+
+The parser, the help text, the role check and the authorization tests are all
+generated from :data:`COMMANDS`, so a command cannot exist without its row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ANYONE = "anyone"
+PLAYER = "player"
+ADMIN = "admin"
+ROLES = (ANYONE, PLAYER, ADMIN)
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """A positional argument; ``kind`` selects its validation in :mod:`server.protocol`."""
+
+    name: str
+    kind: str
+    optional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """``--name`` alone (boolean) or ``--name VALUE`` when ``kind`` is set."""
+
+    name: str
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    name: str
+    role: str
+    summary: str
+    args: tuple[Arg, ...] = ()
+    flags: tuple[Flag, ...] = ()
+    read_only: bool = False
+
+    @property
+    def usage(self) -> str:
+        parts = [self.name]
+        for a in self.args:
+            parts.append(f"[{a.name.upper()}]" if a.optional else a.name.upper())
+        for f in self.flags:
+            parts.append(f"[--{f.name}{' ' + f.kind.upper() if f.kind else ''}]")
+        return " ".join(parts)
+
+
+def _c(name: str, role: str, summary: str, *args: Arg, flags: tuple[Flag, ...] = (),
+       read_only: bool = False) -> CommandSpec:
+    return CommandSpec(name, role, summary, args, flags, read_only)
+
+
+COMMANDS: dict[str, CommandSpec] = {
+    c.name: c
+    for c in (
+        _c("help", ANYONE, "List the commands, or explain one.", Arg("command", "text", True),
+           read_only=True),
+        _c("register", ANYONE, "Create an account and log in. Names are 1–20 of A-Z a-z 0-9 _ -.",
+           Arg("name", "name"), Arg("password", "password")),
+        _c("login", ANYONE, "Log in; a second login of the same account replaces the first.",
+           Arg("name", "name"), Arg("password", "password")),
+        _c("logout", PLAYER, "Log out; the connection stays open as a spectator."),
+        _c("who", ANYONE, "Online players with their status and ratings.", read_only=True),
+        _c("whois", ANYONE, "A player's profile: status, every ladder's rating, matches.",
+           Arg("name", "name"), read_only=True),
+        _c("rating", ANYONE, "Ratings of a player (yourself by default) in every ladder, or one.",
+           Arg("name", "name", True), Arg("ladder", "ladder", True), read_only=True),
+        _c("ladder", ANYONE, "A ladder's ranking, active players first.",
+           Arg("ladder", "ladder"), Arg("from", "count", True), Arg("count", "count", True),
+           flags=(Flag("all"),), read_only=True),
+        _c("history", ANYONE, "A player's rating history, oldest first.",
+           Arg("name", "name"), Arg("ladder", "ladder", True), read_only=True),
+        _c("ladders", ANYONE, "The configured ladders and their systems.", read_only=True),
+        _c("watch", ANYONE, "Receive ladder_updated and rating_changed pushes for a ladder.",
+           Arg("ladder", "ladder")),
+        _c("unwatch", ANYONE, "Stop watching a ladder.", Arg("ladder", "ladder")),
+        _c("invite", PLAYER, "Invite a player to a match of LENGTH points (unlimited = unrated).",
+           Arg("name", "name"), Arg("ladder", "ladder"), Arg("length", "length", True)),
+        _c("join", PLAYER, "Accept an invitation; the match starts.", Arg("name", "name")),
+        _c("decline", PLAYER, "Refuse an invitation.", Arg("name", "name")),
+        _c("resign", PLAYER, "Concede your match: the opponent wins and it is rated now."),
+        _c("report win", PLAYER, "Claim a win (scores optional); the opponent confirms or disputes.",
+           Arg("score_a", "score", True), Arg("score_b", "score", True)),
+        _c("confirm", PLAYER, "Accept the opponent's claimed win; the match is rated now.",
+           Arg("match", "id")),
+        _c("dispute", PLAYER, "Reject the opponent's claimed win; an admin decides.",
+           Arg("match", "id")),
+        _c("claim", PLAYER, "Win a match whose opponent has been disconnected too long.",
+           Arg("match", "id")),
+        _c("abort", PLAYER, "Propose (or agree) to end your match unrated."),
+        _c("event create", ADMIN, "Open an event on a ladder (DATE defaults to today).",
+           Arg("name", "title"), Arg("ladder", "ladder"), Arg("date", "date", True)),
+        _c("event result", ADMIN, "Record a game; a side is NAME or NAME1+NAME2.",
+           Arg("event", "id"), Arg("side_a", "side"), Arg("side_b", "side"),
+           Arg("score_a", "score"), Arg("score_b", "score"), Arg("length", "length", True),
+           flags=(Flag("unrated", "reason"),)),
+        _c("event import", ADMIN, "Record many games from CSV text (the results-file format).",
+           Arg("event", "id"), Arg("csv", "csv")),
+        _c("event close", ADMIN, "Close the event and rate its games; pushes the new ladder.",
+           Arg("event", "id")),
+        _c("events", ANYONE, "List events, optionally only open or closed ones.",
+           Arg("status", "status", True), read_only=True),
+        _c("event show", ANYONE, "An event's games and standings.", Arg("event", "id"),
+           read_only=True),
+        _c("void", ADMIN, "Void a match; its ladder is recomputed from the log.",
+           Arg("match", "id"), Arg("reason", "reason")),
+        _c("adjudicate", ADMIN, "Decide a disputed match, or correct a result; recomputes the ladder.",
+           Arg("match", "id"), Arg("winner", "name")),
+    )
+}
+
+GROUPS = frozenset(name.split()[0] for name in COMMANDS if " " in name)

@@ -1,0 +1,147 @@
+"""Server configuration from a TOML file, with the defaults of DESIGN.md."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ratings_plugin.ladder import LadderOptions
+from ratings_plugin.systems.fibs import FibsOptions
+from ratings_plugin.systems.p4p import P4POptions
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Ladder:
+    name: str
+    options: LadderOptions
+
+    @property
+    def system(self) -> str:
+        return self.options.system
+
+    @property
+    def format(self) -> str:
+        return "doubles" if self.options.doubles else "singles"
+
+    @property
+    def live(self) -> bool:
+        """FIBS ladders rate each match at once; the others rate on event close."""
+        return self.options.system == "fibs"
+
+
+def default_ladders() -> tuple[Ladder, ...]:
+    return (
+        Ladder("backgammon", LadderOptions("fibs")),
+        Ladder("scrabble", LadderOptions("cas")),
+        Ladder("foosball-singles", LadderOptions("p4p")),
+        Ladder("foosball-doubles", LadderOptions("p4p", doubles=True)),
+    )
+
+
+@dataclass(frozen=True)
+class PasswordHashing:
+    """scrypt cost; the defaults are OWASP's minimum (N=2^17, r=8, p=1)."""
+
+    n: int = 2**17
+    r: int = 8
+    p: int = 1
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    database: str = "matchlobby.db"
+    drop_timeout: float = 600.0
+    server_name: str = "matchlobby"
+    ladders: tuple[Ladder, ...] = field(default_factory=default_ladders)
+    password: PasswordHashing = field(default_factory=PasswordHashing)
+    commit_batch: int = 64
+
+    def ladder(self, name: str) -> Ladder | None:
+        for ladder in self.ladders:
+            if ladder.name == name:
+                return ladder
+        return None
+
+
+SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch"}
+LADDER_KEYS = {"name", "system", "format", "inactivity_days", "experience_includes_match",
+               "start_rating", "k_thresholds", "k_values", "start_class", "floor", "f"}
+
+
+def _ladder(entry: dict[str, Any], where: str) -> Ladder:
+    unknown = set(entry) - LADDER_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
+    name = entry.get("name")
+    system = entry.get("system")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: a ladder needs a name")
+    fmt = entry.get("format", "singles")
+    if fmt not in ("singles", "doubles"):
+        raise ConfigError(f"{where}: format must be 'singles' or 'doubles'")
+    days = entry.get("inactivity_days", 365)
+    try:
+        fibs = FibsOptions(
+            experience_includes_match=bool(entry.get("experience_includes_match", True)),
+            start_rating=float(entry.get("start_rating", 1500.0)),
+        )
+        p4p = P4POptions(
+            f=int(entry.get("f", 800)),
+            k_thresholds=tuple(entry.get("k_thresholds", (30, 100))),
+            k_values=tuple(entry.get("k_values", (80, 50, 30))),
+            start_class=str(entry.get("start_class", "Newcomer")),
+            floor=entry.get("floor"),
+        )
+        options = LadderOptions(
+            system=str(system), doubles=fmt == "doubles",
+            inactivity_days=None if days in (0, None) else int(days), fibs=fibs, p4p=p4p,
+        )
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where} ({name}): {e}") from None
+    return Ladder(name, options)
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read ``path`` (or return the defaults when it is ``None``)."""
+    if path is None:
+        return Config()
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    unknown = set(data) - {"server", "ladders", "password_hashing"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown section(s) {sorted(unknown)}")
+    server = data.get("server", {})
+    bad_keys = set(server) - SERVER_KEYS
+    if bad_keys:
+        raise ConfigError(f"{path}: [server] has unknown key(s) {sorted(bad_keys)}")
+    kwargs: dict[str, Any] = {}
+    for key, conv in (("host", str), ("port", int), ("database", str), ("drop_timeout", float),
+                      ("commit_batch", int)):
+        if key in server:
+            kwargs[key] = conv(server[key])
+    if "name" in server:
+        kwargs["server_name"] = str(server["name"])
+    if "ladders" in data:
+        ladders = tuple(_ladder(e, f"{path}: ladders[{i}]") for i, e in enumerate(data["ladders"]))
+        names = [x.name for x in ladders]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{path}: ladder names must be unique")
+        kwargs["ladders"] = ladders
+    if "password_hashing" in data:
+        ph = data["password_hashing"]
+        kwargs["password"] = PasswordHashing(int(ph.get("n", 2**17)), int(ph.get("r", 8)),
+                                             int(ph.get("p", 1)))
+    return Config(**kwargs)

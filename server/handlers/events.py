@@ -1,0 +1,403 @@
+"""Events (create, result, import, close, show) and corrections (void, adjudicate)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import aiosqlite
+
+from ratings_plugin.games import Game
+from ratings_plugin.ladder import LadderBook
+from ratings_plugin.plugin import Outcome
+from ratings_plugin.results_file import ResultsError, parse_results
+from server.config import Ladder
+from server.domain import EventClosed, LadderCorrected, MatchFinished, RatedUnit
+from server.handlers.accounts import create_player
+from server.handlers.matches import check_score, finish
+from server.lobby import Lobby, Player, Session, fail, handler, today
+from server.log import event_unit, ladder_units
+from server.protocol import push
+from server.storage import next_seq, now
+
+MAX_IMPORT_ROWS = 5000
+
+
+@dataclass
+class EventRow:
+    id: int
+    name: str
+    ladder: str
+    date: str
+    status: str
+
+
+async def load_event(lobby: Lobby, event_id: int) -> EventRow:
+    row = await lobby.db.fetchone("SELECT * FROM events WHERE id = ?", (event_id,))
+    if row is None:
+        raise fail("not_found", f"No event {event_id}.")
+    return EventRow(row["id"], row["name"], row["ladder"], row["date"], row["status"])
+
+
+def event_data(e: EventRow) -> dict[str, Any]:
+    return {"id": e.id, "name": e.name, "ladder": e.ladder, "date": e.date, "status": e.status}
+
+
+def validate_game(lobby: Lobby, ladder: Ladder, game: Game) -> None:
+    """The ladder's rules for one recorded game; ``bad_request`` with the reason."""
+    try:
+        LadderBook(ladder.options).check_game(game)
+    except ValueError as e:
+        raise fail("bad_request", f"{e}.") from None
+    if ladder.system == "fibs" and game.unrated_reason is None:
+        winner, loser = max(game.score_a, game.score_b), min(game.score_a, game.score_b)
+        check_score(game.length, winner, loser)
+
+
+@handler("event create")
+async def event_create(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    ladder = lobby.ladder(args["ladder"])
+    when = args.get("date") or today().isoformat()
+    name = args["name"]
+
+    async def job(conn: aiosqlite.Connection) -> int:
+        async with conn.execute(
+            "INSERT INTO events (name, ladder, date, status, created_at) VALUES (?, ?, ?, 'open', ?)",
+            (name, ladder.name, when, now()),
+        ) as cur:
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    eid = await lobby.db.write(job)
+    return event_data(EventRow(eid, name, ladder.name, when, "open"))
+
+
+async def ensure_players(lobby: Lobby, conn: aiosqlite.Connection, names: Sequence[str],
+                         created: dict[str, Player]) -> dict[str, int]:
+    """Ids for ``names``; unknown names become password-less ladder entries."""
+    ids: dict[str, int] = {}
+    for n in names:
+        p = lobby.players.get(n.casefold()) or created.get(n.casefold())
+        if p is None:
+            pid = await create_player(conn, n, None)
+            p = created[n.casefold()] = Player(pid, n)
+        ids[p.name] = p.id
+    return ids
+
+
+def canonical(lobby: Lobby, side: tuple[str, ...], created: dict[str, Player]) -> tuple[str, ...]:
+    out = []
+    for n in side:
+        p = lobby.players.get(n.casefold()) or created.get(n.casefold())
+        out.append(p.name if p else n)
+    return tuple(out)
+
+
+async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladder: Ladder,
+                 game: Game, created: dict[str, Player]) -> tuple[int, Outcome | None]:
+    """Insert one event game; on a FIBS ladder it is rated at once, like a live match."""
+    ids = await ensure_players(lobby, conn, game.players, created)
+    when = now()
+    winner = "a" if game.score_a > game.score_b else "b" if game.score_b > game.score_a else "draw"
+    rated_now = ladder.live and game.counts_for("fibs")
+    seq = await next_seq(conn) if rated_now else None
+    async with conn.execute(
+        """INSERT INTO matches (ladder, event_id, side_a, side_b, length, played_on, status, winner,
+           score_a, score_b, how, unrated_reason, seq, created_at, finished_at)
+           VALUES (?, ?, ?, ?, ?, ?, 'finished', ?, ?, ?, 'event', ?, ?, ?, ?)""",
+        (ladder.name, event.id, "+".join(game.side_a), "+".join(game.side_b), game.length,
+         game.played_on.isoformat(), winner, game.score_a, game.score_b, game.unrated_reason,
+         seq, when, when),
+    ) as cur:
+        mid = cur.lastrowid
+    assert mid is not None
+    await conn.executemany(
+        "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
+        [(mid, ids[p], "a") for p in game.side_a] + [(mid, ids[p], "b") for p in game.side_b],
+    )
+    if seq is None:
+        return mid, None
+    unit = RatedUnit(ladder.name, seq, when, (game,), ids, match_id=mid, event_id=event.id)
+    return mid, await lobby.emit(conn, MatchFinished(unit))
+
+
+def publish_recorded(lobby: Lobby, created: dict[str, Player],
+                     outcomes: Sequence[Outcome | None]) -> None:
+    for p in created.values():
+        lobby.players[p.key] = p
+    for outcome in outcomes:
+        if outcome is not None:
+            lobby.publish_outcome(outcome)
+
+
+def game_data(mid: int, game: Game, outcome: Outcome | None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "match": mid, "side_a": "+".join(game.side_a), "side_b": "+".join(game.side_b),
+        "score_a": game.score_a, "score_b": game.score_b, "rated": game.unrated_reason is None,
+    }
+    if game.unrated_reason is not None:
+        data["unrated"] = game.unrated_reason
+    if outcome is not None:
+        data["changes"] = [c.as_dict(outcome.ladder) for c in outcome.changes]
+    return data
+
+
+@handler("event result")
+async def event_result(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    event = await load_event(lobby, args["event"])
+    if event.status != "open":
+        raise fail("conflict", f"Event {event.id} is closed; it takes no more results.")
+    ladder = lobby.ladder(event.ladder)
+    raw = args.get("length", 1)
+    game = Game(
+        side_a=canonical(lobby, args["side_a"], {}), side_b=canonical(lobby, args["side_b"], {}),
+        score_a=args["score_a"], score_b=args["score_b"],
+        played_on=date.fromisoformat(event.date),
+        length=None if raw == "unlimited" else int(raw), unrated_reason=args.get("unrated"),
+    )
+    validate_game(lobby, ladder, game)
+    created: dict[str, Player] = {}
+
+    async def job(conn: aiosqlite.Connection) -> tuple[int, Outcome | None]:
+        await _still_open(conn, event.id)
+        created.clear()
+        return await record(lobby, conn, event, ladder, game, created)
+
+    mid, outcome = await lobby.db.write(job)
+    publish_recorded(lobby, created, [outcome])
+    return {"event": event.id, **game_data(mid, game, outcome)}
+
+
+async def _still_open(conn: aiosqlite.Connection, event_id: int) -> None:
+    async with conn.execute("SELECT status FROM events WHERE id = ?", (event_id,)) as cur:
+        row = await cur.fetchone()
+    if row is None or row[0] != "open":
+        raise fail("conflict", f"Event {event_id} is closed; it takes no more results.")
+
+
+@handler("event import")
+async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    event = await load_event(lobby, args["event"])
+    if event.status != "open":
+        raise fail("conflict", f"Event {event.id} is closed; it takes no more results.")
+    ladder = lobby.ladder(event.ladder)
+    try:
+        rows = parse_results(args["csv"], "CSV")
+    except ResultsError as e:
+        raise fail("bad_request", str(e)) from None
+    if len(rows) > MAX_IMPORT_ROWS:
+        raise fail("bad_request", f"CSV: at most {MAX_IMPORT_ROWS} rows in one import.")
+    games: list[Game] = []
+    for r in rows:
+        if r.event.casefold() != event.name.casefold():
+            raise fail("bad_request", f"CSV:{r.line}: the row is for event {r.event!r}, "
+                                      f"not {event.name!r}.")
+        g = r.game
+        g = Game(canonical(lobby, g.side_a, {}), canonical(lobby, g.side_b, {}), g.score_a,
+                 g.score_b, g.played_on, g.length, g.unrated_reason)
+        try:
+            validate_game(lobby, ladder, g)
+        except Exception as e:
+            raise fail("bad_request", f"CSV:{r.line}: {e}") from None
+        games.append(g)
+    created: dict[str, Player] = {}
+
+    async def job(conn: aiosqlite.Connection) -> list[tuple[int, Outcome | None]]:
+        await _still_open(conn, event.id)
+        created.clear()
+        return [await record(lobby, conn, event, ladder, g, created) for g in games]
+
+    results = await lobby.db.write(job)
+    publish_recorded(lobby, created, [o for _, o in results])
+    return {"event": event.id, "imported": len(results),
+            "games": [game_data(mid, g, o) for (mid, o), g in zip(results, games, strict=True)]}
+
+
+@handler("event close")
+async def event_close(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    event = await load_event(lobby, args["event"])
+    if event.status != "open":
+        raise fail("conflict", f"Event {event.id} is already closed.")
+    ladder = lobby.ladder(event.ladder)
+
+    async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, set[str]]:
+        await _still_open(conn, event.id)
+        when = now()
+        if ladder.live:
+            await conn.execute("UPDATE events SET status = 'closed', closed_at = ? WHERE id = ?",
+                               (when, event.id))
+            return None, set()
+        seq = await next_seq(conn)
+        await conn.execute(
+            "UPDATE events SET status = 'closed', closed_at = ?, seq = ? WHERE id = ?",
+            (when, seq, event.id))
+        unit = await event_unit(conn, ladder.name, event.id, seq, when)
+        players = {p for g in unit.games if g.counts_for(ladder.system) for p in g.players}
+        return await lobby.emit(conn, EventClosed(unit)), players
+
+    outcome, players = await lobby.db.write(job)
+    if outcome is not None:
+        lobby.publish_outcome(outcome, event.id, full_ladder=True, participants=players)
+    changes = [] if outcome is None else [
+        c.as_dict(ladder.name) for c in outcome.changes if c.player in players]
+    return {**event_data(EventRow(event.id, event.name, event.ladder, event.date, "closed")),
+            "changes": changes}
+
+
+@handler("events")
+async def events(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    sql = """SELECT e.*, (SELECT count(*) FROM matches m WHERE m.event_id = e.id
+             AND m.status = 'finished') AS games FROM events e"""
+    params: list[Any] = []
+    if args.get("status"):
+        sql += " WHERE e.status = ?"
+        params.append(args["status"])
+    rows = await lobby.db.fetchall(sql + " ORDER BY e.id", params)
+    return {"events": [{**event_data(EventRow(r["id"], r["name"], r["ladder"], r["date"],
+                                               r["status"])), "games": r["games"]} for r in rows]}
+
+
+@handler("event show")
+async def event_show(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    event = await load_event(lobby, args["event"])
+    rows = await lobby.db.fetchall("SELECT * FROM matches WHERE event_id = ? ORDER BY id",
+                                   (event.id,))
+    games = []
+    table: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        games.append({"match": r["id"], "side_a": r["side_a"], "side_b": r["side_b"],
+                      "score_a": r["score_a"], "score_b": r["score_b"], "length": r["length"],
+                      "date": r["played_on"], "status": r["status"],
+                      "rated": r["unrated_reason"] is None, "unrated": r["unrated_reason"]})
+        if r["status"] != "finished":
+            continue
+        for side, result in (("a", r["winner"]), ("b", r["winner"])):
+            for name in r[f"side_{side}"].split("+"):
+                t = table.setdefault(name, {"player": name, "played": 0, "won": 0, "drawn": 0,
+                                            "lost": 0, "points": 0.0})
+                t["played"] += 1
+                if result == "draw":
+                    t["drawn"] += 1
+                    t["points"] += 0.5
+                elif result == side:
+                    t["won"] += 1
+                    t["points"] += 1
+                else:
+                    t["lost"] += 1
+    standings = sorted(table.values(), key=lambda t: (-t["points"], t["player"].casefold()))
+    return {**event_data(event), "games": games, "standings": standings}
+
+
+# ---- corrections ---------------------------------------------------------------------------
+
+
+async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
+                  new_winner: str | None, reason: str | None, admin: Player) -> dict[str, Any]:
+    """Append a correction to the log and recompute the ladder from it when it was rated."""
+    row = await lobby.db.fetchone(
+        "SELECT m.*, e.status AS event_status FROM matches m LEFT JOIN events e "
+        "ON e.id = m.event_id WHERE m.id = ?", (match_id,))
+    if row is None:
+        raise fail("not_found", f"No match {match_id}.")
+    ladder = lobby.ladder(row["ladder"])
+    rated = row["seq"] is not None or row["event_status"] == "closed"
+    names = row["side_a"].split("+") + row["side_b"].split("+")
+    swap = new_winner is not None and row["winner"] not in (None, new_winner) \
+        and row["score_a"] is not None
+
+    async def job(conn: aiosqlite.Connection) -> Outcome | None:
+        async with conn.execute("SELECT status, winner FROM matches WHERE id = ?",
+                                (match_id,)) as cur:
+            current = await cur.fetchone()
+        if current is None or (current[0], current[1]) != (row["status"], row["winner"]):
+            raise fail("conflict", f"Match {match_id} changed meanwhile; try again.")
+        await conn.execute(
+            """INSERT INTO corrections (match_id, kind, old_status, old_winner, new_status,
+               new_winner, reason, by_player, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (match_id, kind, row["status"], row["winner"], new_status, new_winner, reason,
+             admin.id, now()))
+        if swap:
+            await conn.execute(
+                "UPDATE matches SET score_a = score_b, score_b = score_a WHERE id = ?",
+                (match_id,))
+        await conn.execute("UPDATE matches SET status = ?, winner = ? WHERE id = ?",
+                           (new_status, new_winner, match_id))
+        if not rated:
+            return None
+        units = tuple(await ladder_units(conn, ladder.name))
+        return await lobby.emit(conn, LadderCorrected(ladder.name, units))
+
+    outcome = await lobby.db.write(job)
+    data = {"match": match_id, "ladder": ladder.name, "status": new_status,
+            "winner": _winner_name(row, new_winner), "reason": reason, "recomputed": rated}
+    lobby.defer(lobby.sessions_of(names), push("match_corrected", data))
+    if outcome is not None:
+        lobby.publish_outcome(outcome, full_ladder=True, participants=set())
+        data["changes"] = [c.as_dict(ladder.name) for c in outcome.changes]
+    return data
+
+
+def _winner_name(row: Any, side: str | None) -> str | None:
+    if side in ("a", "b"):
+        return str(row[f"side_{side}"])
+    return None
+
+
+@handler("void")
+async def void(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    mid = args["match"]
+    live = lobby.matches.get(mid)
+    admin = lobby.me(session)
+    if live is not None:
+        if live.busy:
+            raise fail("conflict", f"Match {mid} is being decided right now.")
+        live.busy = True
+        try:
+            data = await correct(lobby, mid, "void", "voided", None, args["reason"], admin)
+        finally:
+            live.busy = False
+        lobby.matches.pop(mid, None)
+        lobby.match_of.pop(live.a, None)
+        lobby.match_of.pop(live.b, None)
+        return data
+    row = await lobby.db.fetchone("SELECT status FROM matches WHERE id = ?", (mid,))
+    if row is None:
+        raise fail("not_found", f"No match {mid}.")
+    if row["status"] in ("voided", "aborted"):
+        raise fail("conflict", f"Match {mid} is already {row['status']}.")
+    return await correct(lobby, mid, "void", "voided", None, args["reason"], admin)
+
+
+@handler("adjudicate")
+async def adjudicate(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    mid = args["match"]
+    admin = lobby.me(session)
+    live = lobby.matches.get(mid)
+    winner = args["winner"]
+    if live is not None:
+        name = next((n for n in (live.a, live.b) if n.casefold() == winner.casefold()), None)
+        if name is None:
+            raise fail("bad_request", f"{winner} does not play in match {mid}.")
+        scores = live.claim_scores if live.claimed_by == name else None
+        return await finish(lobby, live, name, "adjudicate", scores)
+    row = await lobby.db.fetchone("SELECT * FROM matches WHERE id = ?", (mid,))
+    if row is None:
+        raise fail("not_found", f"No match {mid}.")
+    if row["status"] != "finished":
+        raise fail("conflict", f"Match {mid} is {row['status']}; only finished or live matches "
+                               "can be adjudicated.")
+    side = next((s for s in ("a", "b") if winner.casefold() in
+                 [n.casefold() for n in row[f"side_{s}"].split("+")]), None)
+    if side is None:
+        raise fail("bad_request", f"{winner} does not play in match {mid}.")
+    if row["winner"] == side:
+        raise fail("conflict", f"Match {mid} is already won by {row[f'side_{side}']}.")
+    if row["winner"] == "draw":
+        raise fail("bad_request", f"Match {mid} was a draw with scores; void it and record the "
+                                  "right result instead.")
+    return await correct(lobby, mid, "adjudicate", "finished", side, None, admin)
+
+
+__all__ = ["MatchFinished", "validate_game"]

@@ -1,0 +1,333 @@
+"""The lobby: sessions, the command dispatcher and the in-memory state of live play.
+
+It decides *what* happens; storage makes it durable and the ratings plugin
+turns finished results into rating rows inside the same transaction. The
+transport hands it text frames and gives each session a ``send`` function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+import aiosqlite
+
+from ratings_plugin.plugin import Outcome, RatingsPlugin
+from server import PROTOCOL_VERSION, __version__
+from server.commands import ADMIN, PLAYER
+from server.config import Config, Ladder
+from server.domain import DomainEvent
+from server.protocol import ProtocolError, Request, error, parse_frame, push, reply
+from server.storage import CommitFailed, Database
+
+log = logging.getLogger(__name__)
+AWAY_AFTER = 600.0
+
+
+class LobbyError(Exception):
+    """A refused command: a stable ``code`` and a sentence for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def fail(code: str, message: str) -> LobbyError:
+    return LobbyError(code, message)
+
+
+@dataclass
+class Player:
+    id: int
+    name: str
+    role: str = "player"
+    password_hash: str | None = None
+    last_login: str | None = None
+    dropped: int = 0
+
+    @property
+    def key(self) -> str:
+        return self.name.casefold()
+
+
+@dataclass(eq=False)
+class Session:
+    """One connection. ``send`` queues a message; ``close`` ends the connection."""
+
+    send: Callable[[dict[str, Any]], None]
+    close: Callable[[int, str], None]
+    address: str = "?"
+    player: Player | None = None
+    watching: set[str] = field(default_factory=set)
+    last_seen: float = field(default_factory=time.monotonic)
+    closed: bool = False
+
+
+@dataclass
+class LiveMatch:
+    id: int
+    ladder: str
+    length: int | None
+    a: str
+    b: str
+    status: str = "playing"
+    claimed_by: str | None = None
+    claim_scores: tuple[int, int] | None = None
+    abort_by: str | None = None
+    busy: bool = False
+    away_since: dict[str, float] = field(default_factory=dict)
+
+    def opponent(self, name: str) -> str:
+        return self.b if name == self.a else self.a
+
+    def side_of(self, name: str) -> str:
+        return "a" if name == self.a else "b"
+
+    def summary(self) -> dict[str, Any]:
+        return {"match": self.id, "ladder": self.ladder,
+                "length": "unlimited" if self.length is None else self.length,
+                "a": self.a, "b": self.b, "status": self.status}
+
+
+@dataclass
+class Invitation:
+    inviter: str
+    invitee: str
+    ladder: str
+    length: int | None
+
+
+Handler = Callable[["Lobby", Session, dict[str, Any]], Awaitable[Any]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handler(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[name] = fn
+        return fn
+    return register
+
+
+class Lobby:
+    def __init__(self, config: Config, db: Database) -> None:
+        self.config = config
+        self.db = db
+        self.ladders: dict[str, Ladder] = {x.name: x for x in config.ladders}
+        self.ratings = RatingsPlugin({x.name: x.options for x in config.ladders})
+        self.plugins = [self.ratings]
+        self.sessions: set[Session] = set()
+        self.online: dict[str, Session] = {}
+        self.players: dict[str, Player] = {}
+        self.matches: dict[int, LiveMatch] = {}
+        self.match_of: dict[str, int] = {}
+        self.invitations: dict[str, dict[str, Invitation]] = {}
+        self.hash_slots = asyncio.Semaphore(2)
+        self._deferred: list[tuple[Iterable[Session], dict[str, Any]]] | None = None
+        db.on_commit_failure = self.reload_plugins
+
+    # ---- start-up -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        import server.handlers  # noqa: F401  (registers every command handler)
+
+        assert self.db.writer is not None
+        await self.reload_plugins()
+        for row in await self.db.fetchall("SELECT * FROM players"):
+            p = Player(row["id"], row["name"], row["role"], row["password_hash"],
+                       row["last_login"], row["dropped"])
+            self.players[p.key] = p
+        now = time.monotonic()
+        for row in await self.db.fetchall(
+            "SELECT * FROM matches WHERE status IN ('playing', 'claimed', 'disputed')"
+        ):
+            m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
+                          row["status"], row["claimed_by"])
+            if row["score_a"] is not None and row["claimed_by"]:
+                m.claim_scores = (row["score_a"], row["score_b"])
+            m.away_since = {m.a: now, m.b: now}
+            self.matches[m.id] = m
+            self.match_of[m.a] = self.match_of[m.b] = m.id
+
+    async def reload_plugins(self) -> None:
+        """Rebuild plugin state from committed data (after start or a failed commit)."""
+        assert self.db.writer is not None
+        for plugin in self.plugins:
+            await plugin.load(self.db.writer)
+
+    # ---- sessions -------------------------------------------------------------------------
+
+    def connect(self, session: Session) -> None:
+        self.sessions.add(session)
+        session.send(push("hello", {"server": self.config.server_name, "version": __version__,
+                                    "protocol": PROTOCOL_VERSION}))
+
+    def disconnect(self, session: Session) -> None:
+        session.closed = True
+        self.sessions.discard(session)
+        self.sign_out(session)
+
+    def sign_out(self, session: Session) -> None:
+        p = session.player
+        session.player = None
+        if p is None or self.online.get(p.key) is not session:
+            return
+        del self.online[p.key]
+        self.invitations.pop(p.key, None)
+        for invites in self.invitations.values():
+            invites.pop(p.key, None)
+        m = self.matches.get(self.match_of.get(p.name, 0))
+        if m is not None:
+            m.away_since[p.name] = time.monotonic()
+        self.broadcast(push("player_offline", {"player": p.name}))
+
+    def sign_in(self, session: Session, player: Player) -> None:
+        old = self.online.get(player.key)
+        if old is not None and old is not session:
+            old.send(push("logged_out", {"reason": "You logged in from another connection; "
+                                                   "this one has been closed."}))
+            self.sign_out(old)
+            old.close(4000, "replaced by a newer login")
+        if session.player is not None and session.player.key != player.key:
+            self.sign_out(session)
+        session.player = player
+        self.online[player.key] = session
+        m = self.matches.get(self.match_of.get(player.name, 0))
+        if m is not None:
+            m.away_since.pop(player.name, None)
+        self.broadcast(push("player_online", {"player": player.name}), exclude=session)
+
+    # ---- dispatch -------------------------------------------------------------------------
+
+    async def handle_frame(self, session: Session, text: str) -> None:
+        """Answer one frame: the reply first, then the pushes it caused."""
+        session.last_seen = time.monotonic()
+        deferred: list[tuple[Iterable[Session], dict[str, Any]]] = []
+        try:
+            request = parse_frame(text)
+        except ProtocolError as e:
+            session.send(error(e.code, e.message, e.id, e.cmd))
+            return
+        message = await self.run(session, request, deferred)
+        if not session.closed:
+            session.send(message)
+        for targets, msg in deferred:
+            for s in targets:
+                if not s.closed:
+                    s.send(msg)
+
+    async def run(self, session: Session, request: Request,
+                  deferred: list[tuple[Iterable[Session], dict[str, Any]]]) -> dict[str, Any]:
+        spec = request.spec
+        if spec.role in (PLAYER, ADMIN) and session.player is None:
+            return error("not_logged_in", f"'{spec.name}' needs you to log in first.",
+                         request.id, request.cmd)
+        if spec.role == ADMIN and session.player is not None and session.player.role != "admin":
+            return error("forbidden", f"'{spec.name}' is for tournament directors (admins).",
+                         request.id, request.cmd)
+        fn = HANDLERS[request.cmd]
+        self._deferred = deferred
+        try:
+            data = await fn(self, session, request.args)
+        except LobbyError as e:
+            return error(e.code, e.message, request.id, request.cmd)
+        except ProtocolError as e:
+            return error(e.code, e.message, request.id, request.cmd)
+        except CommitFailed:
+            return error("internal", "The server could not save this; nothing was changed. "
+                                     "Please try again.", request.id, request.cmd)
+        except Exception:
+            log.exception("command %s failed", request.cmd)
+            return error("internal", "Something went wrong on the server; nothing was changed.",
+                         request.id, request.cmd)
+        finally:
+            self._deferred = None
+        return reply(request, data)
+
+    # ---- pushes ---------------------------------------------------------------------------
+
+    def defer(self, targets: Iterable[Session], message: dict[str, Any]) -> None:
+        """Send ``message`` after the current reply (or now, outside a command)."""
+        targets = [t for t in targets if t is not None]
+        if self._deferred is not None:
+            self._deferred.append((targets, message))
+        else:
+            for s in targets:
+                if not s.closed:
+                    s.send(message)
+
+    def broadcast(self, message: dict[str, Any], exclude: Session | None = None) -> None:
+        for s in list(self.sessions):
+            if s is not exclude and not s.closed:
+                s.send(message)
+
+    def session_of(self, name: str) -> Session | None:
+        return self.online.get(name.casefold())
+
+    def sessions_of(self, names: Iterable[str]) -> list[Session]:
+        return [s for s in (self.session_of(n) for n in names) if s is not None]
+
+    def watchers(self, ladder: str) -> list[Session]:
+        return [s for s in self.sessions if ladder in s.watching]
+
+    def publish_outcome(self, outcome: Outcome, event_id: int | None = None,
+                        full_ladder: bool = False, participants: set[str] | None = None) -> None:
+        """After commit: the plugin's published view, then the pushes.
+
+        Each player whose rating changed is told; watchers get the changes of
+        ``participants`` (everyone when ``None``) and, for a whole-ladder
+        update, one ``ladder_updated``.
+        """
+        for plugin in self.plugins:
+            plugin.committed(outcome)
+        watchers = self.watchers(outcome.ladder)
+        for change in outcome.changes:
+            msg = push("rating_changed", change.as_dict(outcome.ladder))
+            me = self.session_of(change.player)
+            targets: set[Session] = {me} if me is not None else set()
+            if participants is None or change.player in participants:
+                targets.update(watchers)
+            self.defer(targets, msg)
+        if full_ladder:
+            self.defer(watchers, push("ladder_updated", {
+                "ladder": outcome.ladder, "event": event_id,
+                "players": self.ratings.rows(outcome.ladder, today()),
+            }))
+
+    # ---- helpers for handlers -------------------------------------------------------------
+
+    def ladder(self, name: str) -> Ladder:
+        ladder = self.ladders.get(name)
+        if ladder is None:
+            raise fail("not_found", f"No ladder named {name!r}; 'ladders' lists them.")
+        return ladder
+
+    def player(self, name: str) -> Player:
+        p = self.players.get(name.casefold())
+        if p is None:
+            raise fail("not_found", f"No player named {name!r}.")
+        return p
+
+    def me(self, session: Session) -> Player:
+        if session.player is None:
+            raise fail("not_logged_in", "Log in first.")
+        return session.player
+
+    async def emit(self, conn: aiosqlite.Connection, event: DomainEvent) -> Outcome:
+        """Let every plugin react inside the current transaction; returns the ratings outcome."""
+        outcome: Outcome | None = None
+        for plugin in self.plugins:
+            result = await plugin.handle(conn, event)
+            if plugin is self.ratings:
+                outcome = result
+        assert outcome is not None
+        return outcome
+
+
+def today() -> date:
+    return datetime.now(UTC).date()

@@ -1,0 +1,113 @@
+"""Reading the match log back as the units ladders apply, in the order they were applied.
+
+The log is ``matches`` and ``events`` with their shared ``seq`` numbers: a
+rated FIBS match has its own ``seq``; a closed P4P or ČAS event has one for
+all its games. Ratings and history are derived from this alone.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import aiosqlite
+
+from ratings_plugin.games import Game
+from server.domain import RatedUnit
+
+
+def split_side(side: str) -> tuple[str, ...]:
+    return tuple(side.split("+"))
+
+
+def game_from_row(row: Any) -> Game:
+    """A :class:`Game` from a ``matches`` row; a result without scores counts 1–0."""
+    score_a, score_b = row["score_a"], row["score_b"]
+    if score_a is None or score_b is None:
+        winner = row["winner"]
+        score_a, score_b = {"a": (1, 0), "b": (0, 1)}.get(winner, (0, 0))
+    return Game(
+        side_a=split_side(row["side_a"]),
+        side_b=split_side(row["side_b"]),
+        score_a=score_a,
+        score_b=score_b,
+        played_on=date.fromisoformat(row["played_on"]),
+        length=row["length"],
+        unrated_reason=row["unrated_reason"],
+    )
+
+
+async def _player_ids(conn: aiosqlite.Connection, ladder: str) -> dict[int, dict[str, int]]:
+    ids: dict[int, dict[str, int]] = {}
+    async with conn.execute(
+        """SELECT mp.match_id, p.id, p.name FROM match_players mp
+           JOIN players p ON p.id = mp.player_id JOIN matches m ON m.id = mp.match_id
+           WHERE m.ladder = ? AND m.status = 'finished'""",
+        (ladder,),
+    ) as cur:
+        async for row in cur:
+            ids.setdefault(row[0], {})[row[2]] = row[1]
+    return ids
+
+
+async def ladder_units(conn: aiosqlite.Connection, ladder: str) -> list[RatedUnit]:
+    """Every unit of ``ladder`` in ``seq`` order, built from committed log rows."""
+    ids = await _player_ids(conn, ladder)
+    units: list[tuple[int, RatedUnit]] = []
+    async with conn.execute(
+        """SELECT * FROM matches WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished'""",
+        (ladder,),
+    ) as cur:
+        async for row in cur:
+            units.append((row["seq"], RatedUnit(
+                ladder=ladder, seq=row["seq"], at=row["finished_at"], games=(game_from_row(row),),
+                player_ids=ids.get(row["id"], {}), match_id=row["id"], event_id=row["event_id"],
+            )))
+    events: dict[int, Any] = {}
+    async with conn.execute(
+        "SELECT * FROM events WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL", (ladder,)
+    ) as cur:
+        async for row in cur:
+            events[row["id"]] = row
+    games: dict[int, list[Game]] = {e: [] for e in events}
+    event_ids: dict[int, dict[str, int]] = {e: {} for e in events}
+    if events:
+        async with conn.execute(
+            """SELECT m.* FROM matches m JOIN events e ON e.id = m.event_id
+               WHERE e.ladder = ? AND e.status = 'closed' AND e.seq IS NOT NULL
+               AND m.status = 'finished' AND m.seq IS NULL ORDER BY m.id""",
+            (ladder,),
+        ) as cur:
+            async for row in cur:
+                games[row["event_id"]].append(game_from_row(row))
+                event_ids[row["event_id"]].update(ids.get(row["id"], {}))
+    for eid, row in events.items():
+        units.append((row["seq"], RatedUnit(
+            ladder=ladder, seq=row["seq"], at=row["closed_at"], games=tuple(games[eid]),
+            player_ids=event_ids[eid], event_id=eid,
+        )))
+    units.sort(key=lambda u: u[0])
+    return [u for _, u in units]
+
+
+async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq: int,
+                     at: str) -> RatedUnit:
+    """One closing event's unit, read without loading the rest of the ladder's log."""
+    games: list[Game] = []
+    ids: dict[str, int] = {}
+    async with conn.execute(
+        """SELECT * FROM matches WHERE event_id = ? AND status = 'finished' AND seq IS NULL
+           ORDER BY id""", (event_id,)
+    ) as cur:
+        rows = list(await cur.fetchall())
+    for row in rows:
+        games.append(game_from_row(row))
+    async with conn.execute(
+        """SELECT p.id, p.name FROM match_players mp JOIN players p ON p.id = mp.player_id
+           JOIN matches m ON m.id = mp.match_id
+           WHERE m.event_id = ? AND m.status = 'finished' AND m.seq IS NULL""", (event_id,)
+    ) as cur:
+        async for row in cur:
+            ids[row[1]] = row[0]
+    return RatedUnit(ladder=ladder, seq=seq, at=at, games=tuple(games), player_ids=ids,
+                     event_id=event_id)

@@ -1,0 +1,317 @@
+"""Frames to :class:`Request` objects and replies/pushes back to JSON. No I/O.
+
+A frame is a JSON object (``{"id": 7, "cmd": "whois", "args": {"name": "alice"}}``)
+or a plain command line (``whois alice``); both end as the same ``Request``
+with validated, typed arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from ratings_plugin.games import valid_name
+from server.commands import COMMANDS, GROUPS, Arg, CommandSpec
+
+MAX_ID_LENGTH = 64
+MAX_SAFE_INT = 2**53
+MAX_SCORE = 1_000_000
+MAX_LENGTH = 1000
+MAX_TEXT = 200
+LADDER_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+Id = int | str | None
+
+
+class ProtocolError(Exception):
+    """A request that cannot be carried out; ``code`` is one of the stable error words."""
+
+    def __init__(self, code: str, message: str, id: Id = None, cmd: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
+        self.cmd = cmd
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    cmd: str
+    args: dict[str, Any] = field(default_factory=dict)
+    id: Id = None
+
+    @property
+    def spec(self) -> CommandSpec:
+        return COMMANDS[self.cmd]
+
+
+def bad(message: str) -> ProtocolError:
+    return ProtocolError("bad_request", message)
+
+
+def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
+    if not isinstance(value, str):
+        raise bad(f"{what} must be text.")
+    if not value.strip():
+        raise bad(f"{what} must not be empty.")
+    if len(value) > limit:
+        raise bad(f"{what} is longer than {limit} characters.")
+    if any(ord(ch) < 32 and ch not in "\t" for ch in value):
+        raise bad(f"{what} contains control characters.")
+    return value
+
+
+def _int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool):
+        raise bad(f"{what} must be a whole number.")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise bad(f"{what} must be a whole number.")
+        value = int(value)
+    if isinstance(value, str):
+        v = value.strip()
+        if not (v.isascii() and v.isdigit()):
+            if v.startswith("-") and v[1:].isascii() and v[1:].isdigit():
+                raise bad(f"{what} cannot be negative: {value!r}.")
+            raise bad(f"{what} must be a whole number, not {value[:40]!r}.")
+        if len(v) > 16:
+            raise bad(f"{what} is too large.")
+        value = int(v)
+    if not isinstance(value, int):
+        raise bad(f"{what} must be a whole number.")
+    if value < low:
+        raise bad(f"{what} must be at least {low}." if low > 0 else f"{what} cannot be negative.")
+    if value > high:
+        raise bad(f"{what} must be at most {high}.")
+    return value
+
+
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise bad(f"{what} must be text.")
+    if not valid_name(value):
+        raise bad(f"{what} {value[:40]!r} is not a valid name: use 1–20 of A-Z a-z 0-9 _ -.")
+    return value
+
+
+def convert(arg: Arg, value: Any) -> Any:
+    """Validate and type one argument value."""
+    what = arg.name.upper()
+    kind = arg.kind
+    if kind == "name":
+        return _name(value, what)
+    if kind == "side":
+        text = _text(value, what, 41)
+        names = text.split("+")
+        if len(names) > 2:
+            raise bad(f"{what} has more than two players: {text!r}.")
+        side = tuple(_name(n, f"{what} player") for n in names)
+        if len({n.casefold() for n in side}) != len(side):
+            raise bad(f"{what} names the same player twice.")
+        return side
+    if kind == "ladder":
+        if not isinstance(value, str) or not LADDER_RE.fullmatch(value):
+            raise bad(f"{what} must be a ladder name such as 'backgammon'.")
+        return value
+    if kind == "password":
+        if not isinstance(value, str) or not value:
+            raise bad("PASSWORD must be non-empty text.")
+        if len(value) > 128:
+            raise bad("PASSWORD is longer than 128 characters.")
+        return value
+    if kind == "id":
+        return _int(value, what, 1, MAX_SAFE_INT)
+    if kind == "count":
+        return _int(value, what, 0, 100_000)
+    if kind == "score":
+        return _int(value, what, 0, MAX_SCORE)
+    if kind == "length":
+        if isinstance(value, str) and value.strip().lower() == "unlimited":
+            return "unlimited"
+        return _int(value, what, 1, MAX_LENGTH)
+    if kind == "date":
+        if not isinstance(value, str):
+            raise bad(f"{what} must be a date YYYY-MM-DD.")
+        try:
+            return date.fromisoformat(value).isoformat() if len(value) == 10 else _no_date(value)
+        except ValueError:
+            raise bad(f"{what} must be a date YYYY-MM-DD, not {value[:40]!r}.") from None
+    if kind == "status":
+        if value not in ("open", "closed"):
+            raise bad(f"{what} must be 'open' or 'closed'.")
+        return value
+    if kind == "csv":
+        if not isinstance(value, str) or not value.strip():
+            raise bad("CSV must be the non-empty text of a results file.")
+        return value
+    if kind in ("title", "reason", "text"):
+        return _text(value, what).strip()
+    raise AssertionError(f"unknown argument kind {kind}")
+
+
+def _no_date(value: str) -> str:
+    raise ValueError(value)
+
+
+def _id(value: Any) -> Id:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise bad("id must be a number or a short string.")
+    if isinstance(value, int) and -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+        return value
+    if isinstance(value, str) and len(value) <= MAX_ID_LENGTH:
+        return value
+    raise bad("id must be a number or a string of at most 64 characters.")
+
+
+def lookup(name: str) -> CommandSpec:
+    spec = COMMANDS.get(name)
+    if spec is None:
+        if name in GROUPS:
+            subs = sorted(c.split()[1] for c in COMMANDS if c.split()[0] == name)
+            raise ProtocolError("unknown_command",
+                                f"'{name}' needs a sub-command: {', '.join(subs)}.", cmd=name)
+        shown = name if len(name) <= 40 else name[:40] + "…"
+        raise ProtocolError("unknown_command", f"Unknown command {shown!r}; try 'help'.",
+                            cmd=shown)
+    return spec
+
+
+def bind(spec: CommandSpec, positional: list[Any], named: dict[str, Any]) -> dict[str, Any]:
+    """Match arguments to the spec, check required ones and convert every value."""
+    args: dict[str, Any] = {}
+    if len(positional) > len(spec.args):
+        raise ProtocolError("bad_request",
+                            f"Too many arguments. Usage: {spec.usage}", cmd=spec.name)
+    for arg, value in zip(spec.args, positional, strict=False):
+        named.setdefault(arg.name, value)
+    known = {a.name for a in spec.args} | {f.name for f in spec.flags}
+    for key in named:
+        if key not in known:
+            raise ProtocolError("bad_request",
+                                f"Unknown argument {key[:40]!r}. Usage: {spec.usage}", cmd=spec.name)
+    for arg in spec.args:
+        if arg.name in named and named[arg.name] is not None:
+            args[arg.name] = convert(arg, named[arg.name])
+        elif not arg.optional:
+            raise ProtocolError("bad_request", f"Missing {arg.name.upper()}. Usage: {spec.usage}",
+                                cmd=spec.name)
+    for flag in spec.flags:
+        value = named.get(flag.name)
+        if flag.kind is None:
+            if value not in (None, True, False):
+                raise bad(f"--{flag.name} is a flag: true or false.")
+            args[flag.name] = bool(value)
+        elif value is not None:
+            args[flag.name] = convert(Arg(flag.name, flag.kind), value)
+    return args
+
+
+def parse_json(text: str) -> Request:
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:
+        raise bad(f"Malformed JSON: {str(e)[:100]}") from None
+    if not isinstance(obj, dict):
+        raise bad("A JSON message must be an object with 'cmd' and optional 'id' and 'args'.")
+    unknown = set(obj) - {"id", "cmd", "args"}
+    req_id = _id(obj.get("id"))
+    try:
+        if unknown:
+            raise bad(f"Unknown field(s) {sorted(unknown)[:5]}; a message has id, cmd and args.")
+        cmd = obj.get("cmd")
+        if not isinstance(cmd, str) or not cmd.strip():
+            raise bad("'cmd' must be a command name such as \"whois\".")
+        spec = lookup(" ".join(cmd.split()))
+        args = obj.get("args", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ProtocolError("bad_request", "'args' must be an object.", cmd=spec.name)
+        return Request(spec.name, bind(spec, [], dict(args)), req_id)
+    except ProtocolError as e:
+        e.id = req_id
+        raise
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_line(text: str) -> Request:
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise bad(f"Cannot split the command line: {e}.") from None
+    if not words:
+        raise bad("Empty command; try 'help'.")
+    name = words[0].lower()
+    rest = words[1:]
+    if name in GROUPS and rest and f"{name} {rest[0].lower()}" in COMMANDS:
+        name = f"{name} {rest[0].lower()}"
+        rest = rest[1:]
+    spec = lookup(name)
+    positional: list[Any] = []
+    named: dict[str, Any] = {}
+    flags = {f.name: f for f in spec.flags}
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word.startswith("--") and len(word) > 2:
+            key = word[2:]
+            flag = flags.get(key)
+            if flag is None:
+                raise ProtocolError("bad_request", f"Unknown option {word[:40]!r}. Usage: {spec.usage}",
+                                    cmd=spec.name)
+            if flag.kind is None:
+                named[key] = True
+            else:
+                if i + 1 >= len(rest):
+                    raise ProtocolError("bad_request", f"{word} needs a value. Usage: {spec.usage}",
+                                        cmd=spec.name)
+                named[key] = rest[i + 1]
+                i += 1
+        else:
+            positional.append(word)
+        i += 1
+    return Request(spec.name, bind(spec, positional, named))
+
+
+def parse_frame(text: str) -> Request:
+    """Parse one text frame into a request; raises :class:`ProtocolError`."""
+    if text.lstrip()[:1] in ("{", "["):
+        return parse_json(text)
+    if "\x00" in text:
+        raise bad("The command line contains a NUL character.")
+    return parse_line(text.strip())
+
+
+def encode(message: dict[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def reply(request: Request, data: Any) -> dict[str, Any]:
+    return {"id": request.id, "ok": True, "cmd": request.cmd, "data": data}
+
+
+def error(code: str, message: str, id: Id = None, cmd: str | None = None) -> dict[str, Any]:
+    return {"id": id, "ok": False, "cmd": cmd, "error": {"code": code, "message": message}}
+
+
+def push(event: str, data: Any) -> dict[str, Any]:
+    return {"event": event, "data": data}
+
+
+def help_text(command: str | None = None) -> dict[str, Any]:
+    """The ``help`` reply: every command's usage, or one command's usage and who may use it."""
+    if command is None:
+        return {"commands": [{"command": s.name, "usage": s.usage, "who": s.role,
+                              "summary": s.summary} for s in COMMANDS.values()]}
+    spec = lookup(" ".join(command.lower().split()))
+    return {"command": spec.name, "usage": spec.usage, "who": spec.role, "summary": spec.summary}

@@ -1,0 +1,294 @@
+"""SQLite storage through aiosqlite: schema and migrations, one group-committing writer.
+
+Durability rules (DESIGN.md): WAL, ``synchronous=FULL``, writes in ``BEGIN
+IMMEDIATE`` transactions through one writer. Jobs queued while a transaction
+is being written are grouped into the next one (each inside its own
+savepoint, so one failing job does not sink the others); nobody learns a
+job's outcome before the commit that holds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import aiosqlite
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE players (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL UNIQUE,
+        password_hash TEXT,
+        role TEXT NOT NULL DEFAULT 'player' CHECK (role IN ('player', 'admin')),
+        created_at TEXT NOT NULL,
+        last_login TEXT,
+        dropped INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        ladder TEXT NOT NULL,
+        date TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'closed')),
+        created_at TEXT NOT NULL,
+        closed_at TEXT,
+        seq INTEGER UNIQUE
+    );
+    CREATE TABLE matches (
+        id INTEGER PRIMARY KEY,
+        ladder TEXT NOT NULL,
+        event_id INTEGER REFERENCES events (id),
+        side_a TEXT NOT NULL,
+        side_b TEXT NOT NULL,
+        length INTEGER,
+        played_on TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN
+            ('playing', 'claimed', 'disputed', 'finished', 'aborted', 'voided')),
+        winner TEXT CHECK (winner IN ('a', 'b', 'draw')),
+        score_a INTEGER,
+        score_b INTEGER,
+        how TEXT,
+        unrated_reason TEXT,
+        claimed_by TEXT,
+        disputed INTEGER NOT NULL DEFAULT 0,
+        seq INTEGER UNIQUE,
+        created_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX matches_event ON matches (event_id);
+    CREATE INDEX matches_ladder_seq ON matches (ladder, seq);
+    CREATE TABLE match_players (
+        match_id INTEGER NOT NULL REFERENCES matches (id),
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        side TEXT NOT NULL CHECK (side IN ('a', 'b')),
+        PRIMARY KEY (match_id, player_id)
+    );
+    CREATE INDEX match_players_player ON match_players (player_id);
+    CREATE TABLE corrections (
+        id INTEGER PRIMARY KEY,
+        match_id INTEGER NOT NULL REFERENCES matches (id),
+        kind TEXT NOT NULL,
+        old_status TEXT NOT NULL,
+        old_winner TEXT,
+        new_status TEXT NOT NULL,
+        new_winner TEXT,
+        reason TEXT,
+        by_player INTEGER REFERENCES players (id),
+        at TEXT NOT NULL
+    );
+    CREATE TABLE ratings (
+        ladder TEXT NOT NULL,
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        rating REAL NOT NULL,
+        games INTEGER NOT NULL,
+        experience INTEGER NOT NULL,
+        paluba INTEGER NOT NULL,
+        dansa INTEGER NOT NULL,
+        peklo REAL NOT NULL,
+        last_played TEXT,
+        PRIMARY KEY (ladder, player_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE history (
+        id INTEGER PRIMARY KEY,
+        ladder TEXT NOT NULL,
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        before REAL,
+        after REAL NOT NULL,
+        match_id INTEGER,
+        event_id INTEGER,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX history_player ON history (player_id, ladder, id);
+    CREATE INDEX history_ladder ON history (ladder);
+    CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO counters VALUES ('seq', 0);
+    """,
+}
+
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=10000",
+)
+
+
+def now() -> str:
+    """UTC timestamps as DESIGN.md shows them: ``2026-11-30T10:15:02Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class CommitFailed(Exception):
+    """The transaction holding a job could not be committed; nothing of it was kept."""
+
+
+@dataclass
+class _Queued:
+    job: Job
+    future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+async def connect(path: str) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    conn.row_factory = aiosqlite.Row
+    for pragma in PRAGMAS:
+        await conn.execute(pragma)
+    return conn
+
+
+async def schema_version(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("PRAGMA user_version") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def migrate(conn: aiosqlite.Connection) -> int:
+    """Bring the schema to :data:`SCHEMA_VERSION`, one migration per transaction."""
+    version = await schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(f"database schema {version} is newer than this server ({SCHEMA_VERSION})")
+    while version < SCHEMA_VERSION:
+        version += 1
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    await conn.execute(statement)
+            await conn.execute(f"PRAGMA user_version = {version}")
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+    return version
+
+
+class Database:
+    """One writer connection (group commit) and one reader connection."""
+
+    def __init__(self, path: str, batch_max: int = 64) -> None:
+        self.path = path
+        self.batch_max = batch_max
+        self.writer: aiosqlite.Connection | None = None
+        self.reader: aiosqlite.Connection | None = None
+        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.on_commit_failure: Callable[[], Awaitable[None]] | None = None
+        self.commits = 0
+
+    async def open(self) -> None:
+        self.writer = await connect(self.path)
+        await migrate(self.writer)
+        self.reader = await connect(self.path)
+        await self.reader.execute("PRAGMA query_only=ON")
+        self._task = asyncio.create_task(self._run(), name="db-writer")
+
+    async def close(self) -> None:
+        """Finish every queued job, then close both connections."""
+        if self._task is not None:
+            await self._queue.put(None)
+            await self._task
+            self._task = None
+        for conn in (self.reader, self.writer):
+            if conn is not None:
+                await conn.close()
+        self.reader = self.writer = None
+
+    async def write(self, job: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Run ``job`` inside the writer's transaction; return once it is committed."""
+        if self._task is None:
+            raise RuntimeError("the database is closed")
+        queued = _Queued(job)
+        await self._queue.put(queued)
+        result: T = await queued.future
+        return result
+
+    async def _run(self) -> None:
+        assert self.writer is not None
+        conn = self.writer
+        stopping = False
+        while not stopping:
+            first = await self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < self.batch_max and not self._queue.empty():
+                nxt = self._queue.get_nowait()
+                if nxt is None:
+                    stopping = True
+                    break
+                batch.append(nxt)
+            await self._run_batch(conn, batch)
+
+    async def _run_batch(self, conn: aiosqlite.Connection, batch: list[_Queued]) -> None:
+        outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            for item in batch:
+                await conn.execute("SAVEPOINT job")
+                try:
+                    result = await item.job(conn)
+                except Exception as e:
+                    await conn.execute("ROLLBACK TO job")
+                    await conn.execute("RELEASE job")
+                    outcomes.append((item, None, e))
+                    continue
+                await conn.execute("RELEASE job")
+                outcomes.append((item, result, None))
+            await conn.execute("COMMIT")
+            self.commits += 1
+        except Exception as e:
+            log.exception("transaction failed; nothing of it is kept")
+            try:
+                await conn.execute("ROLLBACK")
+            except Exception:
+                log.exception("rollback failed")
+            if self.on_commit_failure is not None:
+                await self.on_commit_failure()
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(CommitFailed(str(e)))
+            return
+        for item, result, error in outcomes:
+            if item.future.done():
+                continue
+            if error is not None:
+                item.future.set_exception(error)
+            else:
+                item.future.set_result(result)
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        assert self.reader is not None
+        async with self.reader.execute(sql, tuple(params)) as cur:
+            return list(await cur.fetchall())
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
+        assert self.reader is not None
+        async with self.reader.execute(sql, tuple(params)) as cur:
+            return await cur.fetchone()
+
+
+async def next_seq(conn: aiosqlite.Connection) -> int:
+    """The next number in the order ratings were applied (matches and event closes share it)."""
+    async with conn.execute(
+        "UPDATE counters SET value = value + 1 WHERE name = 'seq' RETURNING value"
+    ) as cur:
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def rows(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+    async with conn.execute(sql, tuple(params)) as cur:
+        return list(await cur.fetchall())

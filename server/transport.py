@@ -1,0 +1,134 @@
+"""The WebSocket transport: accepts connections, limits them, turns frames into lobby calls.
+
+It makes no game or rating decisions. Each connection gets a bounded outgoing
+queue drained by its own task, so one slow reader never holds up the fan-out
+to everyone else: when its queue is full it is disconnected instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from server.lobby import Lobby, Session
+from server.protocol import encode, error
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE = 64 * 1024
+HARD_LIMIT_FACTOR = 16
+OUTGOING_QUEUE = 1024
+WS_PATH = "/ws"
+
+
+class Transport:
+    def __init__(self, lobby: Lobby, max_message: int = MAX_MESSAGE,
+                 queue_size: int = OUTGOING_QUEUE) -> None:
+        self.lobby = lobby
+        self.max_message = max_message
+        self.queue_size = queue_size
+        self.server: Server | None = None
+        self.connections: set[ServerConnection] = set()
+
+    async def start(self, host: str, port: int) -> Server:
+        self.server = await serve(
+            self.handler, host, port,
+            process_request=self.process_request,
+            max_size=self.max_message * HARD_LIMIT_FACTOR,
+            ping_interval=20, ping_timeout=20,
+            server_header="matchlobby",
+        )
+        return self.server
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None
+        sock = next(iter(self.server.sockets))
+        return int(sock.getsockname()[1])
+
+    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == WS_PATH:
+            return None
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
+        return connection.respond(
+            200 if path == "/" else 404,
+            "matchlobby is running. Connect a WebSocket client to ws://HOST:PORT/ws\n"
+            if path == "/" else "Not found.\n",
+        )
+
+    async def handler(self, ws: ServerConnection) -> None:
+        queue: asyncio.Queue[str | None] = asyncio.Queue(self.queue_size)
+        self.connections.add(ws)
+
+        def send(message: dict[str, Any]) -> None:
+            if session.closed:
+                return
+            try:
+                queue.put_nowait(encode(message))
+            except asyncio.QueueFull:
+                log.warning("closing %s: it does not read its messages", session.address)
+                session.closed = True
+                asyncio.ensure_future(ws.close(1008, "too many unread messages"))
+
+        def close(code: int, reason: str) -> None:
+            session.closed = True
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(None)
+            asyncio.get_running_loop().call_soon(
+                lambda: asyncio.ensure_future(ws.close(code, reason)))
+
+        remote = ws.remote_address
+        session = Session(send=send, close=close,
+                          address=str(remote[0]) if remote else "?")
+        writer = asyncio.create_task(self._drain(ws, queue))
+        self.lobby.connect(session)
+        try:
+            async for frame in ws:
+                if session.closed:
+                    break
+                if isinstance(frame, bytes):
+                    send(error("bad_request", "Binary frames are not understood; send text."))
+                    continue
+                if len(frame) > self.max_message and len(frame.encode()) > self.max_message:
+                    send(error("too_large", f"Messages are limited to {self.max_message} bytes."))
+                    close(1009, "message too large")
+                    break
+                await self.lobby.handle_frame(session, frame)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.lobby.disconnect(session)
+            self.connections.discard(ws)
+            await self._stop_writer(queue, writer)
+
+    async def _drain(self, ws: ServerConnection, queue: asyncio.Queue[str | None]) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                text = await queue.get()
+                if text is None:
+                    return
+                await ws.send(text)
+
+    async def _stop_writer(self, queue: asyncio.Queue[str | None], writer: asyncio.Task[None]
+                           ) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            queue.put_nowait(None)
+        try:
+            await asyncio.wait_for(writer, 2)
+        except (TimeoutError, asyncio.CancelledError):
+            writer.cancel()
+
+    async def close(self) -> None:
+        """Stop accepting, tell every client we are going away, and wait for them."""
+        if self.server is None:
+            return
+        self.server.close(close_connections=True)
+        await self.server.wait_closed()
