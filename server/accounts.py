@@ -10,6 +10,7 @@ import os
 from server.config import PasswordHashing
 
 MIN_PASSWORD = 4
+OWASP_COST = PasswordHashing()
 
 
 def _b64(data: bytes) -> str:
@@ -21,7 +22,7 @@ def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
                           maxmem=256 * n * r + 1024 * 1024, dklen=32)
 
 
-def hash_password(password: str, cost: PasswordHashing = PasswordHashing()) -> str:
+def hash_password(password: str, cost: PasswordHashing = OWASP_COST) -> str:
     """A self-describing ``scrypt$N$r$p$salt$hash`` string with a fresh 16-byte salt."""
     salt = os.urandom(16)
     digest = _scrypt(password, salt, cost.n, cost.r, cost.p)

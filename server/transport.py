@@ -35,6 +35,12 @@ class Transport:
         self.queue_size = queue_size
         self.server: Server | None = None
         self.connections: set[ServerConnection] = set()
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
+        task = asyncio.get_running_loop().create_task(ws.close(code, reason))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def start(self, host: str, port: int) -> Server:
         self.server = await serve(
@@ -76,14 +82,13 @@ class Transport:
             except asyncio.QueueFull:
                 log.warning("closing %s: it does not read its messages", session.address)
                 session.closed = True
-                asyncio.ensure_future(ws.close(1008, "too many unread messages"))
+                self._close_later(ws, 1008, "too many unread messages")
 
         def close(code: int, reason: str) -> None:
             session.closed = True
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(None)
-            asyncio.get_running_loop().call_soon(
-                lambda: asyncio.ensure_future(ws.close(code, reason)))
+            self._close_later(ws, code, reason)
 
         remote = ws.remote_address
         session = Session(send=send, close=close,
