@@ -25,6 +25,7 @@ MAX_MESSAGE = 64 * 1024
 HARD_LIMIT_FACTOR = 16
 OUTGOING_QUEUE = 1024
 WS_PATH = "/ws"
+Outgoing = str | tuple[int, str] | None
 
 
 class Transport:
@@ -71,7 +72,7 @@ class Transport:
         )
 
     async def handler(self, ws: ServerConnection) -> None:
-        queue: asyncio.Queue[str | None] = asyncio.Queue(self.queue_size)
+        queue: asyncio.Queue[Outgoing] = asyncio.Queue(self.queue_size)
         self.connections.add(ws)
 
         def send(message: dict[str, Any]) -> None:
@@ -85,10 +86,14 @@ class Transport:
                 self._close_later(ws, 1008, "too many unread messages")
 
         def close(code: int, reason: str) -> None:
+            """Close after the messages already queued (such as the reason) are sent."""
+            if session.closed:
+                return
             session.closed = True
-            with contextlib.suppress(asyncio.QueueFull):
-                queue.put_nowait(None)
-            self._close_later(ws, code, reason)
+            try:
+                queue.put_nowait((code, reason))
+            except asyncio.QueueFull:
+                self._close_later(ws, code, reason)
 
         remote = ws.remote_address
         session = Session(send=send, close=close,
@@ -114,15 +119,18 @@ class Transport:
             self.connections.discard(ws)
             await self._stop_writer(queue, writer)
 
-    async def _drain(self, ws: ServerConnection, queue: asyncio.Queue[str | None]) -> None:
+    async def _drain(self, ws: ServerConnection, queue: asyncio.Queue[Outgoing]) -> None:
         with contextlib.suppress(ConnectionClosed):
             while True:
-                text = await queue.get()
-                if text is None:
+                item = await queue.get()
+                if item is None:
                     return
-                await ws.send(text)
+                if isinstance(item, tuple):
+                    await ws.close(*item)
+                    return
+                await ws.send(item)
 
-    async def _stop_writer(self, queue: asyncio.Queue[str | None], writer: asyncio.Task[None]
+    async def _stop_writer(self, queue: asyncio.Queue[Outgoing], writer: asyncio.Task[None]
                            ) -> None:
         with contextlib.suppress(asyncio.QueueFull):
             queue.put_nowait(None)
