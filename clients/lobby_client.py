@@ -1,0 +1,302 @@
+"""An asyncio client for the lobby protocol.
+
+It sends commands as JSON with an ``id`` and awaits the reply carrying that
+id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
+callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
+with exponential back-off, logs in again and re-watches its ladders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from clients.models import Ladder, MatchFinished, Ratings, Whois
+
+log = logging.getLogger(__name__)
+Push = dict[str, Any]
+
+
+class LobbyError(Exception):
+    """The server refused a command: ``code`` is its stable error word."""
+
+    def __init__(self, code: str, message: str, reply: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.reply = reply or {}
+
+
+class Disconnected(ConnectionError):
+    """The connection dropped before the reply arrived; the command may or may not have run."""
+
+
+class LobbyClient:
+    def __init__(self, url: str = "ws://127.0.0.1:8765/ws", *, reconnect: bool = True,
+                 backoff: tuple[float, float] = (0.05, 5.0), max_size: int | None = 2**24,
+                 origin: str | None = None) -> None:
+        self.url = url
+        self.reconnect = reconnect
+        self.backoff = backoff
+        self.max_size = max_size
+        self.origin = origin
+        self.hello: dict[str, Any] | None = None
+        self.credentials: tuple[str, str] | None = None
+        self.watching: set[str] = set()
+        self._ws: ClientConnection | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._lines: list[asyncio.Future[dict[str, Any]]] = []
+        self._pushes: asyncio.Queue[Push] = asyncio.Queue()
+        self._callbacks: dict[str, list[Callable[[Push], Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._connected = asyncio.Event()
+        self._closing = False
+        self.reconnects = 0
+        self._restoring: asyncio.Task[None] | None = None
+
+    # ---- connection -----------------------------------------------------------------------
+
+    async def connect(self) -> dict[str, Any]:
+        """Open the connection and return the server's ``hello``."""
+        await self._open()
+        self._reader = asyncio.create_task(self._read_loop(), name="lobby-client-reader")
+        assert self.hello is not None
+        return self.hello
+
+    async def _open(self) -> None:
+        kwargs: dict[str, Any] = {"max_size": self.max_size, "open_timeout": 10}
+        if self.origin is not None:
+            kwargs["origin"] = self.origin
+        self._ws = await connect(self.url, **kwargs)
+        first = json.loads(await asyncio.wait_for(self._ws.recv(), 10))
+        if first.get("event") != "hello":
+            raise ConnectionError(f"expected hello, got {first!r}")
+        self.hello = first["data"]
+        self._connected.set()
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        self._fail_pending(Disconnected("client closed"))
+
+    async def __aenter__(self) -> LobbyClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    async def wait_connected(self, timeout: float = 10.0) -> None:
+        await asyncio.wait_for(self._connected.wait(), timeout)
+
+    async def _read_loop(self) -> None:
+        while True:
+            ws = self._ws
+            assert ws is not None
+            try:
+                async for frame in ws:
+                    self._dispatch(json.loads(frame))
+            except ConnectionClosed:
+                pass
+            self._connected.clear()
+            self._fail_pending(Disconnected("connection lost"))
+            self._deliver({"event": "disconnected", "data": {
+                "code": ws.close_code, "reason": ws.close_reason}})
+            if self._closing or not self.reconnect:
+                return
+            await self._reconnect()
+
+    async def _reconnect(self) -> None:
+        delay = self.backoff[0]
+        while not self._closing:
+            await asyncio.sleep(delay)
+            try:
+                await self._open()
+            except (OSError, InvalidHandshake, ConnectionError, TimeoutError) as e:
+                log.info("reconnect failed (%s); retrying in %.2f s", e, delay)
+                delay = min(delay * 2, self.backoff[1])
+                continue
+            self.reconnects += 1
+            self._restoring = asyncio.create_task(self._restore())
+            self._deliver({"event": "reconnected", "data": {"attempts": self.reconnects}})
+            return
+
+    async def _restore(self) -> None:
+        """Log in again and re-watch ladders after a reconnect."""
+        try:
+            if self.credentials is not None:
+                await self.call("login", name=self.credentials[0], password=self.credentials[1])
+            for ladder in sorted(self.watching):
+                await self.call("watch", ladder=ladder)
+        except (LobbyError, Disconnected) as e:
+            log.warning("could not restore the session: %s", e)
+
+    def _fail_pending(self, exc: Exception) -> None:
+        for fut in list(self._pending.values()) + self._lines:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._pending.clear()
+        self._lines.clear()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "event" in message:
+            self._deliver(message)
+            return
+        rid = message.get("id")
+        fut = self._pending.pop(rid, None) if isinstance(rid, int) else None
+        if fut is None and rid is None and self._lines:
+            fut = self._lines.pop(0)
+        if fut is not None and not fut.done():
+            fut.set_result(message)
+
+    def _deliver(self, message: Push) -> None:
+        self._pushes.put_nowait(message)
+        for cb in self._callbacks.get(message["event"], []) + self._callbacks.get("*", []):
+            try:
+                cb(message)
+            except Exception:
+                log.exception("push callback failed")
+
+    # ---- requests -------------------------------------------------------------------------
+
+    async def request(self, cmd: str, args: dict[str, Any] | None = None,
+                      timeout: float = 30.0) -> dict[str, Any]:
+        """Send one JSON command and return the whole reply (``ok`` true or false)."""
+        if not self._connected.is_set():
+            await self.wait_connected(timeout)
+        ws = self._ws
+        assert ws is not None
+        rid = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        message = {"id": rid, "cmd": cmd, "args": args or {}}
+        try:
+            await ws.send(json.dumps(message))
+        except ConnectionClosed:
+            self._pending.pop(rid, None)
+            raise Disconnected("connection lost while sending") from None
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            self._pending.pop(rid, None)
+
+    async def send_line(self, line: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Send a plain command line; its reply (id ``null``) is matched in order."""
+        if not self._connected.is_set():
+            await self.wait_connected(timeout)
+        ws = self._ws
+        assert ws is not None
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._lines.append(fut)
+        try:
+            await ws.send(line)
+        except ConnectionClosed:
+            raise Disconnected("connection lost while sending") from None
+        return await asyncio.wait_for(fut, timeout)
+
+    async def send_raw(self, frame: str | bytes) -> None:
+        """Send a frame as is (for tools and tests of bad input); replies arrive as pushes do not."""
+        assert self._ws is not None
+        await self._ws.send(frame)
+
+    async def call(self, cmd: str, **args: Any) -> Any:
+        """Send a command and return its ``data``, raising :class:`LobbyError` on a refusal."""
+        reply = await self.request(cmd, {k: v for k, v in args.items() if v is not None})
+        if not reply.get("ok"):
+            err = reply.get("error") or {}
+            raise LobbyError(err.get("code", "internal"), err.get("message", ""), reply)
+        return reply.get("data")
+
+    # ---- pushes ---------------------------------------------------------------------------
+
+    def on(self, event: str, callback: Callable[[Push], Any]) -> None:
+        """Call ``callback(push)`` for every push named ``event`` (``"*"`` for all)."""
+        self._callbacks.setdefault(event, []).append(callback)
+
+    async def pushes(self) -> AsyncIterator[Push]:
+        while True:
+            yield await self._pushes.get()
+
+    async def next_push(self, event: str | None = None, timeout: float = 10.0,
+                        where: Callable[[Push], bool] | None = None) -> Push:
+        """The next push (named ``event``, matching ``where``); earlier others are dropped."""
+        async def find() -> Push:
+            while True:
+                p = await self._pushes.get()
+                if (event is None or p["event"] == event) and (where is None or where(p)):
+                    return p
+        return await asyncio.wait_for(find(), timeout)
+
+    def drain_pushes(self) -> list[Push]:
+        out = []
+        while not self._pushes.empty():
+            out.append(self._pushes.get_nowait())
+        return out
+
+    # ---- common commands ------------------------------------------------------------------
+
+    async def register(self, name: str, password: str) -> Any:
+        data = await self.call("register", name=name, password=password)
+        self.credentials = (name, password)
+        return data
+
+    async def login(self, name: str, password: str) -> Any:
+        data = await self.call("login", name=name, password=password)
+        self.credentials = (name, password)
+        return data
+
+    async def logout(self) -> Any:
+        self.credentials = None
+        return await self.call("logout")
+
+    async def watch(self, ladder: str) -> Any:
+        data = await self.call("watch", ladder=ladder)
+        self.watching.add(ladder)
+        return data
+
+    async def unwatch(self, ladder: str) -> Any:
+        self.watching.discard(ladder)
+        return await self.call("unwatch", ladder=ladder)
+
+    async def whois(self, name: str) -> Whois:
+        return Whois.from_dict(await self.call("whois", name=name))
+
+    async def rating(self, name: str | None = None, ladder: str | None = None) -> Ratings:
+        return Ratings.from_dict(await self.call("rating", name=name, ladder=ladder))
+
+    async def ladder(self, ladder: str, start: int | None = None, count: int | None = None,
+                     all: bool = False) -> Ladder:
+        args: dict[str, Any] = {"ladder": ladder, "from": start, "count": count}
+        if all:
+            args["all"] = True
+        return Ladder.from_dict(await self.call("ladder", **args))
+
+    async def resign(self) -> MatchFinished:
+        return MatchFinished.from_dict(await self.call("resign"))
+
+    async def confirm(self, match: int) -> MatchFinished:
+        return MatchFinished.from_dict(await self.call("confirm", match=match))
+
+    async def claim(self, match: int) -> MatchFinished:
+        return MatchFinished.from_dict(await self.call("claim", match=match))
+
+    async def adjudicate(self, match: int, winner: str) -> Any:
+        return await self.call("adjudicate", match=match, winner=winner)
