@@ -46,8 +46,8 @@ class Outcome:
     book: LadderBook | None = None
 
 
-def apply_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], list[Change]]:
-    """Advance ``book`` by one unit; the changes become history rows.
+def rate_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], list[Change]]:
+    """What one unit does to ``book`` (not yet accepted); the changes become history rows.
 
     A player gets a history row when they played in the unit or their
     displayed rating moved (ČAS normalisation moves non-players too). A player
@@ -66,7 +66,6 @@ def apply_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], 
             old_rating = old.rating
         if player in played or old_rating != s.rating:
             changes.append(Change(player, old_rating, s.rating, unit.cause))
-    book.accept(new, unit.games)
     return new, changes
 
 
@@ -91,7 +90,8 @@ def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
     book = LadderBook(options)
     history: list[HistoryRow] = []
     for unit in units:
-        _, changes = apply_unit(book, unit)
+        new, changes = rate_unit(book, unit)
+        book.accept(new, unit.games)
         history.extend(history_rows(name, unit, changes, ids))
     return book, history
 
@@ -117,8 +117,12 @@ class RatingsPlugin:
         self._index_cache: dict[tuple[str, date],
                                 tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
 
-    async def load(self, conn: aiosqlite.Connection) -> None:
-        """Books from the ratings table; ČAS books also reload their game history."""
+    async def load(self, conn: aiosqlite.Connection, publish: bool = True) -> None:
+        """Books from the ratings table; ČAS books also reload their game history.
+
+        Inside a transaction (after a failed job) ``publish`` is false: the
+        books follow the transaction, the published view waits for the commit.
+        """
         from server.log import ladder_units  # the log format is the server's
 
         self.books = {name: LadderBook(opts) for name, opts in self.options.items()}
@@ -145,8 +149,9 @@ class RatingsPlugin:
                         (g.side_a[0], g.side_b[0], g.score_a, g.score_b)
                         for g in unit.games if g.counts_for("cas")
                     )
-        self.published = {name: dict(book.standings) for name, book in self.books.items()}
-        self._rows_cache.clear()
+        if publish:
+            self.published = {name: dict(book.standings) for name, book in self.books.items()}
+            self._rows_cache.clear()
 
     async def handle(self, conn: aiosqlite.Connection, event: DomainEvent) -> Outcome:
         if isinstance(event, MatchFinished | EventClosed):
@@ -156,9 +161,10 @@ class RatingsPlugin:
     async def _apply(self, conn: aiosqlite.Connection, unit: RatedUnit) -> Outcome:
         self.ids.update(unit.player_ids)
         book = self.books[unit.ladder]
-        new, changes = apply_unit(book, unit)
+        new, changes = rate_unit(book, unit)
         await conn.executemany(UPSERT, [rating_row(unit.ladder, s, self.ids) for s in new.values()])
         await conn.executemany(INSERT_HISTORY, history_rows(unit.ladder, unit, changes, self.ids))
+        book.accept(new, unit.games)
         return Outcome(unit.ladder, new, changes)
 
     async def _rebuild(self, conn: aiosqlite.Connection, event: LadderCorrected) -> Outcome:

@@ -59,8 +59,11 @@ DomainEvent = MatchFinished | EventClosed | LadderCorrected
 
 
 class Plugin(Protocol):
-    async def load(self, conn: aiosqlite.Connection) -> None:
-        """(Re)build in-memory state from committed data."""
+    async def load(self, conn: aiosqlite.Connection, publish: bool = True) -> None:
+        """(Re)build in-memory state from the database as ``conn`` sees it.
+
+        ``publish`` is false when ``conn`` is inside an uncommitted transaction.
+        """
 
     async def handle(self, conn: aiosqlite.Connection, event: DomainEvent) -> Any:
         """Write derived rows for ``event`` in the current transaction; return an outcome."""

@@ -130,6 +130,9 @@ class Lobby:
         self.hash_slots = asyncio.Semaphore(2)
         self._deferred: list[tuple[Iterable[Session], dict[str, Any]]] | None = None
         db.on_commit_failure = self.reload_plugins
+        db.on_job_failure = self.resync_plugins
+        db.on_job_start = self._job_started
+        self._plugins_touched = False
 
     # ---- start-up -------------------------------------------------------------------------
 
@@ -153,6 +156,18 @@ class Lobby:
             m.away_since = {m.a: now, m.b: now}
             self.matches[m.id] = m
             self.match_of[m.a] = self.match_of[m.b] = m.id
+
+    def _job_started(self) -> None:
+        self._plugins_touched = False
+
+    async def resync_plugins(self) -> None:
+        """A job failed and its savepoint was rolled back: follow the open transaction."""
+        assert self.db.writer is not None
+        if not self._plugins_touched:
+            return
+        self._plugins_touched = False
+        for plugin in self.plugins:
+            await plugin.load(self.db.writer, publish=False)
 
     async def reload_plugins(self) -> None:
         """Rebuild plugin state from committed data (after start or a failed commit)."""
@@ -321,6 +336,7 @@ class Lobby:
     async def emit(self, conn: aiosqlite.Connection, event: DomainEvent) -> Outcome:
         """Let every plugin react inside the current transaction; returns the ratings outcome."""
         outcome: Outcome | None = None
+        self._plugins_touched = True
         for plugin in self.plugins:
             result = await plugin.handle(conn, event)
             if plugin is self.ratings:

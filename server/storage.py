@@ -185,6 +185,8 @@ class Database:
         self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.on_commit_failure: Callable[[], Awaitable[None]] | None = None
+        self.on_job_failure: Callable[[], Awaitable[None]] | None = None
+        self.on_job_start: Callable[[], None] | None = None
         self.commits = 0
 
     async def open(self) -> None:
@@ -237,11 +239,15 @@ class Database:
             await conn.execute("BEGIN IMMEDIATE")
             for item in batch:
                 await conn.execute("SAVEPOINT job")
+                if self.on_job_start is not None:
+                    self.on_job_start()
                 try:
                     result = await item.job(conn)
                 except Exception as e:
                     await conn.execute("ROLLBACK TO job")
                     await conn.execute("RELEASE job")
+                    if self.on_job_failure is not None:
+                        await self.on_job_failure()
                     outcomes.append((item, None, e))
                     continue
                 await conn.execute("RELEASE job")
