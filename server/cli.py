@@ -61,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--check", action="store_true",
                         help="only compare; safe while the server runs")
     _db_options(replay)
+
+    client = sub.add_parser("client", help="the interactive terminal client",
+                            description="Connect to a lobby. Interactive on a terminal; with "
+                            "--batch (or piped input) runs one command per line and exits "
+                            "(status 1 if any command was refused, 2 if the server is unreachable).")
+    client.add_argument("url", nargs="?", metavar="URL",
+                        help="server address (default ws://127.0.0.1:8765/ws)")
+    client.add_argument("--json", action="store_true", help="print raw JSON replies")
+    client.add_argument("--batch", action="store_true",
+                        help="read commands from standard input and exit at its end")
+    client.add_argument("--pushes", action="store_true",
+                        help="in batch mode, also print pushes as they arrive")
     return parser
 
 
@@ -82,7 +94,13 @@ def _read_password() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet = args.command in ("client", "rate")
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "client":
+        from clients.terminal import main as client_main
+
+        return client_main(args.url, args.json, args.batch, args.pushes)
     if args.command == "rate":
         from ratings_plugin.rate_command import run
 

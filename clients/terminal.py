@@ -1,0 +1,165 @@
+"""``matchlobby client``: an interactive line client in the spirit of a FIBS session.
+
+Interactive on a terminal (prompt_toolkit: history, tab completion of
+commands and online players, pushes printed above the line being typed);
+with ``--batch`` or a non-terminal standard input it runs one command per
+line and exits, so it can be scripted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+from clients.lobby_client import Disconnected, LobbyClient
+from clients.render import render_push, render_reply
+
+DEFAULT_URL = "ws://127.0.0.1:8765/ws"
+LOCAL_EXIT = {"quit", "exit", "bye"}
+
+
+def _print(text: str, out: TextIO) -> None:
+    out.write(text + "\n")
+    out.flush()
+
+
+def show_reply(reply: dict[str, Any], as_json: bool, out: TextIO) -> None:
+    _print(json.dumps(reply, ensure_ascii=False) if as_json else render_reply(reply), out)
+
+
+def show_push(push: dict[str, Any], as_json: bool, out: TextIO) -> None:
+    _print(json.dumps(push, ensure_ascii=False) if as_json else render_push(push), out)
+
+
+async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
+                    pushes: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+                    ) -> int:
+    """Run each line as a command; 0 when all succeeded, 1 when any was refused, 2 if unreachable."""
+    client = LobbyClient(url, reconnect=False)
+    try:
+        await client.connect()
+    except (OSError, ConnectionError, TimeoutError) as e:
+        _print(f"matchlobby client: cannot connect to {url}: {e}", err)
+        return 2
+    if pushes:
+        client.on("*", lambda p: show_push(p, as_json, out))
+    status = 0
+    try:
+        for raw in lines:
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.lower() in LOCAL_EXIT:
+                break
+            try:
+                reply = await client.send_line(line)
+            except (Disconnected, TimeoutError) as e:
+                _print(f"matchlobby client: connection lost: {e}", err)
+                return 2
+            show_reply(reply, as_json, out)
+            if not reply.get("ok"):
+                status = 1
+    finally:
+        await client.close()
+    return status
+
+
+class Names:
+    """Commands and online players, kept current from pushes for tab completion."""
+
+    def __init__(self) -> None:
+        self.commands: list[str] = []
+        self.players: set[str] = set()
+
+    def update(self, push: dict[str, Any]) -> None:
+        data = push.get("data") or {}
+        if push.get("event") == "player_online":
+            self.players.add(data.get("player", ""))
+        elif push.get("event") == "player_offline":
+            self.players.discard(data.get("player", ""))
+
+
+async def run_interactive(url: str, as_json: bool = False) -> int:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import Completer, Completion
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    names = Names()
+
+    class LobbyCompleter(Completer):
+        def get_completions(self, document: Any, complete_event: Any) -> Any:
+            text = document.text_before_cursor
+            words = text.split()
+            current = "" if text.endswith(" ") else (words[-1] if words else "")
+            if len(words) == 0 or (len(words) == 1 and not text.endswith(" ")):
+                pool = sorted({c.split()[0] for c in names.commands} | LOCAL_EXIT)
+            elif words[0] in ("event", "report") and len(words) <= 2 and not (
+                    len(words) == 2 and text.endswith(" ")):
+                pool = sorted(c.split()[1] for c in names.commands
+                              if c.startswith(words[0] + " "))
+            else:
+                pool = sorted(names.players)
+            for word in pool:
+                if word.lower().startswith(current.lower()):
+                    yield Completion(word, start_position=-len(current))
+
+    client = LobbyClient(url)
+    try:
+        hello = await client.connect()
+    except (OSError, ConnectionError, TimeoutError) as e:
+        print(f"matchlobby client: cannot connect to {url}: {e}", file=sys.stderr)
+        return 2
+    print(render_push({"event": "hello", "data": hello}))
+    try:
+        names.commands = [c["command"] for c in (await client.call("help"))["commands"]]
+        names.players = {p["player"] for p in (await client.call("who"))["players"]}
+    except Exception:
+        names.commands = []
+    client.on("*", names.update)
+    client.on("*", lambda p: show_push(p, as_json, sys.stdout))
+    try:
+        history: Any = FileHistory(str(Path.home() / ".matchlobby_history"))
+    except OSError:
+        history = InMemoryHistory()
+    session: PromptSession[str] = PromptSession(history=history, completer=LobbyCompleter())
+    with patch_stdout():
+        while True:
+            who = client.credentials[0] if client.credentials else "matchlobby"
+            try:
+                line = (await session.prompt_async(f"{who}> ")).strip()
+            except (EOFError, KeyboardInterrupt):
+                break
+            if not line:
+                continue
+            if line.lower() in LOCAL_EXIT:
+                break
+            try:
+                reply = await client.send_line(line)
+            except (Disconnected, TimeoutError):
+                print("Connection lost; reconnecting…")
+                continue
+            _remember_login(client, line, reply)
+            show_reply(reply, as_json, sys.stdout)
+    await client.close()
+    return 0
+
+
+def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> None:
+    """Keep credentials so the library can log in again after a reconnect."""
+    words = line.split()
+    if reply.get("ok") and len(words) == 3 and words[0].lower() in ("login", "register"):
+        client.credentials = (words[1], words[2])
+    elif reply.get("ok") and words and words[0].lower() == "logout":
+        client.credentials = None
+
+
+def main(url: str | None, as_json: bool, batch: bool, pushes: bool) -> int:
+    url = url or DEFAULT_URL
+    if batch or not sys.stdin.isatty():
+        return asyncio.run(run_batch(url, sys.stdin, as_json, pushes))
+    return asyncio.run(run_interactive(url, as_json))
