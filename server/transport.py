@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import mimetypes
+from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
@@ -25,6 +28,7 @@ MAX_MESSAGE = 64 * 1024
 HARD_LIMIT_FACTOR = 16
 OUTGOING_QUEUE = 1024
 WS_PATH = "/ws"
+WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 Outgoing = str | tuple[int, str] | None
 
 
@@ -65,11 +69,28 @@ class Transport:
             return None
         if request.headers.get("Upgrade", "").lower() == "websocket":
             return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
-        return connection.respond(
-            200 if path == "/" else 404,
-            "matchlobby is running. Connect a WebSocket client to ws://HOST:PORT/ws\n"
-            if path == "/" else "Not found.\n",
-        )
+        return static_file(connection, path)
+
+
+def static_file(connection: ServerConnection, path: str) -> Response:
+    """The web page's files from ``clients/web``; nothing outside it is ever served."""
+    relative = "index.html" if path in ("", "/") else path.lstrip("/")
+    target = (WEB_ROOT / relative).resolve()
+    if not target.is_relative_to(WEB_ROOT) or not target.is_file():
+        return connection.respond(404, "Not found.\n")
+    body = target.read_bytes()
+    ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
+        ctype += "; charset=utf-8"
+    headers = Headers([
+        ("Content-Type", ctype),
+        ("Content-Length", str(len(body))),
+        ("Cache-Control", "no-cache"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; "
+                                    "img-src 'self' data:; style-src 'self' 'unsafe-inline'"),
+    ])
+    return Response(200, "OK", headers, body)
 
     async def handler(self, ws: ServerConnection) -> None:
         queue: asyncio.Queue[Outgoing] = asyncio.Queue(self.queue_size)
