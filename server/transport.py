@@ -71,27 +71,6 @@ class Transport:
             return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
         return static_file(connection, path)
 
-
-def static_file(connection: ServerConnection, path: str) -> Response:
-    """The web page's files from ``clients/web``; nothing outside it is ever served."""
-    relative = "index.html" if path in ("", "/") else path.lstrip("/")
-    target = (WEB_ROOT / relative).resolve()
-    if not target.is_relative_to(WEB_ROOT) or not target.is_file():
-        return connection.respond(404, "Not found.\n")
-    body = target.read_bytes()
-    ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
-        ctype += "; charset=utf-8"
-    headers = Headers([
-        ("Content-Type", ctype),
-        ("Content-Length", str(len(body))),
-        ("Cache-Control", "no-cache"),
-        ("X-Content-Type-Options", "nosniff"),
-        ("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; "
-                                    "img-src 'self' data:; style-src 'self' 'unsafe-inline'"),
-    ])
-    return Response(200, "OK", headers, body)
-
     async def handler(self, ws: ServerConnection) -> None:
         queue: asyncio.Queue[Outgoing] = asyncio.Queue(self.queue_size)
         self.connections.add(ws)
@@ -166,3 +145,24 @@ def static_file(connection: ServerConnection, path: str) -> Response:
             return
         self.server.close(close_connections=True)
         await self.server.wait_closed()
+
+
+def static_file(connection: ServerConnection, path: str) -> Response:
+    """The web page's files from ``clients/web``; nothing outside it is ever served."""
+    relative = "index.html" if path in ("", "/") else path.lstrip("/")
+    target = (WEB_ROOT / relative).resolve()
+    if not target.is_relative_to(WEB_ROOT) or not target.is_file():
+        return connection.respond(404, "Not found.\n")
+    body = target.read_bytes()
+    ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
+        ctype += "; charset=utf-8"
+    headers = Headers([
+        ("Content-Type", ctype),
+        ("Content-Length", str(len(body))),
+        ("Cache-Control", "no-cache"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; "
+                                    "img-src 'self' data:; style-src 'self' 'unsafe-inline'"),
+    ])
+    return Response(200, "OK", headers, body)
