@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -17,6 +18,7 @@ from ratings_plugin.games import Game, valid_name
 REQUIRED = ("event", "date", "side_a", "side_b", "score_a", "score_b")
 OPTIONAL = ("length", "rated")
 MAX_SIDE = 2
+DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class ResultsError(ValueError):
@@ -85,7 +87,10 @@ def parse_rated(text: str) -> str | None:
 
 
 def parse_date(text: str) -> date:
+    # date.fromisoformat alone also takes "20260314" and "2026-W11-6" (Python 3.11+).
     try:
+        if DATE_RE.fullmatch(text.strip()) is None:
+            raise ValueError(text)
         return date.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(f"date is not a YYYY-MM-DD date: {text!r}") from None
