@@ -1,0 +1,118 @@
+// The socket layer: JSON requests matched to replies by id, pushes by name,
+// reconnect with exponential back-off. No DOM here.
+
+export class LobbyError extends Error {
+  constructor(code, message, cmd) {
+    super(message);
+    this.code = code;
+    this.cmd = cmd;
+  }
+}
+
+export class Lobby {
+  constructor(url, { minDelay = 250, maxDelay = 10000, timeout = 30000 } = {}) {
+    this.url = url;
+    this.minDelay = minDelay;
+    this.maxDelay = maxDelay;
+    this.timeout = timeout;
+    this.delay = minDelay;
+    this.nextId = 1;
+    this.pending = new Map(); // id -> {resolve, reject, timer}
+    this.handlers = new Map(); // push name -> [fn]
+    this.ws = null;
+    this.ready = false;
+    this.hello = null;
+  }
+
+  // Register fn(data) for a push; also the local events "open" (after hello) and "close".
+  on(name, fn) {
+    if (!this.handlers.has(name)) this.handlers.set(name, []);
+    this.handlers.get(name).push(fn);
+  }
+
+  emit(name, data) {
+    for (const fn of this.handlers.get(name) || []) {
+      try {
+        fn(data);
+      } catch (err) {
+        console.error(`handler for ${name} failed`, err);
+      }
+    }
+  }
+
+  connect() {
+    const ws = new WebSocket(this.url);
+    this.ws = ws;
+    ws.addEventListener("message", (ev) => this.receive(ev.data));
+    ws.addEventListener("close", () => {
+      if (this.ws !== ws) return;
+      const wasReady = this.ready;
+      this.ready = false;
+      this.failPending("The connection to the server was lost.");
+      this.emit("close", { retryIn: this.delay, wasReady });
+      setTimeout(() => this.connect(), this.delay);
+      this.delay = Math.min(this.delay * 2, this.maxDelay);
+    });
+  }
+
+  receive(text) {
+    let msg;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof msg.event === "string") {
+      if (msg.event === "hello") {
+        this.ready = true;
+        this.delay = this.minDelay;
+        this.hello = msg.data;
+        this.emit("open", msg.data);
+      }
+      this.emit(msg.event, msg.data);
+      return;
+    }
+    const waiting = this.pending.get(msg.id);
+    if (!waiting) return;
+    this.pending.delete(msg.id);
+    clearTimeout(waiting.timer);
+    if (msg.ok) {
+      waiting.resolve(msg.data);
+    } else {
+      const err = msg.error || {};
+      waiting.reject(new LobbyError(err.code || "internal", err.message || "The server refused.", msg.cmd));
+    }
+  }
+
+  failPending(message) {
+    for (const { reject, timer } of this.pending.values()) {
+      clearTimeout(timer);
+      reject(new LobbyError("disconnected", message));
+    }
+    this.pending.clear();
+  }
+
+  // Send {"id","cmd","args"}; resolves with the reply's data, rejects with LobbyError.
+  call(cmd, args = {}) {
+    if (!this.ready) {
+      return Promise.reject(new LobbyError("disconnected", "Not connected to the server; retrying."));
+    }
+    const clean = {};
+    for (const [k, v] of Object.entries(args)) {
+      if (v !== undefined && v !== null && v !== "") clean[k] = v;
+    }
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new LobbyError("timeout", `No answer to '${cmd}' from the server.`));
+      }, this.timeout);
+      this.pending.set(id, { resolve, reject, timer });
+      this.ws.send(JSON.stringify({ id, cmd, args: clean }));
+    });
+  }
+}
+
+export function lobbyUrl(loc = window.location) {
+  return `${loc.protocol === "https:" ? "wss:" : "ws:"}//${loc.host}/ws`;
+}

@@ -1,0 +1,107 @@
+"""Save docs/screenshot-ladder.png and docs/screenshot-profile.png from a real page.
+
+    .venv/bin/python tests/web/make_screenshots.py [OUTPUT_DIR]
+
+Seeds a fresh lobby through the WebSocket protocol (live backgammon matches,
+a Scrabble event, a foosball league day), then spreads the rating history's
+timestamps over the past weeks (the matches were all played within seconds,
+which would make a dull chart), restarts the server and photographs the page
+in Debian's Chromium: the ladders just after a live match (its rows
+highlighted), and alice's profile with her rating chart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from playwright.async_api import async_playwright
+from weblobby import HEADER, PASSWORD, ROOT, Site, launch, make_template, open_page, play
+
+BACKGAMMON = [  # (winner, loser, length)
+    ("alice", "bob", 5), ("carol", "dave", 3), ("alice", "carol", 7), ("bob", "erik", 3),
+    ("dave", "alice", 5), ("erik", "carol", 1), ("alice", "erik", 9), ("bob", "dave", 5),
+    ("carol", "bob", 3), ("alice", "dave", 3), ("erik", "bob", 5), ("alice", "bob", 11),
+]
+SCRABBLE = """Brno Open,{d},alice,bob,412,389,,
+Brno Open,{d},carol,dave,350,371,,
+Brno Open,{d},alice,carol,398,402,,
+Brno Open,{d},bob,dave,420,330,,
+"""
+FOOSBALL = [("alice+bob", "carol+dave", 10, 7), ("erik+alice", "bob+carol", 10, 8),
+            ("carol+dave", "erik+bob", 10, 6)]
+
+
+async def seed(site: Site) -> None:
+    names = ["alice", "bob", "carol", "dave", "erik"]
+    players = {n: await site.player(n) for n in names}
+    for winner, loser, length in BACKGAMMON:
+        await play(players[winner], players[loser], length)
+    admin = await site.admin()
+    today = datetime.now(UTC).date().isoformat()
+    event = await admin.call("event create", name="Brno Open", ladder="scrabble")
+    await admin.call("event import", event=event["id"],
+                     csv=HEADER + "\n" + SCRABBLE.format(d=today))
+    await admin.call("event close", event=event["id"])
+    event = await admin.call("event create", name="League day 1", ladder="foosball-doubles")
+    for a, b, sa, sb in FOOSBALL:
+        await admin.call("event result", event=event["id"], side_a=a, side_b=b,
+                         score_a=sa, score_b=sb)
+    await admin.call("event close", event=event["id"])
+
+
+def spread_history(db: Path) -> None:
+    """Demo data only: one history row per day or two, ending now."""
+    conn = sqlite3.connect(db)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT id FROM history ORDER BY id")]
+        end = datetime.now(UTC).replace(microsecond=0)
+        for i, hid in enumerate(ids):
+            at = end - timedelta(hours=31 * (len(ids) - 1 - i))
+            conn.execute("UPDATE history SET at = ? WHERE id = ?",
+                         (at.strftime("%Y-%m-%dT%H:%M:%SZ"), hid))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+async def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = make_template(Path(tmp))
+        site = await Site(db).start()
+        await seed(site)
+        await site.aclose()
+        spread_history(db)
+        site = await Site(db).start()
+        try:
+            async with async_playwright() as pw:
+                browser = await launch(pw)
+                page = await open_page(browser, site.http_url, width=1280, height=860)
+                await page.wait_for_selector("tr[data-player='alice']")
+                carol, alice = await site.client(), await site.client()
+                await carol.login("carol", PASSWORD)
+                await alice.login("alice", PASSWORD)
+                await play(carol, alice, 5)
+                await page.wait_for_selector("tr.moved")
+                await page.screenshot(path=str(out / "screenshot-ladder.png"))
+                await page.close()
+                page = await open_page(browser, site.http_url + "#player=alice", width=1100,
+                                       height=900)
+                await page.wait_for_selector("figure.history canvas")
+                await page.locator("#profile").screenshot(path=str(out / "screenshot-profile.png"))
+                await browser.close()
+        finally:
+            await site.aclose()
+    print(f"saved {out / 'screenshot-ladder.png'} and {out / 'screenshot-profile.png'}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs"))

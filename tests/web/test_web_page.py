@@ -1,0 +1,342 @@
+"""The web page in a real headless Chromium, against a real server and real clients."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+from weblobby import ADMIN, ADMIN_PASSWORD, HEADER, PASSWORD, Site, name_of, open_page, play
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+MOVED = re.compile(r"\bmoved\b")
+
+
+def row(page: Page, ladder: str, player: str):  # type: ignore[no-untyped-def]
+    return page.locator(f"section[data-ladder='{ladder}'] tbody tr[data-player='{player}']")
+
+
+async def login_on_page(page: Page, name: str, password: str, register: bool = False) -> None:
+    await page.fill("#login-name", name)
+    await page.fill("#login-password", password)
+    await page.click(f"#login-form button[value={'register' if register else 'login'}]")
+    await expect(page.locator("#me-name")).to_have_text(name)
+
+
+async def chart_data(page: Page) -> dict[str, list[list[float]]]:
+    """Each chart's uPlot data arrays, read from the instances the page exposes."""
+    return await page.evaluate(
+        "() => Object.fromEntries(Object.entries(window.matchlobby.charts)"
+        ".map(([k, u]) => [k, u.data.map((a) => Array.from(a))]))")
+
+
+async def test_spectator_sees_ladders_and_a_match_changes_the_table_live(
+        site: Site, browser: Browser, page_errors: list[str]) -> None:
+    alice, bob = await site.player("alice"), await site.player("bob")
+    first = await play(alice, bob, 3)
+    page = await open_page(browser, site.http_url, errors=page_errors)
+
+    rows = page.locator("section[data-ladder='backgammon'] tbody tr")
+    await expect(rows).to_have_count(2)
+    after = {c["player"]: c["after"] for c in first["changes"]}
+    assert await rows.nth(0).locator("td").all_inner_texts() == [
+        "1", f"{after['alice']:.2f}", "3", "1", "yes"]
+    assert await rows.nth(1).get_attribute("data-player") == "bob"
+    heads = {ladder: await page.locator(f"section[data-ladder='{ladder}'] thead th").all_inner_texts()
+             for ladder in ("backgammon", "scrabble", "foosball-singles")}
+    assert heads["backgammon"] == ["Rank", "Player", "Rating", "Experience", "Games", "Active"]
+    assert heads["scrabble"] == ["Rank", "Player", "Strength", "Paluba", "Dansa", "Peklo", "Games",
+                                 "Active"]
+    assert heads["foosball-singles"] == ["Rank", "Player", "Points", "Class", "Games", "Active"]
+
+    await page.evaluate("window.noReload = true")
+    finished = await play(bob, alice, 5)
+    for change in finished["changes"]:
+        r = row(page, "backgammon", change["player"])
+        await expect(r.locator("td.rating")).to_have_text(f"{change['after']:.2f}")
+        await expect(r).to_have_class(MOVED)
+    await expect(row(page, "backgammon", "bob")).to_have_class(re.compile(r"\bup\b"))
+    await expect(row(page, "backgammon", "alice")).to_have_class(re.compile(r"\bdown\b"))
+    table = await alice.call("ladder", ladder="backgammon", all=True)
+    assert [p["player"] for p in table["players"]] == ["bob", "alice"]
+    await expect(rows.nth(0)).to_have_attribute("data-player", "bob")
+    await expect(rows.nth(0).locator("td").nth(0)).to_have_text("1")
+    assert await page.evaluate("window.noReload") is True
+    # the highlight is temporary
+    await expect(row(page, "backgammon", "bob")).not_to_have_class(MOVED, timeout=8000)
+
+
+async def test_history_chart_has_one_point_per_rating_change(
+        site: Site, browser: Browser, page_errors: list[str]) -> None:
+    alice, bob = await site.player("alice"), await site.player("bob")
+    await play(alice, bob, 1)
+    await play(bob, alice, 3)
+    await play(alice, bob, 5)
+    admin = await site.admin()
+    event = await admin.call("event create", name="Club night", ladder="scrabble")
+    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+                     score_a=400, score_b=350)
+    await admin.call("event close", event=event["id"])
+
+    page = await open_page(browser, site.http_url + "#player=alice", errors=page_errors)
+    await expect(page.locator("#profile-heading")).to_have_text("Player profile: alice")
+    await page.wait_for_selector("figure.history[data-ladder='scrabble'] canvas")
+    history = (await alice.call("history", name="alice"))["entries"]
+    assert len(history) == 4
+
+    def expected(ladder: str) -> list[list[float]]:
+        entries = [e for e in history if e["ladder"] == ladder]
+        return [[datetime.fromisoformat(e["at"]).timestamp() for e in entries],
+                [e["after"] for e in entries]]
+
+    data = await chart_data(page)
+    assert set(data) == {"backgammon", "scrabble"}
+    assert data["backgammon"] == expected("backgammon")
+    assert len(data["backgammon"][0]) == 3
+    assert data["scrabble"] == expected("scrabble")
+    figure = page.locator("figure.history[data-ladder='backgammon']")
+    await expect(figure).to_have_attribute("data-points", "3")
+    await expect(figure.locator("canvas")).to_have_count(1)
+    whois = await alice.call("whois", name="alice")
+    await expect(page.locator(".profile-facts")).to_contain_text(
+        f"Matches: {whois['matches']['played']} played")
+    bg = next(r for r in whois["ratings"] if r["ladder"] == "backgammon")
+    await expect(page.locator(".ratings-table tbody tr").first).to_contain_text(f"{bg['rating']:.2f}")
+
+    # another match while the profile is open: the chart grows by one point, without a reload
+    await play(bob, alice, 1)
+    await expect(figure).to_have_attribute("data-points", "4")
+    data = await chart_data(page)
+    history = (await alice.call("history", name="alice"))["entries"]
+    assert data["backgammon"] == expected("backgammon")
+
+
+async def test_admin_creates_imports_and_closes_an_event_from_the_page(
+        site: Site, page: Page) -> None:
+    watcher = await site.client()
+    await login_on_page(page, ADMIN, ADMIN_PASSWORD)
+    await expect(page.locator("#admin")).to_be_visible()
+
+    await page.fill("#event-create-form input[name=name]", "Brno Open")
+    await page.select_option("#event-ladder", "scrabble")
+    await page.click("#event-create-form button[type=submit]")
+    await expect(page.locator("#status")).to_have_text("Event #1 “Brno Open” is open on scrabble.")
+    await expect(page.locator("#event-select")).to_have_value("1")
+
+    form = page.locator("#event-result-form")
+    for field, value in (("side_a", "alice"), ("side_b", "bob"), ("score_a", "412"),
+                         ("score_b", "389")):
+        await form.locator(f"input[name={field}]").fill(value)
+    await form.locator("button[type=submit]").click()
+    await expect(page.locator("#status")).to_have_text("Recorded in event #1: alice 412–389 bob.")
+
+    csv = f"{HEADER}\nBrno Open,2026-03-14,carol,dave,350,371,,\nBrno Open,2026-03-14,alice,carol,398,402,,\n"
+    await page.set_input_files("#import-file", files=[
+        {"name": "results.csv", "mimeType": "text/csv", "buffer": csv.encode()}])
+    await page.click("#event-import-form button[type=submit]")
+    await expect(page.locator("#status")).to_have_text("Imported 2 games into event #1.")
+    await expect(page.locator("#event-select option")).to_have_text(
+        re.compile(r"#1 Brno Open \(scrabble, .*, 3 games\)"))
+
+    await page.click("#event-close")
+    await expect(page.locator("#status")).to_have_text("Event #1 closed; scrabble is rated.")
+    await expect(page.locator("#event-log li")).to_have_count(4)
+    await expect(page.locator("#event-close")).to_be_disabled()
+
+    table = await watcher.call("ladder", ladder="scrabble", all=True)
+    assert len(table["players"]) == 4
+    rows = page.locator("section[data-ladder='scrabble'] tbody tr")
+    await expect(rows).to_have_count(4)
+    for i, p in enumerate(table["players"]):
+        r = rows.nth(i)
+        await expect(r).to_have_attribute("data-player", p["player"])
+        await expect(r).to_have_class(MOVED)
+        assert await r.locator("td").all_inner_texts() == [
+            str(p["rank"]), str(p["rating"]), str(p["paluba"]), str(p["dansa"]),
+            str(round(p["peklo"])), str(p["games"]), "yes"]
+    events = await watcher.call("events", status="closed")
+    assert [(e["id"], e["games"]) for e in events["events"]] == [(1, 3)]
+
+
+async def test_server_errors_are_shown_on_the_page(site: Site, page: Page) -> None:
+    status = page.locator("#status")
+    await page.fill("#search-name", "nobody")
+    await page.press("#search-name", "Enter")
+    await expect(status).to_have_text("No player named 'nobody'.")
+    await expect(status).to_have_class(re.compile(r"\berror\b"))
+    await expect(status).to_have_attribute("aria-live", "polite")
+
+    await page.fill("#login-name", ADMIN)
+    await page.fill("#login-password", "not-the-password")
+    await page.click("#login-form button[value=login]")
+    await expect(status).to_have_text("Wrong name or password.")
+    await expect(page.locator("#signed-in")).to_be_hidden()
+
+    await login_on_page(page, "eve", PASSWORD, register=True)
+    await page.fill("#invite-name", "ghost")
+    await page.click("#invite-form button[type=submit]")
+    await expect(status).to_have_text("No player named 'ghost'.")
+    await expect(page.locator("#admin")).to_be_hidden()
+
+
+async def test_a_player_invites_plays_and_answers_claims_from_the_page(
+        site: Site, page: Page) -> None:
+    await login_on_page(page, "alice", PASSWORD, register=True)
+    await expect(page.locator("#play")).to_be_visible()
+    bob = await site.player("bob")  # the page hears player_online and lists bob
+    invite_bob = page.get_by_role("button", name="Invite bob")
+    await expect(invite_bob).to_be_visible()
+    await expect(page.locator("#online")).to_contain_text("alice")
+
+    # 1: alice invites from the page, bob joins, alice resigns on the page
+    await invite_bob.click()
+    await expect(page.locator("#invite-ladder")).to_be_focused()
+    await page.fill("#invite-length", "3")
+    await page.click("#invite-form button[type=submit]")
+    invited = await bob.next_push("invited")
+    assert invited["data"] == {"from": "alice", "ladder": "backgammon", "length": 3}
+    started = await bob.call("join", name="alice")
+    panel = page.locator("#match-panel")
+    await expect(panel).to_contain_text(f"Match {started['match']}: alice vs bob on backgammon, 3 points")
+    await panel.get_by_role("button", name="Resign").click()
+    finished = (await bob.next_push("match_finished"))["data"]
+    assert finished["winner"] == "bob"
+    result = page.locator("#last-result")
+    await expect(result).to_contain_text(f"Match {finished['match']} finished")
+    for c in finished["changes"]:
+        item = result.locator(f"li[data-player='{c['player']}']")
+        await expect(item).to_have_attribute("data-after", str(c["after"]))
+        await expect(item).to_contain_text(f"→ {c['after']:.2f}")
+    await expect(panel).to_be_empty()
+
+    # 2: bob invites, alice joins on the page, bob claims a win, alice confirms on the page
+    await bob.call("invite", name="alice", ladder="backgammon")
+    await page.get_by_role("button", name="Join bob").click()
+    second = (await bob.next_push("match_started"))["data"]
+    await expect(panel).to_contain_text(f"Match {second['match']}: bob vs alice")
+    await bob.call("report win")
+    await panel.get_by_role("button", name="Confirm their win").click()
+    finished = (await bob.next_push("match_finished"))["data"]
+    assert (finished["match"], finished["how"], finished["winner"]) == (second["match"], "confirm", "bob")
+    alice_after = next(c["after"] for c in finished["changes"] if c["player"] == "alice")
+    await expect(result.locator("li[data-player='alice']")).to_have_attribute("data-after", str(alice_after))
+    await expect(row(page, "backgammon", "alice").locator("td.rating")).to_have_text(f"{alice_after:.2f}")
+
+    # 3: an invitation declined, then a claim disputed on the page
+    await bob.call("invite", name="alice", ladder="backgammon")
+    await page.get_by_role("button", name="Decline bob").click()
+    assert (await bob.next_push("declined"))["data"] == {"by": "alice"}
+    await bob.call("invite", name="alice", ladder="backgammon")
+    await page.get_by_role("button", name="Join bob").click()
+    third = (await bob.next_push("match_started"))["data"]
+    await bob.call("report win")
+    await panel.get_by_role("button", name="Dispute").click()
+    disputed = (await bob.next_push("result_disputed"))["data"]
+    assert disputed == {"match": third["match"], "status": "disputed", "by": "alice"}
+    await expect(panel).to_contain_text("Disputed: a director will decide this match.")
+
+    # 4: alice reports a win on the page; bob confirms; the page shows the change it receives
+    admin = await site.admin()
+    await admin.call("void", match=third["match"], reason="test")
+    await expect(panel).to_be_empty()
+    await page.fill("#invite-name", "bob")
+    await page.fill("#invite-length", "1")
+    await page.click("#invite-form button[type=submit]")
+    await bob.next_push("invited")
+    fourth = await bob.call("join", name="alice")
+    await expect(panel).to_contain_text(f"Match {fourth['match']}")
+    await page.fill("#score-mine", "1")
+    await page.fill("#score-theirs", "0")
+    await panel.get_by_role("button", name="Report a win").click()
+    claim = (await bob.next_push("result_claimed"))["data"]
+    assert claim["by"] == "alice" and claim["scores"] == [1, 0]
+    done = await bob.call("confirm", match=fourth["match"])
+    assert done["winner"] == "alice"
+    mine = next(c for c in done["changes"] if c["player"] == "alice")
+    await expect(page.locator("#status")).to_have_text(
+        f"Match {fourth['match']}: alice won. Your rating: {mine['after']:.2f} (+{mine['change']:.2f}).")
+
+
+async def test_keyboard_only_login_and_profile(site: Site, page: Page) -> None:
+    alice, bob = await site.player("alice"), await site.player("bob")
+    await play(alice, bob, 1)
+    await expect(row(page, "backgammon", "bob")).to_have_count(1)
+
+    # Tab from the top: skip link, name, password; Enter logs in
+    await page.keyboard.press("Tab")
+    await expect(page.locator("a.skip")).to_be_focused()
+    await page.keyboard.press("Tab")
+    await expect(page.locator("#login-name")).to_be_focused()
+    await page.keyboard.type(ADMIN)
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(ADMIN_PASSWORD)
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#me-name")).to_have_text(ADMIN)
+
+    # Tab on to bob's name in the ladder (focus is visible) and open the profile with Enter
+    link = row(page, "backgammon", "bob").locator("a")
+    for _ in range(30):
+        if await link.evaluate("a => a === document.activeElement"):
+            break
+        await page.keyboard.press("Tab")
+    await expect(link).to_be_focused()
+    outline = await link.evaluate("a => getComputedStyle(a).outlineStyle")
+    assert outline not in ("", "none")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#profile-heading")).to_be_focused()
+    await expect(page.locator("#profile-heading")).to_have_text("Player profile: bob")
+    await expect(page.locator("figure.history[data-ladder='backgammon']")).to_have_attribute(
+        "data-points", "1")
+
+    # the next stop is the search box: type a name, Enter
+    await page.keyboard.press("Tab")
+    await expect(page.locator("#search-name")).to_be_focused()
+    await page.keyboard.type("alice")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#profile-heading")).to_have_text("Player profile: alice")
+
+
+async def test_phone_width_has_no_horizontal_overflow(
+        site: Site, browser: Browser, page_errors: list[str]) -> None:
+    admin = await site.admin()
+    event = await admin.call("event create", name="A rather long event name", ladder="scrabble")
+    await admin.call("event import", event=event["id"], csv=(
+        f"{HEADER}\nA rather long event name,2026-03-14,Maximilian_Longname,bob,412,389,,\n"
+        "A rather long event name,2026-03-14,carol,dave,350,371,,\n"))
+    await admin.call("event close", event=event["id"])
+    await admin.call("event create", name="Another event with a long name, still open",
+                     ladder="foosball-doubles")
+    page = await open_page(browser, site.http_url + "#player=Maximilian_Longname", width=375,
+                           height=740, errors=page_errors)
+    await page.wait_for_selector("figure.history canvas")
+    await login_on_page(page, ADMIN, ADMIN_PASSWORD)
+    await expect(page.locator("#admin")).to_be_visible()
+    sizes = await page.evaluate("""() => ({
+        doc: document.documentElement.scrollWidth, body: document.body.scrollWidth,
+        view: window.innerWidth,
+        wraps: [...document.querySelectorAll('.table-wrap, canvas, form')]
+            .map((e) => e.getBoundingClientRect().right),
+    })""")
+    assert sizes["view"] == 375
+    assert sizes["doc"] <= 375 and sizes["body"] <= 375, sizes
+    assert max(sizes["wraps"]) <= 375, sizes
+    cas = page.locator("section[data-ladder='scrabble'] .table-wrap")
+    assert await cas.evaluate("w => w.scrollWidth > w.clientWidth")  # the table scrolls inside
+
+
+async def test_page_reconnects_and_logs_in_again(site: Site, page: Page) -> None:
+    await login_on_page(page, "alice", PASSWORD, register=True)
+    await site.restart()
+    await expect(page.locator("#connection")).to_have_text(re.compile("Connected"), timeout=10000)
+    await expect(page.locator("#status")).to_have_text("Reconnected.")
+    await expect(page.locator("#me-name")).to_have_text("alice")
+    alice = await site.client()
+    await alice.login("alice", PASSWORD)  # replaces the page's session: it is told why
+    await expect(page.locator("#status")).to_contain_text("You logged in from another connection")
+    await expect(page.locator("#login-form")).to_be_visible()
+    bob, carol = await site.player("bob"), await site.player("carol")
+    finished = await play(bob, carol)
+    after = next(c["after"] for c in finished["changes"] if c["player"] == "bob")
+    await expect(row(page, "backgammon", "bob").locator("td.rating")).to_have_text(f"{after:.2f}")
+    assert name_of(bob) == "bob"
