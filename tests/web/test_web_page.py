@@ -6,14 +6,14 @@ import re
 from datetime import datetime
 
 import pytest
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Locator, Page, expect
 from weblobby import ADMIN, ADMIN_PASSWORD, HEADER, PASSWORD, Site, name_of, open_page, play
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 MOVED = re.compile(r"\bmoved\b")
 
 
-def row(page: Page, ladder: str, player: str):  # type: ignore[no-untyped-def]
+def row(page: Page, ladder: str, player: str) -> Locator:
     return page.locator(f"section[data-ladder='{ladder}'] tbody tr[data-player='{player}']")
 
 
