@@ -45,8 +45,10 @@ def rate_file(system: str, path: str, as_of: str | None = None) -> dict[str, Any
     return {"system": system, "as_of": judged.isoformat(), "players": book.rows(judged)}
 
 
-def columns(system: str) -> list[str]:
-    return ["rank", "player", "rating", "games", "active", *EXTRA_COLUMNS[system]]
+def columns(system: str, with_of: bool = False) -> list[str]:
+    """Output columns; CSV carries ``of`` too, so it has exactly the JSON fields."""
+    head = ["rank", "of"] if with_of else ["rank"]
+    return [*head, "player", "rating", "games", "active", *EXTRA_COLUMNS[system]]
 
 
 def _cell(system: str, column: str, value: Any, human: bool) -> str:
@@ -80,7 +82,7 @@ def format_table(ladder: dict[str, Any]) -> str:
 def format_csv(ladder: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    cols = columns(ladder["system"])
+    cols = columns(ladder["system"], with_of=True)
     writer.writerow(cols)
     for row in ladder["players"]:
         writer.writerow([_cell(ladder["system"], c, row[c], False) for c in cols])
