@@ -23,6 +23,9 @@ from clients.models import Ladder, MatchFinished, Ratings, Whois
 
 log = logging.getLogger(__name__)
 Push = dict[str, Any]
+REPLACED = 4000
+"""Close code of a connection replaced by a newer login of the same account: never reconnect
+(logging in again would replace the newer connection in turn, and the two would take turns)."""
 
 
 class LobbyError(Exception):
@@ -120,7 +123,7 @@ class LobbyClient:
             self._fail_pending(Disconnected("connection lost"))
             self._deliver({"event": "disconnected", "data": {
                 "code": ws.close_code, "reason": ws.close_reason}})
-            if self._closing or not self.reconnect:
+            if self._closing or not self.reconnect or ws.close_code == REPLACED:
                 return
             await self._reconnect()
 

@@ -152,7 +152,9 @@ class Lobby:
             m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
                           row["status"], row["claimed_by"])
             if row["score_a"] is not None and row["claimed_by"]:
-                m.claim_scores = (row["score_a"], row["score_b"])
+                # stored in side order; a claim's scores are the claimant's first
+                sa, sb = row["score_a"], row["score_b"]
+                m.claim_scores = (sa, sb) if m.side_of(row["claimed_by"]) == "a" else (sb, sa)
             m.away_since = {m.a: now, m.b: now}
             self.matches[m.id] = m
             self.match_of[m.a] = self.match_of[m.b] = m.id

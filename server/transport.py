@@ -107,7 +107,10 @@ class Transport:
                 if isinstance(frame, bytes):
                     send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
-                if len(frame) > self.max_message and len(frame.encode()) > self.max_message:
+                # the limit is in bytes; a character takes 1 to 4 of them in UTF-8
+                if len(frame) > self.max_message or (
+                        4 * len(frame) > self.max_message
+                        and len(frame.encode()) > self.max_message):
                     send(error("too_large", f"Messages are limited to {self.max_message} bytes."))
                     close(1009, "message too large")
                     break

@@ -1,0 +1,52 @@
+"""Accounts: register, login, logout, and `matchlobby user add` while the server runs."""
+
+from __future__ import annotations
+
+from lobbykit import PASSWORD, Harness, expect_error, run_cli_async, sql
+
+
+async def test_register_login_logout(lobby: Harness) -> None:
+    alice = await lobby.player("Alice")
+    other = await lobby.client()
+    await expect_error(other.call("register", name="ALICE", password=PASSWORD), "conflict")
+    await expect_error(other.call("register", name="bob", password="abc"), "bad_request")
+    await expect_error(alice.call("register", name="bob", password=PASSWORD), "conflict")
+    await expect_error(other.call("login", name="alice", password="wrong-one"), "forbidden")
+    await expect_error(other.call("login", name="nobody", password=PASSWORD), "forbidden")
+    # names are matched ignoring case, shown as registered
+    assert (await other.call("login", name="alice", password=PASSWORD))["player"] == "Alice"
+    await alice.next_push("logged_out")
+    assert (await other.call("whois", name="ALICE"))["player"] == "Alice"
+
+    assert await other.call("logout") == {"player": "Alice", "logged_in": False}
+    await expect_error(other.call("invite", name="Alice", ladder="backgammon"), "not_logged_in")
+    await expect_error(other.call("logout"), "not_logged_in")
+    assert (await other.call("who"))["players"] == []
+    info = await other.call("whois", name="alice")
+    assert info["online"] is False and info["last_login"] is not None and info["role"] == "player"
+    # the stored password is a salted scrypt hash, never the password
+    (stored,) = sql(lobby.db, "SELECT password_hash FROM players WHERE name = 'Alice'")[0]
+    assert stored.startswith("scrypt$") and PASSWORD not in stored
+
+
+async def test_user_add_while_the_server_runs(lobby: Harness) -> None:
+    admin = await lobby.admin()
+    eid = (await admin.call("event create", name="Day", ladder="foosball-singles"))["id"]
+    await admin.call("event result", event=eid, side_a="ann", side_b="ben", score_a=10, score_b=3)
+    ann = await lobby.client()
+    assert (await ann.call("whois", name="ann"))["role"] == "entry"
+    await expect_error(ann.call("login", name="ann", password=PASSWORD), "forbidden")
+
+    # the operator gives the ladder entry a password, and creates a second admin
+    for args, stdin in ((["ann"], PASSWORD), (["dora", "--admin"], "dora-secret")):
+        done = await run_cli_async(["user", "add", *args, "--db", str(lobby.db),
+                                    "--config", str(lobby.config_file)], lobby.db.parent,
+                                   stdin + "\n")
+        assert done.returncode == 0, done.stderr
+    assert (await ann.login("ann", PASSWORD))["role"] == "player"
+    assert (await ann.call("whois", name="ann"))["role"] == "player"
+    dora = await lobby.client()
+    assert (await dora.login("dora", "dora-secret"))["role"] == "admin"
+    closed = await dora.call("event close", event=eid)
+    assert {c["player"] for c in closed["changes"]} == {"ann", "ben"}
+    assert sql(lobby.db, "SELECT count(*) FROM players WHERE name_key = 'ann'") == [(1,)]
