@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from clients import LobbyClient, LobbyError
+from server import PROTOCOL_VERSION, __version__
 from server.app import RunningServer, start_server
 from server.config import Config, PasswordHashing
 
@@ -66,7 +67,7 @@ class Harness:
         """A connected client (no automatic reconnect unless asked)."""
         c = LobbyClient(self.url, reconnect=reconnect, backoff=(0.02, 0.2))
         hello = await c.connect()
-        assert hello["server"] == "matchlobby"
+        assert hello == {"server": "matchlobby", "version": __version__, "protocol": PROTOCOL_VERSION}
         self.clients.append(c)
         return c
 

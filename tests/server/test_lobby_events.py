@@ -65,7 +65,10 @@ async def test_cas_event_by_result_and_import(lobby: Harness, tmp_path: Path) ->
     alice = await lobby.player("alice")  # an account; the others become ladder entries
     watcher = await lobby.client()
     await watcher.watch("scrabble")
-    eid = await _create(admin, "Brno Open", "scrabble")
+    created = await admin.send_line('event create "Brno Open" scrabble')  # a quoted word
+    eid = created["data"]["id"]
+    assert created["data"] == {"id": eid, "name": "Brno Open", "ladder": "scrabble",
+                               "date": today(), "status": "open"}
     assert (await watcher.call("events", status="open"))["events"] == [
         {"id": eid, "name": "Brno Open", "ladder": "scrabble", "date": today(), "status": "open",
          "games": 0}]
