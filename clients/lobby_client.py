@@ -164,8 +164,8 @@ class LobbyClient:
             self._deliver(message)
             return
         rid = message.get("id")
-        fut = self._pending.pop(rid, None) if isinstance(rid, int) else None
-        if fut is None and rid is None and self._lines:
+        fut = self._pending.pop(rid, None) if isinstance(rid, int | str) else None
+        if fut is None and self._lines:
             fut = self._lines.pop(0)
         if fut is not None and not fut.done():
             fut.set_result(message)
@@ -215,10 +215,22 @@ class LobbyClient:
             raise Disconnected("connection lost while sending") from None
         return await asyncio.wait_for(fut, timeout)
 
-    async def send_raw(self, frame: str | bytes) -> None:
-        """Send a frame as is (for tools and tests of bad input); replies arrive as pushes do not."""
-        assert self._ws is not None
-        await self._ws.send(frame)
+    async def send_raw(self, frame: str | bytes, timeout: float = 30.0) -> dict[str, Any]:
+        """Send a frame exactly as given (for tools and tests of bad input) and return its reply.
+
+        Replies whose id matches no request of this client are taken in order.
+        """
+        if not self._connected.is_set():
+            await self.wait_connected(timeout)
+        ws = self._ws
+        assert ws is not None
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._lines.append(fut)
+        try:
+            await ws.send(frame)
+        except ConnectionClosed:
+            raise Disconnected("connection lost while sending") from None
+        return await asyncio.wait_for(fut, timeout)
 
     async def call(self, cmd: str, **args: Any) -> Any:
         """Send a command and return its ``data``, raising :class:`LobbyError` on a refusal."""

@@ -179,7 +179,7 @@ class RatingsPlugin:
         await conn.executemany(INSERT_HISTORY, history)
         old = self.published.get(event.ladder, {})
         changes = [
-            Change(p, old[p].rating if p in old else None, s.rating, {})
+            Change(p, old[p].rating if p in old else None, s.rating, dict(event.cause))
             for p, s in sorted(book.standings.items())
             if p not in old or old[p].rating != s.rating
         ]

@@ -53,6 +53,7 @@ class LadderCorrected:
     ladder: str
     units: tuple[RatedUnit, ...]
     player_ids: Mapping[str, int] = field(default_factory=dict)
+    cause: dict[str, int] = field(default_factory=dict)
 
 
 DomainEvent = MatchFinished | EventClosed | LadderCorrected

@@ -104,16 +104,16 @@ class Transport:
             async for frame in ws:
                 if session.closed:
                     break
-                if isinstance(frame, bytes):
-                    send(error("bad_request", "Binary frames are not understood; send text."))
-                    continue
                 # the limit is in bytes; a character takes 1 to 4 of them in UTF-8
                 if len(frame) > self.max_message or (
-                        4 * len(frame) > self.max_message
+                        isinstance(frame, str) and 4 * len(frame) > self.max_message
                         and len(frame.encode()) > self.max_message):
                     send(error("too_large", f"Messages are limited to {self.max_message} bytes."))
                     close(1009, "message too large")
                     break
+                if isinstance(frame, bytes):
+                    send(error("bad_request", "Binary frames are not understood; send text."))
+                    continue
                 await self.lobby.handle_frame(session, frame)
         except ConnectionClosed:
             pass

@@ -81,8 +81,15 @@ async def ensure_players(lobby: Lobby, conn: aiosqlite.Connection, names: Sequen
     for n in names:
         p = lobby.players.get(n.casefold()) or created.get(n.casefold())
         if p is None:
-            pid = await create_player(conn, n, None)
-            p = created[n.casefold()] = Player(pid, n)
+            # Another job earlier in this transaction may have created it already.
+            async with conn.execute("SELECT id, name FROM players WHERE name_key = ?",
+                                    (n.casefold(),)) as cur:
+                row = await cur.fetchone()
+            if row is not None:
+                p = created[n.casefold()] = Player(row[0], row[1])
+            else:
+                pid = await create_player(conn, n, None)
+                p = created[n.casefold()] = Player(pid, n)
         ids[p.name] = p.id
     return ids
 
@@ -99,6 +106,8 @@ async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladd
                  game: Game, created: dict[str, Player]) -> tuple[int, Outcome | None]:
     """Insert one event game; on a FIBS ladder it is rated at once, like a live match."""
     ids = await ensure_players(lobby, conn, game.players, created)
+    game = Game(canonical(lobby, game.side_a, created), canonical(lobby, game.side_b, created),
+                game.score_a, game.score_b, game.played_on, game.length, game.unrated_reason)
     when = now()
     winner = "a" if game.score_a > game.score_b else "b" if game.score_b > game.score_a else "draw"
     rated_now = ladder.live and game.counts_for("fibs")
@@ -271,7 +280,7 @@ async def event_show(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
                       "score_a": r["score_a"], "score_b": r["score_b"], "length": r["length"],
                       "date": r["played_on"], "status": r["status"],
                       "rated": r["unrated_reason"] is None, "unrated": r["unrated_reason"]})
-        if r["status"] != "finished":
+        if r["status"] != "finished" or r["unrated_reason"] is not None:
             continue
         for side, result in (("a", r["winner"]), ("b", r["winner"])):
             for name in r[f"side_{side}"].split("+"):
@@ -327,7 +336,8 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
         if not rated:
             return None
         units = tuple(await ladder_units(conn, ladder.name))
-        return await lobby.emit(conn, LadderCorrected(ladder.name, units))
+        return await lobby.emit(conn, LadderCorrected(ladder.name, units,
+                                                      cause={"match": match_id}))
 
     outcome = await lobby.db.write(job)
     data = {"match": match_id, "ladder": ladder.name, "status": new_status,

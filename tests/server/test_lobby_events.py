@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from lobbykit import (
     FibsModel,
     Harness,
+    add_user,
     check_changes,
     check_fibs_state,
     expect_error,
@@ -197,3 +199,26 @@ async def test_results_in_a_fibs_event_are_rated_at_once(lobby: Harness) -> None
     closed = await admin.call("event close", event=eid)
     assert closed["changes"] == []
     await check_fibs_state(admin, model)
+
+
+async def test_concurrent_results_naming_the_same_new_player(lobby: Harness) -> None:
+    """Two directors recording results that both create 'Newbie' at once: one player, no error."""
+    await asyncio.to_thread(add_user, lobby.db, lobby.config_file, "deputy", "deputy-pw", True)
+    first, second = await lobby.admin(), await lobby.client()
+    assert (await second.login("deputy", "deputy-pw"))["role"] == "admin"
+    e1 = await _create(first, "Table A", "scrabble")
+    e2 = await _create(second, "Table B", "scrabble")
+    header = "event,date,side_a,side_b,score_a,score_b\n"
+    day = today()
+    results = await asyncio.gather(
+        first.call("event import", event=e1, csv=f"{header}Table A,{day},Newbie,xa,400,300\n"),
+        second.call("event import", event=e2, csv=f"{header}Table B,{day},NEWBIE,xb,350,360\n"),
+        first.call("event result", event=e1, side_a="newbie", side_b="xc", score_a=1, score_b=2),
+    )
+    assert [r["imported"] for r in results[:2]] == [1, 1]
+    assert (await first.whois("newbie")).player == "Newbie"
+    shown = await first.call("event show", event=e2)
+    assert shown["games"][0]["side_a"] == "Newbie"
+    for eid in (e1, e2):
+        await first.call("event close", event=eid)
+    assert [r.player for r in (await first.ladder("scrabble", all=True)).players].count("Newbie") == 1
