@@ -38,7 +38,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     await db.open()
     lobby = Lobby(config, db)
     await lobby.start()
-    transport = Transport(lobby)
+    transport = Transport(lobby, config.limits, config.tls)
     await transport.start(host or config.host, config.port if port is None else port)
     return RunningServer(config, db, lobby, transport)
 
@@ -49,7 +49,8 @@ async def serve_forever(config: Config, host: str | None = None, port: int | Non
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"matchlobby listening on ws://{host or config.host}:{server.port}/ws "
+    scheme = "wss" if config.tls.enabled else "ws"
+    print(f"matchlobby listening on {scheme}://{host or config.host}:{server.port}/ws "
           f"(database {config.database}; {len(config.ladders)} ladders)", flush=True)
     await stop.wait()
     log.info("stopping")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,34 @@ class PasswordHashing:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Abuse limits, all configurable in ``[limits]``; the defaults suit a public server."""
+
+    max_message: int = 64 * 1024
+    messages_per_second: float = 20.0
+    burst: int = 60
+    strikes: int = 20
+    connections_per_address: int = 64
+    idle_timeout: float = 3600.0
+    outgoing_queue: int = 1024
+    ping_interval: float = 20.0
+    ping_timeout: float = 20.0
+    login_free_failures: int = 5
+    login_max_delay: float = 300.0
+    origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tls:
+    certificate: str | None = None
+    key: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.certificate and self.key)
+
+
+@dataclass(frozen=True)
 class Config:
     host: str = "127.0.0.1"
     port: int = 8765
@@ -63,6 +92,8 @@ class Config:
     ladders: tuple[Ladder, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
+    limits: Limits = field(default_factory=Limits)
+    tls: Tls = field(default_factory=Tls)
 
     def ladder(self, name: str) -> Ladder | None:
         for ladder in self.ladders:
@@ -120,7 +151,7 @@ def load_config(path: str | Path | None) -> Config:
         raise ConfigError(f"{path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
-    unknown = set(data) - {"server", "ladders", "password_hashing"}
+    unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls"}
     if unknown:
         raise ConfigError(f"{path}: unknown section(s) {sorted(unknown)}")
     server = data.get("server", {})
@@ -144,4 +175,35 @@ def load_config(path: str | Path | None) -> Config:
         ph = data["password_hashing"]
         kwargs["password"] = PasswordHashing(int(ph.get("n", 2**17)), int(ph.get("r", 8)),
                                              int(ph.get("p", 1)))
+    if "limits" in data:
+        kwargs["limits"] = _limits(data["limits"], str(path))
+    if "tls" in data:
+        tls = data["tls"]
+        bad = set(tls) - {"certificate", "key"}
+        if bad or not tls.get("certificate") or not tls.get("key"):
+            raise ConfigError(f"{path}: [tls] needs exactly 'certificate' and 'key'")
+        kwargs["tls"] = Tls(str(tls["certificate"]), str(tls["key"]))
     return Config(**kwargs)
+
+
+def _limits(table: dict[str, Any], path: str) -> Limits:
+    known = {f.name: f for f in dataclasses.fields(Limits)}
+    bad = set(table) - set(known)
+    if bad:
+        raise ConfigError(f"{path}: [limits] has unknown key(s) {sorted(bad)}")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        default = getattr(Limits(), key)
+        try:
+            if isinstance(default, tuple):
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ValueError("a list of strings")
+                values[key] = tuple(value)
+            else:
+                converted = type(default)(value)
+                if converted < 0:
+                    raise ValueError("a number that is not negative")
+                values[key] = converted
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{path}: [limits] {key}: expected {e}") from None
+    return Limits(**values)

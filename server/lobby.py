@@ -22,6 +22,7 @@ from server import PROTOCOL_VERSION, __version__
 from server.commands import ADMIN, PLAYER
 from server.config import Config, Ladder
 from server.domain import DomainEvent
+from server.limits import LoginThrottle
 from server.protocol import ProtocolError, Request, error, parse_frame, push, reply
 from server.storage import CommitFailed, Database
 
@@ -128,6 +129,8 @@ class Lobby:
         self.match_of: dict[str, int] = {}
         self.invitations: dict[str, dict[str, Invitation]] = {}
         self.hash_slots = asyncio.Semaphore(2)
+        self.login_throttle = LoginThrottle(free=config.limits.login_free_failures,
+                                            cap=config.limits.login_max_delay)
         self._deferred: list[tuple[Iterable[Session], dict[str, Any]]] | None = None
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins

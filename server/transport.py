@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import logging
 import mimetypes
+import ssl
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,41 +21,60 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from server.config import Limits, Tls
+from server.limits import TokenBucket
 from server.lobby import Lobby, Session
 from server.protocol import encode, error
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE = 64 * 1024
 HARD_LIMIT_FACTOR = 16
-OUTGOING_QUEUE = 1024
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 Outgoing = str | tuple[int, str] | None
 
 
 class Transport:
-    def __init__(self, lobby: Lobby, max_message: int = MAX_MESSAGE,
-                 queue_size: int = OUTGOING_QUEUE) -> None:
+    """Connections, limits and fan-out; every decision about the game is the lobby's."""
+
+    def __init__(self, lobby: Lobby, limits: Limits | None = None, tls: Tls | None = None
+                 ) -> None:
         self.lobby = lobby
-        self.max_message = max_message
-        self.queue_size = queue_size
+        self.limits = limits or Limits()
+        self.tls = tls or Tls()
         self.server: Server | None = None
         self.connections: set[ServerConnection] = set()
+        self.per_address: Counter[str] = Counter()
         self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def max_message(self) -> int:
+        return self.limits.max_message
 
     def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
         task = asyncio.get_running_loop().create_task(ws.close(code, reason))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        if not self.tls.enabled:
+            return None
+        assert self.tls.certificate is not None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.tls.certificate, self.tls.key)
+        return context
+
     async def start(self, host: str, port: int) -> Server:
+        lim = self.limits
         self.server = await serve(
             self.handler, host, port,
             process_request=self.process_request,
-            max_size=self.max_message * HARD_LIMIT_FACTOR,
-            ping_interval=20, ping_timeout=20,
+            # Frames a little over the limit are read so they can be answered with
+            # too_large; beyond this hard cap websockets closes with 1009 by itself.
+            max_size=lim.max_message * HARD_LIMIT_FACTOR,
+            ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
+            ssl=self._ssl_context(),
         )
         return self.server
 
@@ -65,14 +86,37 @@ class Transport:
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
-        if path == WS_PATH:
-            return None
-        if request.headers.get("Upgrade", "").lower() == "websocket":
-            return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
-        return static_file(connection, path)
+        if path != WS_PATH:
+            if request.headers.get("Upgrade", "").lower() == "websocket":
+                return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
+            return static_file(connection, path)
+        origin = request.headers.get("Origin")
+        if origin is not None and not self.origin_allowed(origin, request.headers.get("Host")):
+            log.warning("refused a connection from origin %r", origin[:100])
+            return connection.respond(403, "This origin may not connect to the lobby.\n")
+        address = _address(connection)
+        if self.per_address[address] >= self.limits.connections_per_address:
+            return connection.respond(429, "Too many connections from your address.\n")
+        return None
+
+    def origin_allowed(self, origin: str, host: str | None) -> bool:
+        """Browsers only: the allowlist, or by default the server's own origin."""
+        allowed = self.limits.origins
+        if "*" in allowed or origin in allowed:
+            return True
+        if allowed:
+            return False
+        scheme = "https" if self.tls.enabled else "http"
+        return host is not None and origin == f"{scheme}://{host}"
 
     async def handler(self, ws: ServerConnection) -> None:
-        queue: asyncio.Queue[Outgoing] = asyncio.Queue(self.queue_size)
+        lim = self.limits
+        address = _address(ws)
+        if self.per_address[address] >= lim.connections_per_address:
+            await ws.close(1008, "too many connections from your address")
+            return
+        self.per_address[address] += 1
+        queue: asyncio.Queue[Outgoing] = asyncio.Queue(lim.outgoing_queue)
         self.connections.add(ws)
 
         def send(message: dict[str, Any]) -> None:
@@ -95,22 +139,38 @@ class Transport:
             except asyncio.QueueFull:
                 self._close_later(ws, code, reason)
 
-        remote = ws.remote_address
-        session = Session(send=send, close=close,
-                          address=str(remote[0]) if remote else "?")
+        session = Session(send=send, close=close, address=address)
         writer = asyncio.create_task(self._drain(ws, queue))
+        bucket = TokenBucket(lim.messages_per_second, lim.burst)
+        strikes = 0
         self.lobby.connect(session)
         try:
-            async for frame in ws:
+            while not session.closed:
+                try:
+                    async with asyncio.timeout(lim.idle_timeout or None):
+                        frame = await ws.recv()
+                except TimeoutError:
+                    close(1000, "idle for too long")
+                    break
                 if session.closed:
                     break
                 # the limit is in bytes; a character takes 1 to 4 of them in UTF-8
-                if len(frame) > self.max_message or (
-                        isinstance(frame, str) and 4 * len(frame) > self.max_message
-                        and len(frame.encode()) > self.max_message):
-                    send(error("too_large", f"Messages are limited to {self.max_message} bytes."))
+                if len(frame) > lim.max_message or (
+                        isinstance(frame, str) and 4 * len(frame) > lim.max_message
+                        and len(frame.encode()) > lim.max_message):
+                    send(error("too_large", f"Messages are limited to {lim.max_message} bytes."))
                     close(1009, "message too large")
                     break
+                if not bucket.take():
+                    strikes += 1
+                    if strikes > lim.strikes:
+                        send(error("rate_limited", "Too many messages; closing the connection."))
+                        close(1008, "too many messages")
+                        break
+                    send(error("rate_limited", f"Too many messages: at most "
+                                               f"{lim.messages_per_second:g} a second."))
+                    continue
+                strikes = 0
                 if isinstance(frame, bytes):
                     send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
@@ -120,6 +180,9 @@ class Transport:
         finally:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
+            self.per_address[address] -= 1
+            if self.per_address[address] <= 0:
+                del self.per_address[address]
             await self._stop_writer(queue, writer)
 
     async def _drain(self, ws: ServerConnection, queue: asyncio.Queue[Outgoing]) -> None:
@@ -169,3 +232,8 @@ def static_file(connection: ServerConnection, path: str) -> Response:
                                     "img-src 'self' data:; style-src 'self' 'unsafe-inline'"),
     ])
     return Response(200, "OK", headers, body)
+
+
+def _address(connection: ServerConnection) -> str:
+    remote = connection.remote_address
+    return str(remote[0]) if remote else "?"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import aiosqlite
@@ -72,12 +73,18 @@ async def refresh_player(lobby: Lobby, name: str) -> Player | None:
 
 @handler("login")
 async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    key = args["name"].casefold()
+    wait = lobby.login_throttle.wait_for(key, session.address)
+    if wait > 0:
+        raise fail("rate_limited", f"Too many failed logins; try again in {math.ceil(wait)} s.")
     player = await refresh_player(lobby, args["name"])
     async with lobby.hash_slots:
         ok = await asyncio.to_thread(verify_password, args["password"],
                                      player.password_hash if player else None)
     if player is None or not ok:
+        lobby.login_throttle.failed(key, session.address)
         raise fail("forbidden", WRONG)
+    lobby.login_throttle.succeeded(key, session.address)
     when = now()
 
     async def job(conn: aiosqlite.Connection) -> None:
