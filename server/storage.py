@@ -5,12 +5,17 @@ IMMEDIATE`` transactions through one writer. Jobs queued while a transaction
 is being written are grouped into the next one (each inside its own
 savepoint, so one failing job does not sink the others); nobody learns a
 job's outcome before the commit that holds it.
+
+Jobs run their statements inline on the event loop (:class:`_Inline`); only
+``BEGIN IMMEDIATE`` (which may wait for the write lock) and ``COMMIT`` (which
+fsyncs) go to aiosqlite's thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -140,8 +145,8 @@ class _Queued:
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
-async def connect(path: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
+async def connect(path: str, check_same_thread: bool = True) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None, check_same_thread=check_same_thread)
     conn.row_factory = aiosqlite.Row
     for pragma in PRAGMAS:
         await conn.execute(pragma)
@@ -174,6 +179,35 @@ async def migrate(conn: aiosqlite.Connection) -> int:
     return version
 
 
+class _Inline(aiosqlite.Connection):
+    """The writer's connection as jobs see it: aiosqlite's API, run on the event loop's thread.
+
+    Inside the writer's ``BEGIN IMMEDIATE`` transaction a statement never waits
+    for a lock (the transaction holds the write lock; WAL readers do not block
+    it) and does no fsync, so running it inline costs less than handing it to
+    aiosqlite's thread and back (two thread switches and a self-pipe wake-up
+    per statement, about half the server's CPU time per live match). The
+    writer uses the connection from one thread at a time, never from both.
+    Relies on aiosqlite routing every Connection and Cursor call through
+    ``_execute`` (true since well before 0.20).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, iter_chunk_size: int) -> None:
+        # aiosqlite's own __init__ would start a thread; this proxy needs none.
+        self._running = True
+        self._connection = conn
+        self._iter_chunk_size = iter_chunk_size
+
+    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return fn(*args, **kwargs)
+
+    async def close(self) -> None:
+        """Jobs do not close the writer."""
+
+    def __del__(self) -> None:
+        pass
+
+
 class Database:
     """One writer connection (group commit) and one reader connection."""
 
@@ -190,7 +224,8 @@ class Database:
         self.commits = 0
 
     async def open(self) -> None:
-        self.writer = await connect(self.path)
+        # check_same_thread=False: jobs run on the loop's thread (see _Inline)
+        self.writer = await connect(self.path, check_same_thread=False)
         await migrate(self.writer)
         self.reader = await connect(self.path)
         await self.reader.execute("PRAGMA query_only=ON")
@@ -237,20 +272,21 @@ class Database:
         outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
         try:
             await conn.execute("BEGIN IMMEDIATE")
+            inline = _Inline(conn._conn, conn._iter_chunk_size)
             for item in batch:
-                await conn.execute("SAVEPOINT job")
+                await inline.execute("SAVEPOINT job")
                 if self.on_job_start is not None:
                     self.on_job_start()
                 try:
-                    result = await item.job(conn)
+                    result = await item.job(inline)
                 except Exception as e:
-                    await conn.execute("ROLLBACK TO job")
-                    await conn.execute("RELEASE job")
+                    await inline.execute("ROLLBACK TO job")
+                    await inline.execute("RELEASE job")
                     if self.on_job_failure is not None:
                         await self.on_job_failure()
                     outcomes.append((item, None, e))
                     continue
-                await conn.execute("RELEASE job")
+                await inline.execute("RELEASE job")
                 outcomes.append((item, result, None))
             await conn.execute("COMMIT")
             self.commits += 1
