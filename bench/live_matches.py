@@ -1,0 +1,436 @@
+"""Benchmark: live matches played to the end against plain aiosqlite transactions.
+
+N pairs of clients (:class:`clients.lobby_client.LobbyClient`, one WebSocket
+each) play matches as fast as they can: A ``invite``s B to ``backgammon``
+length 1, B ``join``s, and one of them ``resign``s (A and B take turns).
+Each match is two writes on the server (``join`` inserts the match,
+``resign`` finishes and rates it) and every reply waits for the commit that
+holds its result.
+
+The baseline, measured in the same run, is the storage limit of this machine:
+a plain ``aiosqlite`` connection to a fresh database file in the same
+directory, with the server's pragmas (WAL, ``synchronous=FULL``), running one
+``BEGIN IMMEDIATE; INSERT ...; COMMIT`` per match, one after another. It runs
+before the first lobby run and after each one (``--repeat`` runs, default 3),
+and each run is compared with the mean of the two baselines around it (the
+machine is noisy). For reference it is also run once with N concurrent tasks
+sharing the connection (a lock around each transaction, since a connection
+holds one transaction at a time).
+
+The server runs by default as a subprocess (``matchlobby serve``) so that it
+and the clients do not share one event loop (this is the headline figure);
+``--server inprocess`` runs it in this process, where the server's commit
+count can be read; ``both`` runs one mode after the other. Each lobby run has
+a fresh server and database; the CPU time of the server process and of this
+one is reported per match.
+
+Target: matches/s ≥ 0.8 × baseline tx/s with 50 pairs.
+
+Run from the repository root:  .venv/bin/python bench/live_matches.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import os
+import platform
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiosqlite
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's install holds
+    sys.path.insert(0, str(ROOT))
+
+from clients.lobby_client import LobbyClient  # noqa: E402
+from server.storage import PRAGMAS  # noqa: E402
+
+LADDER = "backgammon"
+PASSWORD = "bench-password"
+
+CONFIG = """\
+# matchlobby configuration written by bench/live_matches.py
+[password_hashing]   # cheap, so that registering the players takes no time
+n = 1024
+r = 8
+p = 1
+"""
+
+
+def config_text(pairs: int) -> str:
+    """The bench's config; abuse limits (where the server has them) lifted for one address.
+
+    Every client connects from 127.0.0.1 and sends as fast as replies come back,
+    which is what a per-address connection cap and a per-connection message rate
+    are there to refuse.
+    """
+    from server.config import Config
+
+    text = CONFIG
+    limits = next((f for f in dataclasses.fields(Config) if f.name == "limits"), None)
+    if limits is not None:
+        known = {f.name for f in dataclasses.fields(Config().limits)}
+        wanted = {"connections_per_address": 2 * pairs + 8, "messages_per_second": 1e6,
+                  "burst": 1_000_000}
+        lines = [f"{k} = {v!r}" for k, v in wanted.items() if k in known]
+        text += "\n[limits]   # one address, flat out\n" + "\n".join(lines) + "\n"
+    return text
+
+
+@dataclass
+class LobbyRun:
+    mode: str
+    pairs: int
+    matches: int
+    seconds: float
+    errors: int
+    commits: int | None
+    client_cpu: float  # CPU seconds of this process (clients, and the in-process server)
+    server_cpu: float | None  # CPU seconds of the server subprocess
+
+    @property
+    def rate(self) -> float:
+        return self.matches / self.seconds if self.seconds > 0 else 0.0
+
+
+# ---- baseline -------------------------------------------------------------------------------
+
+
+async def _open_plain(path: Path) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    for pragma in PRAGMAS:  # the server's pragmas: WAL, synchronous=FULL, ...
+        await conn.execute(pragma)
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS results (id INTEGER PRIMARY KEY, side_a TEXT NOT NULL, "
+        "side_b TEXT NOT NULL, winner TEXT NOT NULL, at REAL NOT NULL)")
+    return conn
+
+
+async def _transaction(conn: aiosqlite.Connection, i: int) -> None:
+    await conn.execute("BEGIN IMMEDIATE")
+    await conn.execute("INSERT INTO results (side_a, side_b, winner, at) VALUES (?, ?, ?, ?)",
+                       (f"a{i}", f"b{i}", "a" if i % 2 else "b", time.time()))
+    await conn.execute("COMMIT")
+
+
+async def baseline(path: Path, transactions: int, tasks: int = 1) -> float:
+    """Transactions per second: ``transactions`` one-row write transactions on a fresh file.
+
+    With ``tasks`` > 1 they are spread over that many concurrent tasks sharing the
+    connection (one transaction at a time, as one connection allows).
+    """
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+    conn = await _open_plain(path)
+    try:
+        lock = asyncio.Lock()
+
+        async def worker(k: int) -> None:
+            for i in range(k, transactions, tasks):
+                if tasks == 1:
+                    await _transaction(conn, i)
+                else:
+                    async with lock:
+                        await _transaction(conn, i)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(tasks)))
+        seconds = time.perf_counter() - start
+        async with conn.execute("SELECT count(*) FROM results") as cur:
+            row = await cur.fetchone()
+        assert row is not None and row[0] == transactions, row
+    finally:
+        await conn.close()
+    return transactions / seconds
+
+
+# ---- the server -----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Served:
+    url: str
+    commits: Callable[[], int] | None = None  # in-process: the server's commit count
+    cpu: Callable[[], float] | None = None  # subprocess: the server's CPU seconds so far
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.asynccontextmanager
+async def subprocess_server(tmp: Path, config: Path, db: Path) -> AsyncIterator[Served]:
+    port = free_port()
+    exe = ROOT / ".venv" / "bin" / "matchlobby"
+    cmd = [str(exe) if exe.exists() else "matchlobby", "serve", "--db", str(db),
+           "--port", str(port), "--config", str(config)]
+    stderr = open(tmp / "server.log", "wb")  # noqa: SIM115  (closed below)
+    # PYTHONPATH: the repository's packages even if the editable install predates them.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
+                                                stderr=stderr, cwd=tmp, env=env)
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        if b"listening" not in line:
+            raise RuntimeError(f"the server did not start: {line!r}; see {tmp / 'server.log'}:\n"
+                               + (tmp / "server.log").read_text(errors="replace")[-2000:])
+        yield Served(f"ws://127.0.0.1:{port}/ws", cpu=lambda: process_cpu(proc.pid))
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        stderr.close()
+
+
+@contextlib.asynccontextmanager
+async def inprocess_server(config: Path, db: Path) -> AsyncIterator[Served]:
+    from server.app import start_server
+    from server.config import load_config
+
+    cfg = dataclasses.replace(load_config(config), database=str(db))
+    server = await start_server(cfg, host="127.0.0.1", port=0)
+    try:
+        yield Served(f"ws://127.0.0.1:{server.port}/ws", lambda: server.db.commits)
+    finally:
+        await server.stop()
+
+
+# ---- the lobby run --------------------------------------------------------------------------
+
+
+async def connect_pairs(url: str, pairs: int, tag: str) -> list[tuple[LobbyClient, LobbyClient]]:
+    async def one(name: str) -> LobbyClient:
+        client = LobbyClient(url, reconnect=False)
+        await client.connect()
+        await client.register(name, PASSWORD)
+        return client
+
+    clients = await asyncio.gather(*(one(f"{tag}{i:03d}{side}")
+                                     for i in range(pairs) for side in "ab"))
+    return [(clients[2 * i], clients[2 * i + 1]) for i in range(pairs)]
+
+
+async def play(a: LobbyClient, b: LobbyClient, i: int) -> None:
+    """One match to the end; A resigns the even ones, B the odd ones."""
+    assert a.credentials is not None and b.credentials is not None
+    await a.call("invite", name=b.credentials[0], ladder=LADDER, length=1)
+    await b.call("join", name=a.credentials[0])
+    loser, winner = (a, b) if i % 2 == 0 else (b, a)
+    data = await loser.call("resign")
+    assert data["winner"] == winner.credentials[0] and data["rated"], data  # type: ignore[index]
+
+
+async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
+                    seconds: float | None, warmup: int, tag: str) -> LobbyRun:
+    couples = await connect_pairs(served.url, pairs, tag)
+    try:
+        for _ in range(warmup):
+            await asyncio.gather(*(play(a, b, 1) for a, b in couples))
+        for a, b in couples:
+            a.drain_pushes()
+            b.drain_pushes()
+        commits_before = served.commits() if served.commits else None
+        server_cpu_before = served.cpu() if served.cpu else None
+        cpu_before = time.process_time()
+        errors = 0
+        done = 0
+        ends: list[float] = []
+        deadline = float("inf")
+
+        def more(i: int) -> bool:
+            return i < matches if matches is not None else time.perf_counter() < deadline
+
+        async def pair(a: LobbyClient, b: LobbyClient) -> None:
+            nonlocal done, errors
+            i = 0
+            while more(i):
+                try:
+                    await play(a, b, i)
+                    done += 1
+                except Exception as e:  # keep going; the count tells
+                    errors += 1
+                    if errors <= 5:
+                        print(f"  error ({a.credentials}): {e!r}", file=sys.stderr)
+                    with contextlib.suppress(Exception):
+                        await a.call("abort")
+                        await b.call("abort")
+                i += 1
+                a.drain_pushes()
+                b.drain_pushes()
+            ends.append(time.perf_counter())
+
+        start = time.perf_counter()
+        if seconds is not None:
+            deadline = start + seconds
+        await asyncio.gather(*(pair(a, b) for a, b in couples))
+        elapsed = max(ends) - start
+        client_cpu = time.process_time() - cpu_before
+        commits = (None if served.commits is None or commits_before is None
+                   else served.commits() - commits_before)
+        server_cpu = (None if served.cpu is None or server_cpu_before is None
+                      else served.cpu() - server_cpu_before)
+    finally:
+        await asyncio.gather(*(c.close() for couple in couples for c in couple),
+                             return_exceptions=True)
+    return LobbyRun(mode, pairs, done, elapsed, errors, commits, client_cpu, server_cpu)
+
+
+# ---- main -----------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info
+                        if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
+            f"SQLite {aiosqlite.sqlite_version}, aiosqlite {aiosqlite.__version__}")
+
+
+@dataclass
+class ModeResult:
+    runs: list[LobbyRun]
+    baselines: list[float]  # before the first run, then after each run
+    concurrent: float  # the baseline spread over `pairs` tasks sharing the connection
+
+    def baseline_for(self, i: int) -> float:
+        """The mean of the baselines measured just before and just after run ``i``."""
+        return (self.baselines[i] + self.baselines[i + 1]) / 2
+
+
+async def run_mode(mode: str, tmp: Path, config: Path, args: argparse.Namespace) -> ModeResult:
+    base = tmp / "baseline.db"
+    expected = args.pairs * args.matches if args.matches is not None else None
+    # The baseline runs as many transactions as there were matches; with --seconds
+    # that number is known only afterwards, so the first baseline estimates it.
+    n_tx = expected if expected is not None else max(200, int(args.seconds * 300))
+    baselines = [await baseline(base, n_tx)]
+    runs = []
+    for r in range(args.repeat):
+        db = tmp / f"lobby-{mode}-{r}.db"
+        served_cm = (subprocess_server(tmp, config, db) if mode == "subprocess"
+                     else inprocess_server(config, db))
+        async with served_cm as served:
+            run = await lobby_run(mode, served, args.pairs, args.matches, args.seconds,
+                                  args.warmup, tag=mode[:3])
+        runs.append(run)
+        if expected is None:
+            n_tx = max(run.matches, 1)
+        baselines.append(await baseline(base, n_tx))
+    concurrent = await baseline(base, n_tx, tasks=args.pairs)
+    return ModeResult(runs, baselines, concurrent)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    modes = ["subprocess", "inprocess"] if args.server == "both" else [args.server]
+    print(f"machine: {machine()}")
+    amount = (f"{args.matches} matches per pair" if args.matches is not None
+              else f"{args.seconds:g} s")
+    print(f"pairs: {args.pairs}; {amount}; warm-up {args.warmup} match(es) per pair; "
+          f"runs per server mode: {args.repeat}")
+    results: list[ModeResult] = []
+    with tempfile.TemporaryDirectory(prefix="live-matches-", dir=args.tmp) as name:
+        tmp = Path(name)
+        config = tmp / "cfg.toml"
+        config.write_text(config_text(args.pairs))
+        for mode in modes:
+            results.append(await run_mode(mode, tmp, config, args))
+    print()
+    header = ["server", "pairs", "matches", "seconds", "matches/s", "baseline tx/s", "ratio",
+              "commits", "matches/commit", "server CPU ms/match", "client CPU ms/match"]
+    print(f"| {' | '.join(header)} |")
+    print(f"|{'|'.join(['---'] + ['---:'] * (len(header) - 1))}|")
+    failed = 0
+    for result in results:
+        for i, run in enumerate(result.runs):
+            mean = result.baseline_for(i)
+            commits = "n/a" if run.commits is None else str(run.commits)
+            per = "n/a" if not run.commits else f"{run.matches / run.commits:.1f}"
+            per_match = 1000 / max(run.matches, 1)
+            server_cpu = "n/a" if run.server_cpu is None else f"{run.server_cpu * per_match:.2f}"
+            client_cpu = f"{run.client_cpu * per_match:.2f}"
+            if run.server_cpu is None:
+                client_cpu += " (both)"
+            print(f"| {run.mode} | {run.pairs} | {run.matches} | {run.seconds:.2f} | {run.rate:.0f} | "
+                  f"{mean:.0f} | {run.rate / mean:.2f} | {commits} | {per} | {server_cpu} | "
+                  f"{client_cpu} |")
+            failed += run.errors
+    print()
+    for result in results:
+        mode = result.runs[0].mode
+        ratios = [run.rate / result.baseline_for(i) for i, run in enumerate(result.runs)]
+        summary = f"median ratio {statistics.median(ratios):.2f}; " if len(ratios) > 1 else ""
+        print(f"{mode}: {summary}baseline tx/s in order "
+              f"{', '.join(f'{b:.0f}' for b in result.baselines)}; {args.pairs} tasks sharing the "
+              f"connection: {result.concurrent:.0f} tx/s")
+        busy = [f"this process {run.client_cpu / run.seconds:.0%}"
+                + ("" if run.server_cpu is None else f", server {run.server_cpu / run.seconds:.0%}")
+                for run in result.runs]
+        print(f"  CPU busy during the lobby run (share of one core): {'; '.join(busy)}")
+        errors = sum(run.errors for run in result.runs)
+        if errors:
+            print(f"  {errors} matches failed")
+    print()
+    print("A match is invite + join + resign; join and resign each write (join inserts the match, "
+          "resign finishes and rates it).")
+    print("Baseline: one BEGIN IMMEDIATE; INSERT; COMMIT per match, one after another, on a plain "
+          "aiosqlite connection with the server's pragmas (WAL, synchronous=FULL); each run is "
+          "compared with the mean of the baselines measured just before and just after it.")
+    print("Ratio = matches/s / baseline tx/s (target >= 0.8 with 50 pairs). Commits: the server's "
+          "(in-process runs only). CPU: user + system time of all threads, per match.")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--pairs", type=int, default=50, help="concurrent pairs of clients (50)")
+    amount = parser.add_mutually_exclusive_group()
+    amount.add_argument("--matches", type=int, help="matches each pair plays (default 30)")
+    amount.add_argument("--seconds", type=float, help="play for this long instead")
+    parser.add_argument("--server", choices=("subprocess", "inprocess", "both"), default="subprocess",
+                        help="where the server runs (default: a `matchlobby serve` subprocess)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed matches per pair first (1)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="lobby runs per server mode, with a baseline between each two (3)")
+    parser.add_argument("--tmp", help="parent of the temporary directory (default: the system's)")
+    args = parser.parse_args(argv)
+    if args.matches is None and args.seconds is None:
+        args.matches = 30
+    return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
