@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -105,6 +106,10 @@ class Invitation:
 
 
 Handler = Callable[["Lobby", Session, dict[str, Any]], Awaitable[Any]]
+Deferred = list[tuple[Iterable[Session], dict[str, Any]]]
+# Pushes caused by the command running in this task, sent after its reply.
+# A context variable, since many commands are in flight at once.
+_DEFERRED: ContextVar[Deferred | None] = ContextVar("deferred_pushes", default=None)
 HANDLERS: dict[str, Handler] = {}
 
 
@@ -131,7 +136,6 @@ class Lobby:
         self.hash_slots = asyncio.Semaphore(2)
         self.login_throttle = LoginThrottle(free=config.limits.login_free_failures,
                                             cap=config.limits.login_max_delay)
-        self._deferred: list[tuple[Iterable[Session], dict[str, Any]]] | None = None
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started
@@ -251,7 +255,7 @@ class Lobby:
             return error("forbidden", f"'{spec.name}' is for tournament directors (admins).",
                          request.id, request.cmd)
         fn = HANDLERS[request.cmd]
-        self._deferred = deferred
+        token = _DEFERRED.set(deferred)
         try:
             data = await fn(self, session, request.args)
         except LobbyError as e:
@@ -266,7 +270,7 @@ class Lobby:
             return error("internal", "Something went wrong on the server; nothing was changed.",
                          request.id, request.cmd)
         finally:
-            self._deferred = None
+            _DEFERRED.reset(token)
         return reply(request, data)
 
     # ---- pushes ---------------------------------------------------------------------------
@@ -274,8 +278,9 @@ class Lobby:
     def defer(self, targets: Iterable[Session], message: dict[str, Any]) -> None:
         """Send ``message`` after the current reply (or now, outside a command)."""
         targets = [t for t in targets if t is not None]
-        if self._deferred is not None:
-            self._deferred.append((targets, message))
+        deferred = _DEFERRED.get()
+        if deferred is not None:
+            deferred.append((targets, message))
         else:
             for s in targets:
                 if not s.closed:

@@ -176,7 +176,7 @@ class Transport:
                     continue
                 await self.lobby.handle_frame(session, frame)
         except ConnectionClosed:
-            pass
+            writer.cancel()  # the peer is gone: nothing queued can reach it any more
         finally:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
@@ -198,12 +198,15 @@ class Transport:
 
     async def _stop_writer(self, queue: asyncio.Queue[Outgoing], writer: asyncio.Task[None]
                            ) -> None:
+        """Let the writer flush what we queued (an error, a close) for a moment, then stop it."""
         with contextlib.suppress(asyncio.QueueFull):
             queue.put_nowait(None)
         try:
             await asyncio.wait_for(writer, 2)
         except (TimeoutError, asyncio.CancelledError):
             writer.cancel()
+        except ConnectionClosed:
+            pass
 
     async def close(self) -> None:
         """Stop accepting, tell every client we are going away, and wait for them."""

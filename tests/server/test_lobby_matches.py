@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
+import websockets.asyncio.client
 from lobbykit import (
     FibsModel,
     Harness,
@@ -277,3 +280,48 @@ async def test_reconnecting_clients_do_not_fight_over_one_account(lobby: Harness
     assert second.connected
     assert "logged_out" not in [p["event"] for p in second.drain_pushes()]
     assert [p["player"] for p in (await second.call("who"))["players"]] == ["alice"]
+
+
+async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby: Harness) -> None:
+    """Many players resigning at once: each resigner's next frame is its own reply."""
+    pairs = 12
+
+    async def raw(name: str) -> Any:
+        ws = await websockets.asyncio.client.connect(lobby.url, max_queue=None)
+        assert json.loads(await ws.recv())["event"] == "hello"
+        await ws.send(json.dumps({"id": "r", "cmd": "register",
+                                  "args": {"name": name, "password": "pw-secret"}}))
+        while json.loads(await ws.recv()).get("id") != "r":
+            pass
+        return ws
+
+    async def reply_of(ws: Any, rid: str) -> dict[str, Any]:
+        while True:
+            msg = json.loads(await ws.recv())
+            if msg.get("id") == rid:
+                return dict(msg)
+
+    resigners = [await raw(f"res{i}") for i in range(pairs)]
+    winners = [await raw(f"win{i}") for i in range(pairs)]
+    for i, (a, b) in enumerate(zip(resigners, winners, strict=True)):
+        await a.send(json.dumps({"id": "i", "cmd": "invite",
+                                 "args": {"name": f"win{i}", "ladder": "backgammon"}}))
+        await reply_of(a, "i")
+        await b.send(json.dumps({"id": "j", "cmd": "join", "args": {"name": f"res{i}"}}))
+        await reply_of(b, "j")
+
+    async def resign_and_read_next(ws: Any) -> dict[str, Any]:
+        await asyncio.sleep(0.05)  # let the join pushes arrive first
+        while True:  # skip frames queued before the resign (player_online, match_started)
+            try:
+                msg = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
+            except TimeoutError:
+                break
+            assert msg.get("event") != "match_finished", msg
+        await ws.send(json.dumps({"id": "x", "cmd": "resign"}))
+        return dict(json.loads(await ws.recv()))
+
+    firsts = await asyncio.gather(*(resign_and_read_next(ws) for ws in resigners))
+    assert all(f.get("id") == "x" and f.get("ok") for f in firsts), firsts
+    for ws in resigners + winners:
+        await ws.close()
