@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -55,8 +56,10 @@ class LobbyClient:
         self.credentials: tuple[str, str] | None = None
         self.watching: set[str] = set()
         self._ws: ClientConnection | None = None
+        # Ids are the server's idempotency keys: unique per client, reused only to retry.
+        self._id_prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int | str, asyncio.Future[dict[str, Any]]] = {}
         self._lines: list[asyncio.Future[dict[str, Any]]] = []
         self._pushes: asyncio.Queue[Push] = asyncio.Queue()
         self._callbacks: dict[str, list[Callable[[Push], Any]]] = {}
@@ -180,14 +183,37 @@ class LobbyClient:
 
     # ---- requests -------------------------------------------------------------------------
 
+    def new_id(self) -> str:
+        return f"{self._id_prefix}-{next(self._ids)}"
+
     async def request(self, cmd: str, args: dict[str, Any] | None = None,
-                      timeout: float = 30.0) -> dict[str, Any]:
-        """Send one JSON command and return the whole reply (``ok`` true or false)."""
+                      timeout: float = 30.0, retry: bool = False,
+                      request_id: str | None = None) -> dict[str, Any]:
+        """Send one JSON command and return the whole reply (``ok`` true or false).
+
+        With ``retry``, a connection lost before the reply is survived: once
+        reconnected (and logged in again) the same request is sent with the same
+        id, which the server answers without applying it twice.
+        """
+        rid = request_id or self.new_id()
+        attempts = 5 if retry else 1
+        for attempt in range(attempts):
+            try:
+                return await self._request_once(rid, cmd, args, timeout)
+            except Disconnected:
+                if attempt + 1 == attempts or not self.reconnect:
+                    raise
+                await self.wait_connected(timeout)
+                if self._restoring is not None:
+                    await asyncio.shield(self._restoring)
+        raise AssertionError("unreachable")
+
+    async def _request_once(self, rid: str, cmd: str, args: dict[str, Any] | None,
+                            timeout: float) -> dict[str, Any]:
         if not self._connected.is_set():
             await self.wait_connected(timeout)
         ws = self._ws
         assert ws is not None
-        rid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         message = {"id": rid, "cmd": cmd, "args": args or {}}
@@ -232,9 +258,10 @@ class LobbyClient:
             raise Disconnected("connection lost while sending") from None
         return await asyncio.wait_for(fut, timeout)
 
-    async def call(self, cmd: str, **args: Any) -> Any:
+    async def call(self, cmd: str, *, retry: bool = False, **args: Any) -> Any:
         """Send a command and return its ``data``, raising :class:`LobbyError` on a refusal."""
-        reply = await self.request(cmd, {k: v for k, v in args.items() if v is not None})
+        reply = await self.request(cmd, {k: v for k, v in args.items() if v is not None},
+                                   retry=retry)
         if not reply.get("ok"):
             err = reply.get("error") or {}
             raise LobbyError(err.get("code", "internal"), err.get("message", ""), reply)

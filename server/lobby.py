@@ -8,12 +8,14 @@ transport hands it text frames and gives each session a ``send`` function.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import aiosqlite
@@ -24,8 +26,8 @@ from server.commands import ADMIN, PLAYER
 from server.config import Config, Ladder
 from server.domain import DomainEvent
 from server.limits import LoginThrottle
-from server.protocol import ProtocolError, Request, error, parse_frame, push, reply
-from server.storage import CommitFailed, Database
+from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
+from server.storage import CommitFailed, Database, now
 
 log = logging.getLogger(__name__)
 AWAY_AFTER = 600.0
@@ -105,6 +107,29 @@ class Invitation:
     length: int | None
 
 
+@dataclass(frozen=True)
+class RequestKey:
+    """A mutating request's idempotency key: a retry has the same id, command and arguments."""
+
+    player_id: int
+    request_id: str
+    cmd: str
+    args_hash: str
+
+
+def args_digest(args: dict[str, Any]) -> str:
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=list)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# Commands whose retry needs no protection: they write nothing that a second run
+# could duplicate, or (register, login) are not tied to an account yet.
+NOT_IDEMPOTENT = frozenset({"register", "login", "logout", "watch", "unwatch", "help",
+                            "invite", "decline"})
+REPLAY_WINDOW = timedelta(hours=24)
+Remember = Callable[[aiosqlite.Connection, Any], Awaitable[None]]
+_REQUEST: ContextVar[RequestKey | None] = ContextVar("request_key", default=None)
+
 Handler = Callable[["Lobby", Session, dict[str, Any]], Awaitable[Any]]
 Deferred = list[tuple[Iterable[Session], dict[str, Any]]]
 # Pushes caused by the command running in this task, sent after its reply.
@@ -134,6 +159,8 @@ class Lobby:
         self.match_of: dict[str, int] = {}
         self.invitations: dict[str, dict[str, Invitation]] = {}
         self.hash_slots = asyncio.Semaphore(2)
+        self.inflight: dict[tuple[int, str],
+                            asyncio.Future[tuple[dict[str, Any], RequestKey]]] = {}
         self.login_throttle = LoginThrottle(free=config.limits.login_free_failures,
                                             cap=config.limits.login_max_delay)
         db.on_commit_failure = self.reload_plugins
@@ -147,6 +174,12 @@ class Lobby:
         import server.handlers  # noqa: F401  (registers every command handler)
 
         assert self.db.writer is not None
+        cutoff = (datetime.now(UTC) - REPLAY_WINDOW).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        async def prune(conn: aiosqlite.Connection) -> None:
+            await conn.execute("DELETE FROM requests WHERE at < ?", (cutoff,))
+
+        await self.db.write(prune)
         await self.reload_plugins()
         for row in await self.db.fetchall("SELECT * FROM players"):
             p = Player(row["id"], row["name"], row["role"], row["password_hash"],
@@ -254,8 +287,67 @@ class Lobby:
         if spec.role == ADMIN and session.player is not None and session.player.role != "admin":
             return error("forbidden", f"'{spec.name}' is for tournament directors (admins).",
                          request.id, request.cmd)
+        key = self.request_key(session, request)
+        if key is None:
+            return await self._execute(session, request, deferred, None)
+        slot = (key.player_id, key.request_id)
+        while (running := self.inflight.get(slot)) is not None:
+            earlier, earlier_key = await asyncio.shield(running)
+            if earlier_key == key and earlier.get("ok"):
+                return {**earlier, "id": request.id, "replayed": True}
+        # Registered before any await, so a duplicate arriving meanwhile waits for this one.
+        future: asyncio.Future[tuple[dict[str, Any], RequestKey]] = \
+            asyncio.get_running_loop().create_future()
+        self.inflight[slot] = future
+        message: dict[str, Any] = error("internal", "Interrupted.", request.id, request.cmd)
+        try:
+            stored = await self.stored_reply(key)
+            if stored is not None:
+                message = reply(request, stored) | {"replayed": True}
+            else:
+                message = await self._execute(session, request, deferred, key)
+        finally:
+            future.set_result((message, key))
+            if self.inflight.get(slot) is future:
+                del self.inflight[slot]
+        return message
+
+    def request_key(self, session: Session, request: Request) -> RequestKey | None:
+        """Mutating commands with an id from a logged-in player are idempotent."""
+        if request.id is None or session.player is None or request.spec.read_only \
+                or request.cmd in NOT_IDEMPOTENT:
+            return None
+        return RequestKey(session.player.id, str(request.id), request.cmd,
+                          args_digest(request.args))
+
+    async def stored_reply(self, key: RequestKey) -> Any | None:
+        """The data of an earlier, committed run of the same request, if any."""
+        row = await self.db.fetchone(
+            "SELECT cmd, args_hash, reply, at FROM requests WHERE player_id = ? AND request_id = ?",
+            (key.player_id, key.request_id))
+        if row is None or (row["cmd"], row["args_hash"]) != (key.cmd, key.args_hash):
+            return None
+        if row["at"] < (datetime.now(UTC) - REPLAY_WINDOW).strftime("%Y-%m-%dT%H:%M:%SZ"):
+            return None
+        return json.loads(row["reply"])
+
+    def remembering(self) -> Remember:
+        """For a write job: store the reply with the result, so a retry gets it back."""
+        key = _REQUEST.get()
+
+        async def remember(conn: aiosqlite.Connection, data: Any) -> None:
+            if key is not None:
+                await conn.execute(
+                    "INSERT OR REPLACE INTO requests (player_id, request_id, cmd, args_hash, "
+                    "reply, at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (key.player_id, key.request_id, key.cmd, key.args_hash, encode(data), now()))
+        return remember
+
+    async def _execute(self, session: Session, request: Request, deferred: Deferred,
+                       key: RequestKey | None) -> dict[str, Any]:
         fn = HANDLERS[request.cmd]
         token = _DEFERRED.set(deferred)
+        key_token = _REQUEST.set(key)
         try:
             data = await fn(self, session, request.args)
         except LobbyError as e:
@@ -271,6 +363,7 @@ class Lobby:
                          request.id, request.cmd)
         finally:
             _DEFERRED.reset(token)
+            _REQUEST.reset(key_token)
         return reply(request, data)
 
     # ---- pushes ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -119,6 +119,18 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX history_ladder ON history (ladder);
     CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
     INSERT INTO counters VALUES ('seq', 0);
+    """,
+    2: """
+    CREATE TABLE requests (
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        request_id TEXT NOT NULL,
+        cmd TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        reply TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (player_id, request_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX requests_at ON requests (at);
     """,
 }
 

@@ -61,17 +61,19 @@ async def event_create(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     ladder = lobby.ladder(args["ladder"])
     when = args.get("date") or today().isoformat()
     name = args["name"]
+    remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection) -> int:
+    async def job(conn: aiosqlite.Connection) -> dict[str, Any]:
         async with conn.execute(
             "INSERT INTO events (name, ladder, date, status, created_at) VALUES (?, ?, ?, 'open', ?)",
             (name, ladder.name, when, now()),
         ) as cur:
             assert cur.lastrowid is not None
-            return cur.lastrowid
+            data = event_data(EventRow(cur.lastrowid, name, ladder.name, when, "open"))
+        await remember(conn, data)
+        return data
 
-    eid = await lobby.db.write(job)
-    return event_data(EventRow(eid, name, ladder.name, when, "open"))
+    return await lobby.db.write(job)
 
 
 async def ensure_players(lobby: Lobby, conn: aiosqlite.Connection, names: Sequence[str],
@@ -103,7 +105,7 @@ def canonical(lobby: Lobby, side: tuple[str, ...], created: dict[str, Player]) -
 
 
 async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladder: Ladder,
-                 game: Game, created: dict[str, Player]) -> tuple[int, Outcome | None]:
+                 game: Game, created: dict[str, Player]) -> tuple[int, Outcome | None, Game]:
     """Insert one event game; on a FIBS ladder it is rated at once, like a live match."""
     ids = await ensure_players(lobby, conn, game.players, created)
     game = Game(canonical(lobby, game.side_a, created), canonical(lobby, game.side_b, created),
@@ -127,9 +129,9 @@ async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladd
         [(mid, ids[p], "a") for p in game.side_a] + [(mid, ids[p], "b") for p in game.side_b],
     )
     if seq is None:
-        return mid, None
+        return mid, None, game
     unit = RatedUnit(ladder.name, seq, when, (game,), ids, match_id=mid, event_id=event.id)
-    return mid, await lobby.emit(conn, MatchFinished(unit))
+    return mid, await lobby.emit(conn, MatchFinished(unit)), game
 
 
 def publish_recorded(lobby: Lobby, created: dict[str, Player],
@@ -168,15 +170,19 @@ async def event_result(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     )
     validate_game(lobby, ladder, game)
     created: dict[str, Player] = {}
+    remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection) -> tuple[int, Outcome | None]:
+    async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, dict[str, Any]]:
         await _still_open(conn, event.id)
         created.clear()
-        return await record(lobby, conn, event, ladder, game, created)
+        mid, outcome, stored = await record(lobby, conn, event, ladder, game, created)
+        data = {"event": event.id, **game_data(mid, stored, outcome)}
+        await remember(conn, data)
+        return outcome, data
 
-    mid, outcome = await lobby.db.write(job)
+    outcome, data = await lobby.db.write(job)
     publish_recorded(lobby, created, [outcome])
-    return {"event": event.id, **game_data(mid, game, outcome)}
+    return data
 
 
 async def _still_open(conn: aiosqlite.Connection, event_id: int) -> None:
@@ -212,16 +218,20 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
             raise fail("bad_request", f"CSV:{r.line}: {e}") from None
         games.append(g)
     created: dict[str, Player] = {}
+    remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection) -> list[tuple[int, Outcome | None]]:
+    async def job(conn: aiosqlite.Connection) -> tuple[list[Outcome | None], dict[str, Any]]:
         await _still_open(conn, event.id)
         created.clear()
-        return [await record(lobby, conn, event, ladder, g, created) for g in games]
+        results = [await record(lobby, conn, event, ladder, g, created) for g in games]
+        data = {"event": event.id, "imported": len(results),
+                "games": [game_data(mid, g, o) for mid, o, g in results]}
+        await remember(conn, data)
+        return [o for _, o, _ in results], data
 
-    results = await lobby.db.write(job)
-    publish_recorded(lobby, created, [o for _, o in results])
-    return {"event": event.id, "imported": len(results),
-            "games": [game_data(mid, g, o) for (mid, o), g in zip(results, games, strict=True)]}
+    outcomes, data = await lobby.db.write(job)
+    publish_recorded(lobby, created, outcomes)
+    return data
 
 
 @handler("event close")
@@ -230,8 +240,19 @@ async def event_close(lobby: Lobby, session: Session, args: dict[str, Any]) -> A
     if event.status != "open":
         raise fail("conflict", f"Event {event.id} is already closed.")
     ladder = lobby.ladder(event.ladder)
+    remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, set[str]]:
+    async def job(conn: aiosqlite.Connection
+                  ) -> tuple[Outcome | None, set[str], dict[str, Any]]:
+        outcome, players = await close(conn)
+        changes = [] if outcome is None else [
+            c.as_dict(ladder.name) for c in outcome.changes if c.player in players]
+        data = {**event_data(EventRow(event.id, event.name, event.ladder, event.date, "closed")),
+                "changes": changes}
+        await remember(conn, data)
+        return outcome, players, data
+
+    async def close(conn: aiosqlite.Connection) -> tuple[Outcome | None, set[str]]:
         await _still_open(conn, event.id)
         when = now()
         if ladder.live:
@@ -246,13 +267,10 @@ async def event_close(lobby: Lobby, session: Session, args: dict[str, Any]) -> A
         players = {p for g in unit.games if g.counts_for(ladder.system) for p in g.players}
         return await lobby.emit(conn, EventClosed(unit)), players
 
-    outcome, players = await lobby.db.write(job)
+    outcome, players, data = await lobby.db.write(job)
     if outcome is not None:
         lobby.publish_outcome(outcome, event.id, full_ladder=True, participants=players)
-    changes = [] if outcome is None else [
-        c.as_dict(ladder.name) for c in outcome.changes if c.player in players]
-    return {**event_data(EventRow(event.id, event.name, event.ladder, event.date, "closed")),
-            "changes": changes}
+    return data
 
 
 @handler("events")
@@ -315,8 +333,20 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
     names = row["side_a"].split("+") + row["side_b"].split("+")
     swap = new_winner is not None and row["winner"] not in (None, new_winner) \
         and row["score_a"] is not None
+    remember = lobby.remembering()
+    data: dict[str, Any] = {"match": match_id, "ladder": ladder.name, "status": new_status,
+                            "winner": _winner_name(row, new_winner), "reason": reason,
+                            "recomputed": rated}
 
-    async def job(conn: aiosqlite.Connection) -> Outcome | None:
+    async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, dict[str, Any]]:
+        outcome = await apply(conn)
+        full = dict(data)
+        if outcome is not None:
+            full["changes"] = [c.as_dict(ladder.name) for c in outcome.changes]
+        await remember(conn, full)
+        return outcome, full
+
+    async def apply(conn: aiosqlite.Connection) -> Outcome | None:
         async with conn.execute("SELECT status, winner FROM matches WHERE id = ?",
                                 (match_id,)) as cur:
             current = await cur.fetchone()
@@ -339,14 +369,11 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
         return await lobby.emit(conn, LadderCorrected(ladder.name, units,
                                                       cause={"match": match_id}))
 
-    outcome = await lobby.db.write(job)
-    data = {"match": match_id, "ladder": ladder.name, "status": new_status,
-            "winner": _winner_name(row, new_winner), "reason": reason, "recomputed": rated}
+    outcome, full = await lobby.db.write(job)
     lobby.defer(lobby.sessions_of(names), push("match_corrected", data))
     if outcome is not None:
         lobby.publish_outcome(outcome, full_ladder=True, participants=set())
-        data["changes"] = [c.as_dict(ladder.name) for c in outcome.changes]
-    return data
+    return full
 
 
 def _winner_name(row: Any, side: str | None) -> str | None:

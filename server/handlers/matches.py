@@ -78,7 +78,15 @@ async def finish(lobby: Lobby, m: LiveMatch, winner: str, how: str,
         rated = game.counts_for("fibs")
         ids = {m.a: lobby.player(m.a).id, m.b: lobby.player(m.b).id}
 
-        async def job(conn: aiosqlite.Connection) -> Outcome | None:
+        remember = lobby.remembering()
+
+        async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, dict[str, Any]]:
+            outcome = await rate(conn)
+            data = finished_data(m, winner, how, outcome)
+            await remember(conn, data)
+            return outcome, data
+
+        async def rate(conn: aiosqlite.Connection) -> Outcome | None:
             when = now()
             seq = await next_seq(conn) if rated else None
             await conn.execute(
@@ -94,7 +102,7 @@ async def finish(lobby: Lobby, m: LiveMatch, winner: str, how: str,
             unit = RatedUnit(m.ladder, seq, when, (game,), ids, match_id=m.id)
             return await lobby.emit(conn, MatchFinished(unit))
 
-        outcome = await lobby.db.write(job)
+        outcome, data = await lobby.db.write(job)
     except BaseException:
         m.busy = False
         raise
@@ -103,7 +111,6 @@ async def finish(lobby: Lobby, m: LiveMatch, winner: str, how: str,
     lobby.match_of.pop(m.b, None)
     if dropper is not None:
         lobby.player(dropper).dropped += 1
-    data = finished_data(m, winner, how, outcome)
     message = push("match_finished", data)
     lobby.defer(set(lobby.sessions_of((m.a, m.b))) | set(lobby.watchers(m.ladder)), message)
     if outcome is not None:
@@ -151,6 +158,7 @@ async def join(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     del lobby.invitations[me.key][inviter.key]
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = -1  # reserved while saving
     ids = {inviter.name: inviter.id, me.name: me.id}
+    remember = lobby.remembering()
 
     async def job(conn: aiosqlite.Connection) -> int:
         async with conn.execute(
@@ -164,6 +172,7 @@ async def join(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
             "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
             [(mid, ids[inviter.name], "a"), (mid, ids[me.name], "b")],
         )
+        await remember(conn, LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name).summary())
         return mid
 
     try:
@@ -214,6 +223,9 @@ async def report_win(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
     if scores is not None:
         check_score(m.length, *scores)
     m.busy = True
+    data = {"match": m.id, "by": me, "scores": list(scores) if scores else None,
+            "status": "claimed"}
+    remember = lobby.remembering()
     try:
         async def job(conn: aiosqlite.Connection) -> None:
             sa, sb = (None, None) if scores is None else (
@@ -221,13 +233,12 @@ async def report_win(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
             await conn.execute(
                 "UPDATE matches SET status = 'claimed', claimed_by = ?, score_a = ?, score_b = ? "
                 "WHERE id = ?", (me, sa, sb, m.id))
+            await remember(conn, data)
 
         await lobby.db.write(job)
     finally:
         m.busy = False
     m.status, m.claimed_by, m.claim_scores = "claimed", me, scores
-    data = {"match": m.id, "by": me, "scores": list(scores) if scores else None,
-            "status": "claimed"}
     lobby.defer(lobby.sessions_of([m.opponent(me)]), push("result_claimed", data))
     return data
 
@@ -255,16 +266,18 @@ async def dispute(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
     m.busy = True
+    data = {"match": m.id, "status": "disputed", "by": lobby.me(session).name}
+    remember = lobby.remembering()
     try:
         async def job(conn: aiosqlite.Connection) -> None:
             await conn.execute("UPDATE matches SET status = 'disputed', disputed = 1 WHERE id = ?",
                                (m.id,))
+            await remember(conn, data)
 
         await lobby.db.write(job)
     finally:
         m.busy = False
     m.status = "disputed"
-    data = {"match": m.id, "status": "disputed", "by": lobby.me(session).name}
     admins = [s for s in lobby.sessions if s.player is not None and s.player.role == "admin"]
     lobby.defer(set(lobby.sessions_of([m.a, m.b])) | set(admins), push("result_disputed", data))
     return data
@@ -301,11 +314,14 @@ async def abort(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
     m.busy = True
+    data = {"match": m.id, "status": "aborted", "rated": False}
+    remember = lobby.remembering()
     try:
         async def job(conn: aiosqlite.Connection) -> None:
             await conn.execute(
                 "UPDATE matches SET status = 'aborted', how = 'abort', finished_at = ? WHERE id = ?",
                 (now(), m.id))
+            await remember(conn, data)
 
         await lobby.db.write(job)
     except BaseException:
@@ -314,7 +330,6 @@ async def abort(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     lobby.matches.pop(m.id, None)
     lobby.match_of.pop(m.a, None)
     lobby.match_of.pop(m.b, None)
-    data = {"match": m.id, "status": "aborted", "rated": False}
     lobby.defer(lobby.sessions_of([other]), push("match_aborted", data))
     return data
 

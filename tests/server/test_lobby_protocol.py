@@ -182,9 +182,9 @@ async def test_malformed_and_unknown_frames(lobby: Harness) -> None:
         reply = await _bad_line(c, frame, "unknown_command")
         assert len(reply["error"]["message"]) < 200
     # the id of a JSON request is echoed even when the request is refused
-    reply = await c.request("frobnicate")
+    reply = await c.request("frobnicate", request_id="echo-me-7")
     assert reply["ok"] is False and reply["error"]["code"] == "unknown_command"
-    assert isinstance(reply["id"], int)
+    assert reply["id"] == "echo-me-7"
     reply = await c.request("whois", {"name": "alice", "extra": 1})
     assert reply["error"]["code"] == "bad_request" and reply["cmd"] == "whois"
     await _usable(c)

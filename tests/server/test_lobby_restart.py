@@ -26,6 +26,7 @@ from lobbykit import (
 )
 
 from clients import LobbyClient
+from server.storage import SCHEMA_VERSION
 
 LADDERS = ("backgammon", "scrabble", "foosball-singles", "foosball-doubles")
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
@@ -113,7 +114,7 @@ async def test_an_acknowledged_result_is_in_the_file(lobby: Harness) -> None:
                                 "ON p.id = r.player_id WHERE r.ladder = 'backgammon'"))
     assert stored == {c["player"]: c["after"] for c in finished["changes"]}
     assert sql(lobby.db, "SELECT count(*) FROM history WHERE match_id = ?", (mid,)) == [(2,)]
-    assert sql(lobby.db, "PRAGMA user_version") == [(1,)]
+    assert sql(lobby.db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
 async def _read_line(stream: object) -> str:

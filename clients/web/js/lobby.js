@@ -16,6 +16,8 @@ export class Lobby {
     this.maxDelay = maxDelay;
     this.timeout = timeout;
     this.delay = minDelay;
+    // Ids are idempotency keys for the server: unique per page load, reused only to retry.
+    this.idPrefix = Math.random().toString(36).slice(2, 10);
     this.nextId = 1;
     this.pending = new Map(); // id -> {resolve, reject, timer}
     this.handlers = new Map(); // push name -> [fn]
@@ -101,7 +103,7 @@ export class Lobby {
     for (const [k, v] of Object.entries(args)) {
       if (v !== undefined && v !== null && v !== "") clean[k] = v;
     }
-    const id = this.nextId++;
+    const id = `${this.idPrefix}-${this.nextId++}`;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
