@@ -1,0 +1,41 @@
+"""The configuration file: the documented example is the defaults, and bad files are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from server.config import Config, ConfigError, load_config
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "matchlobby.example.toml"
+
+
+def test_the_documented_example_is_exactly_the_defaults() -> None:
+    assert load_config(EXAMPLE) == Config()
+
+
+def test_no_file_gives_the_four_default_ladders() -> None:
+    config = load_config(None)
+    assert [(x.name, x.system, x.format) for x in config.ladders] == [
+        ("backgammon", "fibs", "singles"), ("scrabble", "cas", "singles"),
+        ("foosball-singles", "p4p", "singles"), ("foosball-doubles", "p4p", "doubles")]
+    assert (config.host, config.port, config.database, config.drop_timeout) == (
+        "127.0.0.1", 8765, "matchlobby.db", 600.0)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[server]\nprot = 1\n", "unknown key"),
+    ("[limits]\nburst = -1\n", "burst"),
+    ("[limits]\norigins = 'x'\n", "origins"),
+    ("[[ladders]]\nname = 'x'\nsystem = 'elo'\n", "unknown rating system"),
+    ("[[ladders]]\nname = 'x'\nsystem = 'fibs'\nformat = 'doubles'\n", "doubles"),
+    ("[tls]\ncertificate = 'c.pem'\n", "[tls]"),
+    ("[server\n", "Expected"),
+])
+def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value) and problem in str(info.value)
