@@ -38,7 +38,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     await db.open()
     lobby = Lobby(config, db)
     await lobby.start()
-    transport = Transport(lobby, config.limits, config.tls)
+    transport = Transport(lobby, config.limits, config.tls, config.compression)
     await transport.start(host or config.host, config.port if port is None else port)
     return RunningServer(config, db, lobby, transport)
 

@@ -92,6 +92,7 @@ class Config:
     ladders: tuple[Ladder, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
+    compression: bool = False
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
 
@@ -102,7 +103,7 @@ class Config:
         return None
 
 
-SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch"}
+SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression"}
 LADDER_KEYS = {"name", "system", "format", "inactivity_days", "experience_includes_match",
                "start_rating", "k_thresholds", "k_values", "start_class", "floor", "f"}
 
@@ -163,6 +164,8 @@ def load_config(path: str | Path | None) -> Config:
                       ("commit_batch", int)):
         if key in server:
             kwargs[key] = conv(server[key])
+    if "compression" in server:
+        kwargs["compression"] = bool(server["compression"])
     if "name" in server:
         kwargs["server_name"] = str(server["name"])
     if "ladders" in data:

@@ -159,6 +159,7 @@ class Lobby:
         self.match_of: dict[str, int] = {}
         self.invitations: dict[str, dict[str, Invitation]] = {}
         self.hash_slots = asyncio.Semaphore(2)
+        self.known_requests: set[int] = set()
         self.inflight: dict[tuple[int, str],
                             asyncio.Future[tuple[dict[str, Any], RequestKey]]] = {}
         self.login_throttle = LoginThrottle(free=config.limits.login_free_failures,
@@ -180,6 +181,9 @@ class Lobby:
             await conn.execute("DELETE FROM requests WHERE at < ?", (cutoff,))
 
         await self.db.write(prune)
+        self.known_requests = {
+            self._key_hash(row[0], row[1])
+            for row in await self.db.fetchall("SELECT player_id, request_id FROM requests")}
         await self.reload_plugins()
         for row in await self.db.fetchall("SELECT * FROM players"):
             p = Player(row["id"], row["name"], row["role"], row["password_hash"],
@@ -320,8 +324,19 @@ class Lobby:
         return RequestKey(session.player.id, str(request.id), request.cmd,
                           args_digest(request.args))
 
+    @staticmethod
+    def _key_hash(player_id: int, request_id: str) -> int:
+        digest = hashlib.blake2b(f"{player_id}:{request_id}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big")
+
     async def stored_reply(self, key: RequestKey) -> Any | None:
-        """The data of an earlier, committed run of the same request, if any."""
+        """The data of an earlier, committed run of the same request, if any.
+
+        ``known_requests`` holds a 64-bit hash of every stored key, so the
+        database is read only for a real retry (or a rare hash collision).
+        """
+        if self._key_hash(key.player_id, key.request_id) not in self.known_requests:
+            return None
         row = await self.db.fetchone(
             "SELECT cmd, args_hash, reply, at FROM requests WHERE player_id = ? AND request_id = ?",
             (key.player_id, key.request_id))
@@ -337,6 +352,8 @@ class Lobby:
 
         async def remember(conn: aiosqlite.Connection, data: Any) -> None:
             if key is not None:
+                # Adding early is harmless: a hit only costs one database read.
+                self.known_requests.add(self._key_hash(key.player_id, key.request_id))
                 await conn.execute(
                     "INSERT OR REPLACE INTO requests (player_id, request_id, cmd, args_hash, "
                     "reply, at) VALUES (?, ?, ?, ?, ?, ?)",

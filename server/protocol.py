@@ -292,8 +292,11 @@ def parse_frame(text: str) -> Request:
     return parse_line(text.strip())
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode(message: dict[str, Any]) -> str:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(message)
 
 
 def reply(request: Request, data: Any) -> dict[str, Any]:

@@ -37,9 +37,10 @@ Outgoing = str | tuple[int, str] | None
 class Transport:
     """Connections, limits and fan-out; every decision about the game is the lobby's."""
 
-    def __init__(self, lobby: Lobby, limits: Limits | None = None, tls: Tls | None = None
-                 ) -> None:
+    def __init__(self, lobby: Lobby, limits: Limits | None = None, tls: Tls | None = None,
+                 compression: bool = False) -> None:
         self.lobby = lobby
+        self.compression = compression
         self.limits = limits or Limits()
         self.tls = tls or Tls()
         self.server: Server | None = None
@@ -75,6 +76,9 @@ class Transport:
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
             ssl=self._ssl_context(),
+            # Off by default: lobby frames are a few hundred bytes, where deflate
+            # costs ~30 µs a frame and a zlib context per connection for nothing.
+            compression="deflate" if self.compression else None,
         )
         return self.server
 
