@@ -113,6 +113,14 @@ class LobbyClient:
     async def wait_connected(self, timeout: float = 10.0) -> None:
         await asyncio.wait_for(self._connected.wait(), timeout)
 
+    async def _ready(self, timeout: float) -> None:
+        """Wait for the connection; a client that will not connect again refuses at once."""
+        if self._connected.is_set():
+            return
+        if self._closing or self._reader is None or self._reader.done():
+            raise Disconnected("not connected")
+        await self.wait_connected(timeout)
+
     async def _read_loop(self) -> None:
         while True:
             ws = self._ws
@@ -210,8 +218,7 @@ class LobbyClient:
 
     async def _request_once(self, rid: str, cmd: str, args: dict[str, Any] | None,
                             timeout: float) -> dict[str, Any]:
-        if not self._connected.is_set():
-            await self.wait_connected(timeout)
+        await self._ready(timeout)
         ws = self._ws
         assert ws is not None
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -229,8 +236,7 @@ class LobbyClient:
 
     async def send_line(self, line: str, timeout: float = 30.0) -> dict[str, Any]:
         """Send a plain command line; its reply (id ``null``) is matched in order."""
-        if not self._connected.is_set():
-            await self.wait_connected(timeout)
+        await self._ready(timeout)
         ws = self._ws
         assert ws is not None
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -246,8 +252,7 @@ class LobbyClient:
 
         Replies whose id matches no request of this client are taken in order.
         """
-        if not self._connected.is_set():
-            await self.wait_connected(timeout)
+        await self._ready(timeout)
         ws = self._ws
         assert ws is not None
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

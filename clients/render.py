@@ -186,8 +186,14 @@ def changes(items: Sequence[dict[str, Any]]) -> str:
                      f"({_change(c['change'])})" for c in items)
 
 
+def _length(length: Any) -> str:
+    if isinstance(length, int):
+        return f"{length} point" + ("" if length == 1 else "s")
+    return str(length)
+
+
 def match_finished(data: dict[str, Any]) -> str:
-    head = (f"Match {data['match']} ({data['ladder']}, {data['length']} points) won by "
+    head = (f"Match {data['match']} ({data['ladder']}, {_length(data['length'])}) won by "
             f"{data['winner']} ({data['how']}).")
     if not data.get("rated", True):
         return head + " Not rated."

@@ -9,17 +9,22 @@ line and exits, so it can be scripted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
+from websockets.exceptions import WebSocketException
+
 from clients.lobby_client import Disconnected, LobbyClient
 from clients.render import render_push, render_reply
 
 DEFAULT_URL = "ws://127.0.0.1:8765/ws"
 LOCAL_EXIT = {"quit", "exit", "bye"}
+UNREACHABLE = (OSError, ConnectionError, TimeoutError, WebSocketException)
+"""What connecting may raise: refused, timed out, not a WebSocket endpoint (HTTP 404), a bad URL."""
 
 
 def _print(text: str, out: TextIO) -> None:
@@ -35,18 +40,86 @@ def show_push(push: dict[str, Any], as_json: bool, out: TextIO) -> None:
     _print(json.dumps(push, ensure_ascii=False) if as_json else render_push(push), out)
 
 
+class _CountingClient(LobbyClient):
+    """Counts replies as they arrive, so that pushes can be printed in order around them."""
+
+    replies_received = 0
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if "event" not in message:
+            self.replies_received += 1
+        super()._dispatch(message)
+
+
+class _Session:
+    """Runs command lines and prints replies and pushes in the order the server sent them.
+
+    The library delivers the pushes it has already read before the command awaiting
+    its reply wakes up, so a push that arrives after the reply of the command in
+    flight is held until that reply is printed. The client's own closing is not shown.
+    """
+
+    def __init__(self, client: _CountingClient, as_json: bool, out: TextIO | None) -> None:
+        self.client = client
+        self.as_json = as_json
+        self.out = out
+        self.sent_at: int | None = None
+        self.held: list[dict[str, Any]] = []
+        self.closed = False
+
+    def push(self, message: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        if self.sent_at is not None and self.client.replies_received > self.sent_at:
+            self.held.append(message)
+        else:
+            show_push(message, self.as_json, self.out or sys.stdout)
+
+    def _release(self) -> None:
+        self.sent_at = None
+        held, self.held = self.held, []
+        for message in held:
+            show_push(message, self.as_json, self.out or sys.stdout)
+
+    async def run(self, line: str) -> dict[str, Any]:
+        """Send ``line``, print its reply, then the pushes held meanwhile."""
+        self.sent_at = self.client.replies_received
+        try:
+            reply = await self.client.send_line(line)
+        except BaseException:
+            self._release()
+            raise
+        show_reply(reply, self.as_json, self.out or sys.stdout)
+        self._release()
+        return reply
+
+    async def settle(self) -> None:
+        """Take in the pushes already on their way before closing: the server answers a
+        connection's frames in order, after the pushes the earlier ones caused, so one more
+        round trip brings them all."""
+        self.sent_at = self.client.replies_received
+        with contextlib.suppress(Disconnected, TimeoutError):
+            await self.client.request("help", {"command": "help"}, timeout=5)
+        self._release()
+
+    async def close(self) -> None:
+        self.closed = True
+        await self.client.close()
+
+
 async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
                     pushes: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr
                     ) -> int:
     """Run each line as a command; 0 when all succeeded, 1 when any was refused, 2 if unreachable."""
-    client = LobbyClient(url, reconnect=False)
+    client = _CountingClient(url, reconnect=False)
     try:
         await client.connect()
-    except (OSError, ConnectionError, TimeoutError) as e:
+    except UNREACHABLE as e:
         _print(f"matchlobby client: cannot connect to {url}: {e}", err)
         return 2
+    session = _Session(client, as_json, out)
     if pushes:
-        client.on("*", lambda p: show_push(p, as_json, out))
+        client.on("*", session.push)
     status = 0
     try:
         for raw in lines:
@@ -56,15 +129,16 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
             if line.lower() in LOCAL_EXIT:
                 break
             try:
-                reply = await client.send_line(line)
+                reply = await session.run(line)
             except (Disconnected, TimeoutError) as e:
                 _print(f"matchlobby client: connection lost: {e}", err)
                 return 2
-            show_reply(reply, as_json, out)
             if not reply.get("ok"):
                 status = 1
+        if pushes:
+            await session.settle()
     finally:
-        await client.close()
+        await session.close()
     return status
 
 
@@ -108,10 +182,10 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
                 if word.lower().startswith(current.lower()):
                     yield Completion(word, start_position=-len(current))
 
-    client = LobbyClient(url)
+    client = _CountingClient(url)
     try:
         hello = await client.connect()
-    except (OSError, ConnectionError, TimeoutError) as e:
+    except UNREACHABLE as e:
         print(f"matchlobby client: cannot connect to {url}: {e}", file=sys.stderr)
         return 2
     print(render_push({"event": "hello", "data": hello}))
@@ -121,7 +195,8 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
     except Exception:
         names.commands = []
     client.on("*", names.update)
-    client.on("*", lambda p: show_push(p, as_json, sys.stdout))
+    output = _Session(client, as_json, None)  # sys.stdout as patch_stdout has it
+    client.on("*", output.push)
     try:
         history: Any = FileHistory(str(Path.home() / ".matchlobby_history"))
     except OSError:
@@ -139,13 +214,12 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
             if line.lower() in LOCAL_EXIT:
                 break
             try:
-                reply = await client.send_line(line)
+                reply = await output.run(line)
             except (Disconnected, TimeoutError):
                 print("Connection lost; reconnecting…")
                 continue
             _remember_login(client, line, reply)
-            show_reply(reply, as_json, sys.stdout)
-    await client.close()
+    await output.close()
     return 0
 
 

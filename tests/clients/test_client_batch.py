@@ -1,0 +1,306 @@
+"""``matchlobby client URL --batch``: a real process, one command per standard-input line.
+
+Its output is checked line by line against text written out here from known
+data: FIBS numbers computed from RATINGS.md §1 (:mod:`clientkit`), ČAS and P4P
+numbers from ``matchlobby rate`` on the same results, never from the replies
+being rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from clientkit import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    PASSWORD,
+    FibsLadder,
+    Lobby,
+    fibs_deltas,
+    rate_offline,
+    results_text,
+    run_batch,
+    run_matchlobby,
+    start_match,
+    today,
+    wait_for,
+)
+
+
+def columns(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows of cells padded to their column's width (``right``: right-aligned columns),
+    two spaces apart, without trailing blanks."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.rjust(w) if i in right else c.ljust(w)
+                      for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+            for r in rows]
+
+
+def row_of(rated: dict[str, Any], player: str) -> dict[str, Any]:
+    return next(p for p in rated["players"] if p["player"] == player)
+
+
+# ---- a player's session ----------------------------------------------------------------
+
+
+async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> None:
+    alice, bob, carol, dave = await lobby.players("alice", "bob", "carol", "dave")
+    admin = await lobby.admin()
+    fibs = FibsLadder()
+    m1 = await start_match(alice, bob, length=1)
+    await bob.resign()
+    fibs.play("alice", "bob", 1)
+    m2 = await start_match(carol, alice, length=3)
+    await alice.resign()
+    fibs.play("carol", "alice", 3)
+    scrabble = [f"Brno Open,{today()},alice,bob,420,380,,",
+                f"Brno Open,{today()},bob,carol,400,390,,",
+                f"Brno Open,{today()},carol,alice,350,351,,"]
+    doubles = [f"League day,{today()},alice+bob,carol+dave,10,7,,"]
+    for name, ladder, rows in (("Brno Open", "scrabble", scrabble),
+                               ("League day", "foosball-doubles", doubles)):
+        event = await admin.call("event create", name=name, ladder=ladder)
+        await admin.call("event import", event=event["id"], csv=results_text(rows))
+        await admin.call("event close", event=event["id"])
+    cas = await rate_offline("cas", scrabble, tmp_path)
+    p4p = await rate_offline("p4p", doubles, tmp_path)
+    history = (await admin.call("history", name="alice", ladder="backgammon"))["entries"]
+    for c in (alice, bob, carol, dave):
+        await c.close()
+
+    async def only_admin_online() -> bool:
+        return [p["player"] for p in (await admin.call("who"))["players"]] == [ADMIN]
+
+    await wait_for(only_admin_online, what="the players' connections to close")
+
+    done = await run_batch(lobby.url, [
+        f"login alice {PASSWORD}", "whois alice", "ladder backgammon", "ladder backgammon 2 1",
+        "rating alice", "history alice backgammon", "who", "ladders"])
+    assert (done.returncode, done.stderr) == (0, "")
+    out = done.lines
+
+    a = fibs.players["alice"]
+    s, d = row_of(cas, "alice"), row_of(p4p, "alice")
+    assert a.experience == 4 and fibs.rank("alice") == 2
+    fibs_text = f"rating {a.rating:.2f}   experience 4"
+    cas_text = (f"strength {s['rating']:<8}(Paluba {s['paluba']}, Dansa {s['dansa']}, "
+                f"Peklo {s['peklo']:.1f})")
+    p4p_text = f"points {d['rating']:<10}{d['class']}"
+    expected_whois = [
+        "Information about alice:",
+        "  Still logged in. Ready to play.",
+        f"  backgammon        {fibs_text}   rank 2 of 3",
+        f"  scrabble          {cas_text}   rank {s['rank']} of 3, active",
+        f"  foosball-doubles  {p4p_text}   rank {d['rank']} of 4",
+        "  Matches: 5 played, 0 dropped, 0 disputed.",
+    ]
+    ladder_rows = [["rank", "player", "rating", "games", "active", "experience"]] + [
+        [str(i), name, f"{fibs.players[name].rating:.2f}", str(fibs.players[name].games), "yes",
+         str(fibs.players[name].experience)]
+        for i, name in enumerate(fibs.ranking(), 1)]
+    expected_ladder = ["backgammon (fibs): 3 players",
+                       *columns(ladder_rows, right={0, 2, 3, 5})]
+    expected_page = ["backgammon (fibs): 3 players",
+                     *columns([ladder_rows[0], ladder_rows[2]], right={0, 2, 3, 5})]
+    expected_rating = ["Ratings of alice:", *columns([
+        ["ladder", "rating", "rank", "games"],
+        ["backgammon", fibs_text, "rank 2 of 3", "2"],
+        ["scrabble", cas_text, f"rank {s['rank']} of 3, active", str(s["games"])],
+        ["foosball-doubles", p4p_text, f"rank {d['rank']} of 4", "1"],
+    ], right={3})]
+    (b1, a1), (b2, a2) = a.history
+    stamp = [e["at"].replace("T", " ").removesuffix("Z") for e in history]
+    expected_history = ["Rating history of alice:", *columns([
+        ["when (UTC)", "ladder", "before", "after", "change", "cause"],
+        [stamp[0], "backgammon", f"{b1:.2f}", f"{a1:.2f}", f"{a1 - b1:+.2f}", f"match {m1}"],
+        [stamp[1], "backgammon", f"{b2:.2f}", f"{a2:.2f}", f"{a2 - b2:+.2f}", f"match {m2}"],
+    ], right={2, 3, 4})]
+    expected_who = [*columns([
+        ["player", "status", "ratings"],
+        ["alice", "ready", f"backgammon {a.rating:.2f}, scrabble {s['rating']}, "
+                           f"foosball-doubles {d['rating']}"],
+        [ADMIN, "ready", "-"],
+    ], right=set()), "2 players, 0 spectators."]
+    expected_ladders = columns([
+        ["ladder", "system", "format", "updated", "players"],
+        ["backgammon", "fibs", "singles", "after each match", "3"],
+        ["scrabble", "cas", "singles", "when an event closes", "3"],
+        ["foosball-singles", "p4p", "singles", "when an event closes", "0"],
+        ["foosball-doubles", "p4p", "doubles", "when an event closes", "4"],
+    ], right={4})
+    expected = ["player: alice, role: player, match: -", *expected_whois, *expected_ladder,
+                *expected_page, *expected_rating, *expected_history, *expected_who,
+                *expected_ladders]
+    for i, (got, want) in enumerate(zip(out, expected, strict=False)):
+        assert got == want, f"line {i + 1}:\n got {got!r}\nwant {want!r}"
+    assert len(out) == len(expected), out[len(expected):]
+
+
+async def test_the_whois_block_has_the_issues_layout(lobby: Lobby) -> None:
+    """The FIBS line with numbers computed by hand from RATINGS.md §1."""
+    alice, bob = await lobby.players("alice", "bob")
+    await start_match(alice, bob, length=1)
+    await bob.resign()
+    # two new players, equal ratings, a 1-point match: factor 4.99, +9.98 and -9.98
+    assert [round(x, 10) for x in fibs_deltas(1500.0, 0, 1500.0, 0, 1)] == [9.98, -9.98]
+    await alice.close()
+    done = await run_batch(lobby.url, ["whois alice", "whois bob"])
+    assert done.returncode == 0
+    last = (await bob.whois("alice")).last_login
+    assert last is not None
+    assert done.lines == [
+        "Information about alice:",
+        f"  Not logged in right now. Last login: {last[:10]} {last[11:19]} UTC.",
+        "  backgammon  rating 1509.98   experience 1   rank 1 of 2",
+        "  Matches: 1 played, 0 dropped, 0 disputed.",
+        "Information about bob:",
+        "  Still logged in. Ready to play.",
+        "  backgammon  rating 1490.02   experience 1   rank 2 of 2",
+        "  Matches: 1 played, 0 dropped, 0 disputed.",
+    ]
+
+
+# ---- a director's session --------------------------------------------------------------
+
+
+async def test_a_directors_session_line_by_line(lobby: Lobby, tmp_path: Path) -> None:
+    day = today()
+    imported = [f"Brno Open,{day},carol,alice,350,351,,", f"Brno Open,{day},alice,dave,300,0,,"
+                "no:forfeit"]
+    import_frame = json.dumps({"cmd": "event import", "args": {
+        "event": 1, "csv": results_text(imported)}})
+    done = await run_batch(lobby.url, [
+        f"login {ADMIN} {ADMIN_PASSWORD}",
+        f'event create "Brno Open" scrabble {day}',
+        "event result 1 alice bob 420 380",
+        "event result 1 bob carol 400 390",
+        import_frame,
+        "event show 1",
+        "event close 1",
+        "events",
+        "events open",
+    ])
+    assert (done.returncode, done.stderr) == (0, "")
+    rated = await rate_offline("cas", [f"Brno Open,{day},alice,bob,420,380,,",
+                                       f"Brno Open,{day},bob,carol,400,390,,", *imported],
+                               tmp_path)
+    assert [p["player"] for p in rated["players"]] == ["alice", "bob", "carol"]
+    after = {p["player"]: p["rating"] for p in rated["players"]}
+    expected = [
+        f"player: {ADMIN}, role: admin, match: -",
+        f"Event 1: Brno Open (scrabble, {day}, open)",
+        "event: 1, match: 1, side_a: alice, side_b: bob, score_a: 420, score_b: 380, rated: yes",
+        "event: 1, match: 2, side_a: bob, side_b: carol, score_a: 400, score_b: 390, rated: yes",
+        "event: 1, imported: 2",
+        f"Event 1: Brno Open (scrabble, {day}, open)",
+        "match  side a  side b  score    status",
+        "    1  alice   bob     420:380  finished",
+        "    2  bob     carol   400:390  finished",
+        "    3  carol   alice   350:351  finished",
+        "    4  alice   dave    300:0    unrated (forfeit)",
+        "player  played  won  drawn  lost  points",
+        "alice        2    2      0     0     2.0",
+        "bob          2    1      0     1     1.0",
+        "carol        2    0      0     2     0.0",
+        f"Event 1: Brno Open (scrabble, {day}, closed)",
+        f"  alice: - -> {after['alice']} (new)",
+        f"  bob: - -> {after['bob']} (new)",
+        f"  carol: - -> {after['carol']} (new)",
+        "id  name       ladder    date        status  games",
+        f" 1  Brno Open  scrabble  {day}  closed      4",
+        "No events.",
+    ]
+    assert done.lines == expected
+
+
+# ---- pushes, JSON, refusals, the unreachable -------------------------------------------
+
+
+async def test_pushes_follow_the_reply_that_caused_them(lobby: Lobby) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    mid = await start_match(alice, bob, length=1)
+    await alice.close()  # the match goes on; alice comes back in the batch client
+    done = await run_batch(lobby.url, [f"login alice {PASSWORD}", "resign"], "--pushes")
+    assert (done.returncode, done.stderr) == (0, "")
+    result = [f"Match {mid} (backgammon, 1 point) won by bob (resign).",
+              "  alice: 1500.00 -> 1490.02 (-9.98)",
+              "  bob: 1500.00 -> 1509.98 (+9.98)"]
+    assert done.lines == [
+        "player: alice, role: player",
+        *result,
+        "** " + result[0], *result[1:],
+        "** alice's backgammon rating: 1500.00 -> 1490.02 (-9.98).",
+    ]
+    # without --pushes, only the replies
+    alice = await lobby.client()
+    await alice.login("alice", PASSWORD)
+    await start_match(bob, alice, length=1)
+    await bob.close()
+    quiet = await run_batch(lobby.url, [f"login bob {PASSWORD}", "resign"])
+    assert quiet.lines[0] == "player: bob, role: player"
+    assert quiet.lines[1] == f"Match {mid + 1} (backgammon, 1 point) won by alice (resign)."
+    assert len(quiet.lines) == 4 and not any(line.startswith("**") for line in quiet.lines)
+
+
+async def test_json_prints_each_raw_reply_on_one_line(lobby: Lobby) -> None:
+    bob = await lobby.player("bob")
+    await bob.close()
+    commands = ["ladders", "whois bob", "frobnicate", "ladder chess", 'help "event close"']
+    done = await run_batch(lobby.url, commands, "--json")
+    assert done.returncode == 1  # two were refused
+    assert done.stderr == ""
+    assert len(done.lines) == len(commands)
+    same = await lobby.client()
+    for line, command in zip(done.lines, commands, strict=True):
+        assert line == json.dumps(json.loads(line), ensure_ascii=False)  # one compact object
+        assert json.loads(line) == await same.send_line(command)
+    assert json.loads(done.lines[2])["error"]["code"] == "unknown_command"
+    assert json.loads(done.lines[3])["error"]["code"] == "not_found"
+
+
+async def test_refusals_print_the_servers_message_and_exit_1(lobby: Lobby) -> None:
+    commands = ["who", "frobnicate", "resign", "whois nobody", "event", "ladder backgammon x",
+                "whois", "register alice abc", f"register alice {PASSWORD}", "ladders"]
+    done = await run_batch(lobby.url, commands)
+    assert done.returncode == 1
+    assert done.stderr == ""
+    probe = await lobby.client()
+    messages = [(await probe.send_line(c)).get("error") for c in commands[1:8]]
+    assert done.lines[0] == "Nobody is logged in (1 spectators)."
+    assert done.lines[1:8] == [f"Error ({e['code']}): {e['message']}" for e in messages if e]
+    assert done.lines[1:3] == ["Error (unknown_command): Unknown command 'frobnicate'; try 'help'.",
+                               "Error (not_logged_in): 'resign' needs you to log in first."]
+    assert done.lines[3] == "Error (not_found): No player named 'nobody'."
+    assert done.lines[8] == "player: alice, role: player"  # later commands still ran
+    assert done.lines[9].startswith("ladder ")
+    assert len(done.lines) == 14
+
+
+async def test_comments_blank_lines_and_quit(lobby: Lobby) -> None:
+    done = await run_batch(lobby.url, ["# set up", "", "   ", "who", "quit", "frobnicate"])
+    assert (done.returncode, done.lines, done.stderr) == (
+        0, ["Nobody is logged in (1 spectators)."], "")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_an_unreachable_server_exits_2_with_a_message(lobby: Lobby) -> None:
+    port = _closed_port()
+    for url in (f"ws://127.0.0.1:{port}/ws",  # nobody listens
+                f"ws://127.0.0.1:{lobby.port}/nowhere",  # a server, but no WebSocket there
+                f"http://127.0.0.1:{lobby.port}/ws"):  # not a WebSocket URL
+        done = await run_batch(url, ["who"])
+        assert done.returncode == 2, (url, done)
+        assert done.stdout == ""
+        (message,) = done.stderr.splitlines()
+        assert message.startswith(f"matchlobby client: cannot connect to {url}: "), message
+    done = await run_matchlobby(["client", f"ws://127.0.0.1:{port}/ws", "--batch", "--json"],
+                                "who\n")
+    assert done.returncode == 2 and "Traceback" not in done.stderr

@@ -1,0 +1,170 @@
+"""``matchlobby client URL`` on a terminal: the prompt_toolkit session, driven through a
+pseudo-terminal (and, where tmux is installed, checked on tmux's rendered screen)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from clientkit import (
+    PASSWORD,
+    ROOT,
+    Lobby,
+    Terminal,
+    matchlobby_command,
+    process_env,
+    screen_text,
+)
+
+MENU_ENTRY = re.compile(r" {4,}[a-z]+")
+
+
+def terminal_env(home: Path, answers_cpr: bool = False) -> dict[str, str]:
+    """HOME: the command history file goes to the test's folder. The bare pseudo-terminal
+    does not answer cursor position requests (tmux does): prompt_toolkit is told so, as
+    pexpect users do, instead of waiting for the answer and then warning."""
+    env = process_env(HOME=str(home), TERM="xterm-256color", NO_COLOR="1")
+    if not answers_cpr:
+        env["PROMPT_TOOLKIT_NO_CPR"] = "1"
+    return env
+
+
+async def test_prompt_commands_pushes_while_typing_and_quit(lobby: Lobby, tmp_path: Path
+                                                            ) -> None:
+    bob = await lobby.player("bob")
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    try:
+        await term.expect(r"Connected to matchlobby \S+ \(protocol 1\)\.\n")
+        await term.expect(r"matchlobby>")
+        term.type(f"register alice {PASSWORD}\r")
+        await term.expect(r"player: alice, role: player\n")
+        await term.expect(r"alice>")  # the prompt now names the player
+        term.type("who\r")
+        await term.expect(r"player  status  ratings\nalice   ready   -\nbob     ready   -\n"
+                          r"2 players, 0 spectators\.\n")
+        await term.expect(r"alice>")
+
+        # half a command typed, then a push: it is printed, and the line being typed survives
+        term.type("wh")
+        await term.expect(r"whois")  # the completion menu offers who and whois
+        await bob.call("invite", name="alice", ladder="backgammon")
+        await term.expect(r"\*\* bob invites you to a 1-point backgammon match\. "
+                          r"Type 'join bob' or 'decline bob'\.\n")
+        await term.expect(r"alice> wh")
+        term.type("ois bob\r")
+        await term.expect(r"Information about bob:\n  Still logged in\. Ready to play\.\n"
+                          r"  No ratings yet\.\n  Matches: 0 played, 0 dropped, 0 disputed\.\n")
+
+        term.type("join bob\r")
+        await term.expect(r"match: (\d+), ladder: backgammon, length: 1, a: bob, b: alice, "
+                          r"status: playing\n")
+        mid = (await bob.next_push("match_started"))["data"]["match"]
+        # a push while idle at the prompt
+        await term.expect(r"alice>")
+        await bob.resign()
+        await term.expect(rf"\*\* Match {mid} \(backgammon, 1 point\) won by alice \(resign\)\.\n"
+                          r"  alice: 1500\.00 -> 1509\.98 \(\+9\.98\)\n"
+                          r"  bob: 1500\.00 -> 1490\.02 \(-9\.98\)\n")
+        await term.expect(r"\*\* alice's backgammon rating: 1500\.00 -> 1509\.98 \(\+9\.98\)\.\n")
+        await term.expect(r"alice>")
+
+        term.type("frobnicate\r")
+        await term.expect(r"Error \(unknown_command\): Unknown command 'frobnicate'; "
+                          r"try 'help'\.\n")
+        await term.expect(r"alice>")
+        term.type("quit\r")
+        assert await term.wait() == 0
+        tail = screen_text(term.raw)[term.mark:]  # what came after the quit
+    finally:
+        await term.aclose()
+    everything = term.raw.decode("utf-8", "replace")
+    assert "Traceback" not in everything
+    assert "disconnected" not in tail  # its own closing is not reported as news
+    history = (tmp_path / ".matchlobby_history").read_text(encoding="utf-8")
+    assert "+whois bob" in history and "+join bob" in history
+    assert not (await bob.whois("alice")).online
+
+
+async def test_an_unreachable_server_on_a_terminal(tmp_path: Path) -> None:
+    term = await Terminal.spawn([*matchlobby_command(), "client", "ws://127.0.0.1:9/ws"],
+                                terminal_env(tmp_path))
+    try:
+        assert await term.wait() == 2
+        await term.expect(r"matchlobby client: cannot connect to ws://127\.0\.0\.1:9/ws: ")
+    finally:
+        await term.aclose()
+    assert "Traceback" not in term.raw.decode("utf-8", "replace")
+
+
+# ---- the same on tmux's screen -----------------------------------------------------------
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[list[str]]:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (the pseudo-terminal test above still runs)")
+    base = ["tmux", "-L", f"matchlobby-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
+    try:
+        yield base
+    finally:
+        subprocess.run([*base, "kill-server"], capture_output=True, check=False, timeout=10)
+
+
+async def screen(tmux: list[str]) -> list[str]:
+    done = await asyncio.to_thread(subprocess.run, [*tmux, "capture-pane", "-p", "-t", "s"],
+                                   capture_output=True, text=True, check=True, timeout=10)
+    return done.stdout.rstrip("\n").splitlines()
+
+
+async def until_screen(tmux: list[str], *tail: str, timeout: float = 10.0) -> list[str]:
+    """The screen once its last lines are ``tail``, without the blank bottom and without the
+    completion menu (indented single words below the prompt)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        lines = [line.rstrip() for line in await screen(tmux)
+                 if not MENU_ENTRY.fullmatch(line.rstrip())]
+        while lines and not lines[-1]:
+            lines.pop()
+        if lines[-len(tail):] == list(tail):
+            return lines
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"the screen does not end with {tail!r}:\n" + "\n".join(lines))
+        await asyncio.sleep(0.05)
+
+
+async def test_the_screen_keeps_the_prompt_below_a_push(lobby: Lobby, tmp_path: Path,
+                                                        tmux: list[str]) -> None:
+    async def keys(*keys: str) -> None:
+        await asyncio.to_thread(subprocess.run, [*tmux, "send-keys", "-t", "s", *keys],
+                                check=True, timeout=10)
+
+    command = " ".join([*matchlobby_command(), "client", lobby.url])
+    script = f"cd {ROOT} && {command}; echo exit=$?; sleep 60"
+    await asyncio.to_thread(subprocess.run, [*tmux, "new-session", "-d", "-s", "s", "-x", "160",
+                                             "-y", "30", script],
+                            env=terminal_env(tmp_path, answers_cpr=True), check=True, timeout=10)
+    await until_screen(tmux, "matchlobby>")
+    await keys(f"register alice {PASSWORD}", "Enter")
+    await until_screen(tmux, "player: alice, role: player", "alice>")
+    carol = await lobby.player("carol")
+    await until_screen(tmux, "** carol logged in.", "alice>")
+    await keys("who")
+    await until_screen(tmux, "alice> who")
+    await carol.call("invite", name="alice", ladder="backgammon", length=3)
+    # the push is written above the prompt, which still holds what was typed
+    lines = await until_screen(tmux, "** carol invites you to a 3-point backgammon match. "
+                                     "Type 'join carol' or 'decline carol'.", "alice> who")
+    assert lines[-3] == "** carol logged in."
+    await keys("Enter")
+    await until_screen(tmux, "alice> who", "player  status  ratings", "alice   ready   -",
+                       "carol   ready   -", "2 players, 0 spectators.", "alice>")
+    await keys("quit", "Enter")
+    lines = await until_screen(tmux, "alice> quit", "exit=0")
+    assert not any("Traceback" in line or "disconnected" in line for line in lines)

@@ -1,0 +1,205 @@
+"""The library's own machinery: pushes by callback and by iterator, plain lines, raw frames,
+refusals as :class:`LobbyError`, and what happens to a request when its connection goes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import pytest
+from clientkit import PASSWORD, Gate, Lobby, expect_error, settle, start_match
+
+from clients import LobbyClient, LobbyError
+from clients.lobby_client import REPLACED, Disconnected, Push
+
+
+async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: Lobby) -> None:
+    alice = await lobby.player("alice")
+    named: list[Push] = []
+    every: list[Push] = []
+    alice.on("invited", named.append)
+    alice.on("*", every.append)
+    iterated: list[Push] = []
+
+    async def iterate() -> None:
+        async for push in alice.pushes():
+            iterated.append(push)
+            if push["event"] == "match_finished":
+                return
+
+    reader = asyncio.create_task(iterate())
+    bob, carol = await lobby.players("bob", "carol")
+    await bob.call("invite", name="alice", ladder="backgammon", length=3)
+    await carol.call("invite", name="alice", ladder="backgammon")
+    await settle(alice)
+    await alice.call("join", name="bob")
+    await alice.resign()
+    await asyncio.wait_for(reader, 5)
+    assert [p["event"] for p in iterated] == [
+        "player_online", "player_online", "invited", "invited", "match_finished",
+    ]
+    assert every[:len(iterated)] == iterated  # the same objects, in the same order
+    assert named == [p for p in iterated if p["event"] == "invited"]
+    assert [p["data"]["from"] for p in named] == ["bob", "carol"]
+    assert iterated[-1]["data"]["winner"] == "bob"
+
+
+async def test_a_failing_callback_does_not_stop_the_others(
+        lobby: Lobby, caplog: pytest.LogCaptureFixture) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    got: list[str] = []
+
+    def broken(push: Push) -> None:
+        raise RuntimeError("callback bug")
+
+    alice.on("invited", broken)
+    alice.on("invited", lambda p: got.append(p["data"]["from"]))
+    with caplog.at_level(logging.ERROR, logger="clients.lobby_client"):
+        await bob.call("invite", name="alice", ladder="backgammon")
+        push = await alice.next_push("invited")
+    assert got == ["bob"] and push["data"]["from"] == "bob"
+    assert "push callback failed" in caplog.text
+    assert (await alice.call("who"))["spectators"] == 0  # the connection carries on
+
+
+async def test_next_push_filters_and_times_out(lobby: Lobby) -> None:
+    alice, bob, carol = await lobby.players("alice", "bob", "carol")
+    await bob.call("invite", name="alice", ladder="backgammon", length=1)
+    await carol.call("invite", name="alice", ladder="backgammon", length=7)
+    seven = await alice.next_push("invited", where=lambda p: p["data"]["length"] == 7)
+    assert seven["data"]["from"] == "carol"
+    with pytest.raises(TimeoutError):
+        await alice.next_push("invited", timeout=0.2)  # bob's was passed over and dropped
+
+
+async def test_plain_lines_and_json_requests(lobby: Lobby) -> None:
+    alice = await lobby.client()
+    registered = await alice.send_line("register alice pw-secret")
+    assert registered == {"id": None, "ok": True, "cmd": "register",
+                          "data": {"player": "alice", "role": "player"}}
+    # several lines in flight: replies are matched to them in order
+    replies = await asyncio.gather(alice.send_line("whois alice"), alice.send_line("frobnicate"),
+                                   alice.send_line("ladder scrabble"), alice.send_line("resign"))
+    assert [(r["cmd"], r["ok"]) for r in replies] == [
+        ("whois", True), ("frobnicate", False), ("ladder", True), ("resign", False)]
+    assert replies[1]["error"]["code"] == "unknown_command"
+    assert replies[3]["error"] == {"code": "conflict", "message": "You are not playing a match."}
+    # request: the whole reply, refusals included, with the id it was sent with
+    reply = await alice.request("whois", {"name": "nobody"})
+    assert reply["ok"] is False and reply["error"]["code"] == "not_found"
+    assert isinstance(reply["id"], str) and reply["cmd"] == "whois"
+    chosen = await alice.request("ladders", request_id="mine-1")
+    assert chosen["id"] == "mine-1" and chosen["ok"] is True
+
+
+async def test_a_raw_frame_reaches_the_server_as_is(lobby: Lobby) -> None:
+    raw = await lobby.client()
+    watcher = await lobby.client()
+    registered = await raw.send_raw("register carol pw-secret")
+    assert registered == {"id": None, "ok": True, "cmd": "register",
+                          "data": {"player": "carol", "role": "player"}}
+    assert (await watcher.next_push("player_online"))["data"] == {"player": "carol"}
+    assert (await watcher.whois("carol")).online
+    watched = await raw.send_raw(json.dumps({"id": 77, "cmd": "watch",
+                                             "args": {"ladder": "scrabble"}}))
+    assert (watched["id"], watched["data"]) == (77, {"ladder": "scrabble", "watching": True})
+    assert (await raw.send_raw(b"whois carol"))["error"]["code"] == "bad_request"  # binary
+    assert (await raw.send_raw("{not json"))["error"]["code"] == "bad_request"
+    assert (await raw.call("whois", name="carol"))["player"] == "carol"
+
+
+@pytest.mark.parametrize(("who", "cmd", "args", "code"), [
+    ("spectator", "frobnicate", {}, "unknown_command"),
+    ("spectator", "event", {}, "unknown_command"),
+    ("spectator", "whois", {"name": "alice", "colour": "red"}, "bad_request"),
+    ("spectator", "ladder", {"ladder": "backgammon", "count": "many"}, "bad_request"),
+    ("spectator", "resign", {}, "not_logged_in"),
+    ("player", "void", {"match": 1, "reason": "because"}, "forbidden"),
+    ("player", "join", {"name": "nobody"}, "not_found"),
+    ("player", "abort", {}, "conflict"),
+    ("admin", "adjudicate", {"match": 12345, "winner": "alice"}, "not_found"),
+])
+async def test_refusals_raise_lobby_error(lobby: Lobby, who: str, cmd: str,
+                                          args: dict[str, Any], code: str) -> None:
+    client = {"spectator": lobby.client, "admin": lobby.admin}.get(who)
+    c = await (client() if client else lobby.player("alice"))
+    error = await expect_error(c.call(cmd, **args), code)
+    assert isinstance(error, LobbyError) and str(error).startswith(code + ": ")
+    assert error.reply["cmd"] in (cmd, None)
+    # the connection is still good
+    assert (await c.call("help", command="who"))["command"] == "who"
+
+
+async def test_a_frame_over_the_limit_ends_the_connection(lobby: Lobby) -> None:
+    c = await lobby.client()
+    closed: list[Push] = []
+    c.on("disconnected", closed.append)
+    with pytest.raises(Disconnected):
+        await c.call("whois", name="x" * 70_000)
+    await asyncio.sleep(0)
+    assert [p["data"]["code"] for p in closed] == [1009]
+    assert not c.connected
+
+
+async def test_a_newer_login_replaces_the_older_connection(lobby: Lobby) -> None:
+    first = await lobby.client(reconnect=True)
+    await first.register("alice", PASSWORD)
+    second = await lobby.client()
+    await second.login("alice", PASSWORD)
+    told = await first.next_push("logged_out")
+    assert "another connection" in told["data"]["reason"]
+    gone = await first.next_push("disconnected")
+    assert gone["data"]["code"] == REPLACED
+    # the replaced client does not log in again (the two would take turns)
+    await asyncio.sleep(0.3)
+    assert (first.connected, first.reconnects) == (False, 0)
+    watcher = await lobby.client()
+    assert (await watcher.whois("alice")).online
+    assert await second.call("who") == {
+        "players": [{"player": "alice", "status": "ready", "ratings": {}}], "spectators": 1}
+
+
+async def test_a_request_in_flight_fails_with_disconnected_when_the_client_closes(
+        lobby: Lobby, gate: Gate) -> None:
+    c = await lobby.client()
+    pending = asyncio.create_task(c.call("ladders"))
+    line = asyncio.create_task(c.send_line("ladders"))
+    await asyncio.wait_for(gate.entered.wait(), 5)
+    await c.close()
+    gate.release.set()
+    for task in (pending, line):
+        with pytest.raises(Disconnected):
+            await asyncio.wait_for(task, 5)
+    assert not c.connected
+
+
+async def test_a_dead_client_refuses_requests_at_once(lobby: Lobby) -> None:
+    c = await lobby.client()
+    await c.close()
+    with pytest.raises(Disconnected):
+        await asyncio.wait_for(c.call("who"), 2)
+    with pytest.raises(Disconnected):
+        await asyncio.wait_for(c.send_line("who"), 2)
+
+
+async def test_the_context_manager_connects_and_closes(lobby: Lobby) -> None:
+    async with LobbyClient(lobby.url) as c:
+        assert c.connected and c.hello is not None
+        assert c.hello["server"] == "matchlobby"
+        assert (await c.call("who"))["spectators"] == 1
+    assert not c.connected
+
+
+async def test_a_match_through_the_typed_helpers(lobby: Lobby) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    mid = await start_match(alice, bob, length=3)
+    await bob.call("report win", score_a=3, score_b=0)
+    finished = await alice.confirm(mid)
+    assert finished.winner == "bob" and finished.change_of("bob").change is not None
+    rating = await alice.rating("bob", "backgammon")
+    assert rating.in_ladder("backgammon") is not None
+    assert rating.ratings[0].rating == finished.change_of("bob").after
+    assert (await alice.ladder("backgammon")).players[0].player == "bob"
+    await expect_error(alice.confirm(mid), "not_found")

@@ -1,0 +1,138 @@
+"""The server restarts (same port, same database file): the client comes back by itself.
+
+It reconnects with exponential back-off, logs in again and watches its ladders
+again, so the pushes for them keep coming; a request that was in flight when
+the connection dropped fails with :class:`Disconnected` instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+from clientkit import (
+    PASSWORD,
+    FibsLadder,
+    Gate,
+    Lobby,
+    check_changes,
+    results_text,
+    settle,
+    start_match,
+    today,
+    wait_for,
+)
+
+from clients.lobby_client import Disconnected
+
+BACKOFF = (0.02, 0.1)
+FAILURES = 6
+
+
+def retry_delays(caplog: pytest.LogCaptureFixture) -> list[float]:
+    """The delays the library's "reconnect failed ...; retrying in %.2f s" lines name."""
+    delays = []
+    for r in caplog.records:
+        if r.name == "clients.lobby_client" and str(r.msg).startswith("reconnect failed"):
+            assert isinstance(r.args, tuple) and isinstance(r.args[1], float)
+            delays.append(r.args[1])
+    return delays
+
+
+async def test_the_client_reconnects_logs_in_and_watches_again(
+        lobby: Lobby, gate: Gate, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="clients.lobby_client")
+    alice = await lobby.client(reconnect=True, backoff=BACKOFF)
+    await alice.register("alice", PASSWORD)
+    await alice.watch("backgammon")
+    await alice.watch("scrabble")
+    old_port = lobby.port
+    events: list[str] = []
+    alice.on("*", lambda p: events.append(p["event"]))
+
+    # a request the server is still working on when it goes away
+    pending = asyncio.create_task(alice.call("ladders"))
+    await asyncio.wait_for(gate.entered.wait(), 5)
+    stopping = asyncio.create_task(lobby.stop())
+    with pytest.raises(Disconnected):
+        await asyncio.wait_for(pending, 5)
+    dropped = time.monotonic()
+    gate.release.set()
+    await asyncio.wait_for(stopping, 10)
+    assert not alice.connected
+
+    # while the server is down the client keeps trying, waiting longer each time
+    async def failed_enough() -> bool:
+        return len(retry_delays(caplog)) >= FAILURES
+
+    await wait_for(failed_enough, what="failed reconnection attempts")
+    delays = retry_delays(caplog)[:FAILURES]
+    assert delays == [0.02, 0.04, 0.08, 0.1, 0.1, 0.1]
+    assert time.monotonic() - dropped >= 0.9 * sum(delays)  # it really waited
+    assert alice.reconnects == 0
+
+    gate.release.clear()
+    await lobby.start()  # the same port, the same file
+    assert lobby.port == old_port
+    assert (await alice.next_push("reconnected", timeout=5))["data"] == {"attempts": 1}
+    observer = await lobby.client()
+
+    async def alice_online() -> bool:
+        return (await observer.whois("alice")).online
+
+    await wait_for(alice_online, what="alice logged in again")
+    assert events[:2] == ["disconnected", "reconnected"]
+    assert alice.credentials == ("alice", PASSWORD)
+    assert alice.watching == {"backgammon", "scrabble"}
+    assert (await alice.rating()).player == "alice"  # logged in: no NAME needed
+    await settle(alice)
+
+    # ladder pushes for the watched ladders still arrive: a live match ...
+    bob, carol = await lobby.players("bob", "carol")
+    mid = await start_match(bob, carol, length=3)
+    finished = await carol.resign()
+    check_changes(finished.changes, FibsLadder().play("bob", "carol", 3))
+    pushes = await settle(alice)
+    assert [p["event"] for p in pushes if p["event"] != "player_online"] == [
+        "match_finished", "rating_changed", "rating_changed"]
+    assert [p["data"]["match"] for p in pushes if p["event"] == "match_finished"] == [mid]
+    # ... and an event closed by the director
+    admin = await lobby.admin()
+    event = await admin.call("event create", name="Cup", ladder="scrabble")
+    await admin.call("event import", event=event["id"], csv=results_text(
+        [f"Cup,{today()},bob,carol,400,380,,"]))
+    await admin.call("event close", event=event["id"])
+    updated = await alice.next_push("ladder_updated")
+    assert (updated["data"]["ladder"], updated["data"]["event"]) == ("scrabble", event["id"])
+    assert [r["player"] for r in updated["data"]["players"]] == ["bob", "carol"]
+    # and alice can play: she is a player again, not a spectator
+    await alice.call("invite", name="bob", ladder="backgammon")
+    assert (await bob.next_push("invited"))["data"]["from"] == "alice"
+
+
+async def test_a_logged_out_client_comes_back_as_a_spectator(lobby: Lobby) -> None:
+    alice = await lobby.client(reconnect=True, backoff=BACKOFF)
+    await alice.register("alice", PASSWORD)
+    await alice.logout()
+    await lobby.stop()
+    await alice.next_push("disconnected")
+    await lobby.start()
+    await alice.next_push("reconnected", timeout=5)
+    observer = await lobby.client()
+    assert (await alice.call("who")) == {"players": [], "spectators": 2}
+    assert not (await observer.whois("alice")).online
+
+
+async def test_without_reconnect_the_client_stays_down(lobby: Lobby) -> None:
+    c = await lobby.client(reconnect=False)
+    await c.register("alice", PASSWORD)
+    await lobby.stop()
+    gone = await c.next_push("disconnected")
+    assert gone["data"]["code"] == 1001  # going away
+    await lobby.start()
+    await asyncio.sleep(0.2)
+    assert (c.connected, c.reconnects) == (False, 0)
+    with pytest.raises(Disconnected):
+        await asyncio.wait_for(c.call("who"), 2)

@@ -1,0 +1,296 @@
+"""The text renderers of ``clients/render.py`` on hand-built replies and pushes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clients import render
+from clients.render import render_push, render_reply
+
+
+def ok(cmd: str, data: Any) -> dict[str, Any]:
+    return {"id": None, "ok": True, "cmd": cmd, "data": data}
+
+
+ALICE: dict[str, Any] = {
+    "player": "alice", "online": True, "status": "ready", "last_login": "2026-11-30T10:15:02Z",
+    "role": "player", "match": None,
+    "ratings": [
+        {"ladder": "backgammon", "system": "fibs", "rank": 3, "of": 40, "player": "alice",
+         "rating": 1523.4107, "games": 112, "active": True, "experience": 812},
+        {"ladder": "scrabble", "system": "cas", "rank": 5, "of": 31, "player": "alice",
+         "rating": 745, "games": 60, "active": True, "paluba": 120, "dansa": 1560,
+         "peklo": 1580.2149},
+        {"ladder": "foosball-doubles", "system": "p4p", "rank": 9, "of": 22, "player": "alice",
+         "rating": 812, "games": 41, "active": True, "class": "Amateur"},
+    ],
+    "matches": {"played": 112, "dropped": 2, "disputed": 0},
+}
+
+
+def test_whois_is_the_issues_example_character_for_character() -> None:
+    assert render_reply(ok("whois", ALICE)) == (
+        "Information about alice:\n"
+        "  Still logged in. Ready to play.\n"
+        "  backgammon        rating 1523.41   experience 812   rank 3 of 40\n"
+        "  scrabble          strength 745     (Paluba 120, Dansa 1560, Peklo 1580.2)   "
+        "rank 5 of 31, active\n"
+        "  foosball-doubles  points 812       Amateur   rank 9 of 22\n"
+        "  Matches: 112 played, 2 dropped, 0 disputed."
+    )
+
+
+@pytest.mark.parametrize(("changes", "line"), [
+    ({"online": True, "status": "playing"}, "  Still logged in. Playing a match."),
+    ({"online": True, "status": "away"}, "  Still logged in. Away."),
+    ({"online": False, "status": "offline"},
+     "  Not logged in right now. Last login: 2026-11-30 10:15:02 UTC."),
+    ({"online": False, "status": "offline", "last_login": None}, "  Never logged in."),
+])
+def test_whois_status_sentences(changes: dict[str, Any], line: str) -> None:
+    assert render.whois({**ALICE, **changes}).splitlines()[1] == line
+
+
+def test_whois_inactive_and_unrated() -> None:
+    rows = [dict(r, active=False) for r in ALICE["ratings"]]
+    lines = render.whois({**ALICE, "ratings": rows}).splitlines()
+    assert lines[2].endswith("rank 3 of 40, inactive")
+    assert lines[3].endswith("rank 5 of 31, inactive")
+    assert lines[4].endswith("rank 9 of 22, inactive")
+    assert render.whois({**ALICE, "ratings": [], "matches": {}}).splitlines()[2:] == [
+        "  No ratings yet.", "  Matches: 0 played, 0 dropped, 0 disputed."]
+
+
+def test_ladder_tables_per_system() -> None:
+    fibs = {"ladder": "backgammon", "system": "fibs", "total": 12, "players": [
+        {"rank": 1, "of": 12, "player": "carol", "rating": 1612.004, "games": 3, "active": True,
+         "experience": 21},
+        {"rank": 12, "of": 12, "player": "dave", "rating": 987.5, "games": 140, "active": False,
+         "experience": 1203}]}
+    assert render_reply(ok("ladder", fibs)).splitlines() == [
+        "backgammon (fibs): 12 players",
+        "rank  player   rating  games  active  experience",
+        "   1  carol   1612.00      3  yes             21",
+        "  12  dave     987.50    140  no            1203",
+    ]
+    cas = {"ladder": "scrabble", "system": "cas", "total": 2, "players": [
+        {"rank": 1, "of": 2, "player": "alice", "rating": 1000, "games": 2, "active": True,
+         "paluba": 106, "dansa": 1530, "peklo": 1555.3807},
+        {"rank": 2, "of": 2, "player": "bob", "rating": 0, "games": 2, "active": True,
+         "paluba": 97, "dansa": 1470, "peklo": 1444.62}]}
+    assert render_reply(ok("ladder", cas)).splitlines() == [
+        "scrabble (cas): 2 players",
+        "rank  player  rating  games  active  paluba  dansa   peklo",
+        "   1  alice     1000      2  yes        106   1530  1555.4",
+        "   2  bob          0      2  yes         97   1470  1444.6",
+    ]
+    p4p = {"ladder": "foosball-singles", "system": "p4p", "total": 1, "players": [
+        {"rank": 1, "of": 1, "player": "eve", "rating": 290, "games": 1, "active": True,
+         "class": "Newcomer"}]}
+    assert render_reply(ok("ladder", p4p)).splitlines() == [
+        "foosball-singles (p4p): 1 players",
+        "rank  player  rating  games  active  class",
+        "   1  eve        290      1  yes     Newcomer",
+    ]
+    empty = {"ladder": "scrabble", "system": "cas", "total": 0, "players": []}
+    assert render_reply(ok("ladder", empty)) == "scrabble (cas): 0 players\n  (nobody yet)"
+
+
+def test_rating() -> None:
+    data = {"player": "alice", "ratings": ALICE["ratings"][:2]}
+    cas = "strength 745     (Paluba 120, Dansa 1560, Peklo 1580.2)"
+    assert len(cas) == 55
+    assert render_reply(ok("rating", data)).splitlines() == [
+        "Ratings of alice:",
+        f"ladder      {'rating':55}  rank                  games",
+        f"backgammon  {'rating 1523.41   experience 812':55}  rank 3 of 40            112",
+        f"scrabble    {cas}  rank 5 of 31, active     60",
+    ]
+    assert render_reply(ok("rating", {"player": "bob", "ratings": []})) == (
+        "bob has no ratings yet.")
+
+
+def test_history() -> None:
+    data = {"player": "alice", "ladder": None, "entries": [
+        {"ladder": "backgammon", "at": "2026-11-30T10:15:02Z", "before": 1500.0,
+         "after": 1522.136, "change": 22.136, "cause": {"match": 17}},
+        {"ladder": "scrabble", "at": "2026-12-01T08:00:00Z", "before": None, "after": 1000,
+         "change": None, "cause": {"event": 3}},
+        {"ladder": "scrabble", "at": "2026-12-02T08:00:00Z", "before": 1000, "after": 950,
+         "change": -50, "cause": {}},
+        {"ladder": "backgammon", "at": "2026-12-03T08:00:00Z", "before": 1522.136,
+         "after": 1530.0, "change": 7.864, "cause": {"match": 20, "event": 4}},
+    ]}
+    assert render_reply(ok("history", data)).splitlines() == [
+        "Rating history of alice:",
+        "when (UTC)           ladder       before    after  change  cause",
+        "2026-11-30 10:15:02  backgammon  1500.00  1522.14  +22.14  match 17",
+        "2026-12-01 08:00:00  scrabble          -     1000     new  event 3",
+        "2026-12-02 08:00:00  scrabble       1000      950     -50  correction",
+        "2026-12-03 08:00:00  backgammon  1522.14  1530.00   +7.86  match 20, event 4",
+    ]
+    assert render_reply(ok("history", {"player": "bob", "ladder": "scrabble", "entries": []})
+                        ) == "bob has no rating history in scrabble."
+    assert render_reply(ok("history", {"player": "bob", "ladder": None, "entries": []})
+                        ) == "bob has no rating history."
+
+
+def test_who() -> None:
+    data = {"spectators": 3, "players": [
+        {"player": "alice", "status": "playing",
+         "ratings": {"backgammon": 1509.98, "scrabble": 1000}},
+        {"player": "bob", "status": "away", "ratings": {}}]}
+    assert render_reply(ok("who", data)).splitlines() == [
+        "player  status   ratings",
+        "alice   playing  backgammon 1509.98, scrabble 1000",
+        "bob     away     -",
+        "2 players, 3 spectators.",
+    ]
+    assert render_reply(ok("who", {"players": [], "spectators": 0})) == (
+        "Nobody is logged in (0 spectators).")
+
+
+def test_ladders_events_and_an_event() -> None:
+    assert render_reply(ok("ladders", {"ladders": [
+        {"ladder": "backgammon", "system": "fibs", "format": "singles",
+         "updated": "after each match", "players": 12}]})).splitlines() == [
+        "ladder      system  format   updated           players",
+        "backgammon  fibs    singles  after each match       12",
+    ]
+    assert render_reply(ok("events", {"events": []})) == "No events."
+    assert render_reply(ok("events", {"events": [
+        {"id": 3, "name": "Brno Open", "ladder": "scrabble", "date": "2026-03-14",
+         "status": "open", "games": 12},
+        {"id": 14, "name": "Cup", "ladder": "foosball-doubles", "date": "2026-03-21",
+         "status": "closed", "games": 0}]})).splitlines() == [
+        "id  name       ladder            date        status  games",
+        " 3  Brno Open  scrabble          2026-03-14  open       12",
+        "14  Cup        foosball-doubles  2026-03-21  closed      0",
+    ]
+    shown = {"id": 3, "name": "Cup", "ladder": "foosball-doubles", "date": "2026-03-21",
+             "status": "open",
+             "games": [{"match": 9, "side_a": "eve+frank", "side_b": "gina+hal", "score_a": 10,
+                        "score_b": 7, "status": "finished", "rated": True, "unrated": None},
+                       {"match": 10, "side_a": "eve+gina", "side_b": "frank+hal",
+                        "score_a": None, "score_b": None, "status": "voided", "rated": False,
+                        "unrated": "forfeit"}],
+             "standings": [{"player": "eve", "played": 1, "won": 1, "drawn": 0, "lost": 0,
+                            "points": 1.0}]}
+    assert render_reply(ok("event show", shown)).splitlines() == [
+        "Event 3: Cup (foosball-doubles, 2026-03-21, open)",
+        "match  side a     side b     score  status",
+        "    9  eve+frank  gina+hal   10:7   finished",
+        "   10  eve+gina   frank+hal  -:-    unrated (forfeit)",
+        "player  played  won  drawn  lost  points",
+        "eve          1    1      0     0     1.0",
+    ]
+    created = {"id": 4, "name": "League", "ladder": "scrabble", "date": "2026-04-01",
+               "status": "open"}
+    assert render_reply(ok("event create", created)) == (
+        "Event 4: League (scrabble, 2026-04-01, open)")
+    closed = {**created, "status": "closed", "changes": [
+        {"ladder": "scrabble", "player": "amy", "before": None, "after": 1000, "change": None,
+         "cause": {"event": 4}},
+        {"ladder": "scrabble", "player": "ben", "before": 508, "after": 500, "change": -8,
+         "cause": {"event": 4}}]}
+    assert render_reply(ok("event close", closed)).splitlines() == [
+        "Event 4: League (scrabble, 2026-04-01, closed)",
+        "  amy: - -> 1000 (new)",
+        "  ben: 508 -> 500 (-8)",
+    ]
+
+
+FINISHED = {"match": 17, "ladder": "backgammon", "length": 5, "winner": "alice",
+            "loser": "bob", "how": "resign", "rated": True, "changes": [
+                {"player": "alice", "before": 1500.0, "after": 1522.136, "change": 22.136},
+                {"player": "bob", "before": 1500.0, "after": 1477.864, "change": -22.136}]}
+
+
+@pytest.mark.parametrize("cmd", ["resign", "confirm", "claim", "adjudicate"])
+def test_a_finished_match(cmd: str) -> None:
+    assert render_reply(ok(cmd, {**FINISHED, "how": cmd})).splitlines() == [
+        f"Match 17 (backgammon, 5 points) won by alice ({cmd}).",
+        "  alice: 1500.00 -> 1522.14 (+22.14)",
+        "  bob: 1500.00 -> 1477.86 (-22.14)",
+    ]
+
+
+def test_an_unrated_or_short_match() -> None:
+    assert render.match_finished({**FINISHED, "length": "unlimited", "rated": False,
+                                  "changes": []}) == (
+        "Match 17 (backgammon, unlimited) won by alice (resign). Not rated.")
+    assert render.match_finished({**FINISHED, "length": 1}).splitlines()[0] == (
+        "Match 17 (backgammon, 1 point) won by alice (resign).")
+
+
+def test_a_correction_is_not_a_finished_match() -> None:
+    corrected = {"match": 5, "ladder": "backgammon", "status": "voided", "winner": None,
+                 "reason": "cheating", "recomputed": True, "changes": []}
+    assert render_reply(ok("void", corrected)) == (
+        "match: 5, ladder: backgammon, status: voided, winner: -, reason: cheating, "
+        "recomputed: yes")
+    assert render_reply(ok("adjudicate", {**corrected, "status": "finished",
+                                          "winner": "bob", "reason": None})).startswith(
+        "match: 5, ladder: backgammon, status: finished, winner: bob")
+
+
+def test_help() -> None:
+    listing = {"commands": [
+        {"command": "who", "usage": "who", "who": "anyone", "summary": "Online players."},
+        {"command": "event close", "usage": "event close EVENT", "who": "admin",
+         "summary": "Close the event."}]}
+    assert render_reply(ok("help", listing)).splitlines() == [
+        "usage              who     what",
+        "who                anyone  Online players.",
+        "event close EVENT  admin   Close the event.",
+    ]
+    assert render_reply(ok("help", listing["commands"][1])) == (
+        "event close EVENT\n  Close the event.\n  For: admin")
+
+
+def test_errors_and_odd_replies() -> None:
+    refused = {"id": 7, "ok": False, "cmd": "whois",
+               "error": {"code": "not_found", "message": "No player named 'bob'."}}
+    assert render_reply(refused) == "Error (not_found): No player named 'bob'."
+    assert render_reply({"ok": False}) == "Error (?): "
+    assert render_reply(ok("invite", {"to": "bob", "ladder": "backgammon", "length": 3})) == (
+        "to: bob, ladder: backgammon, length: 3")
+    # a reply that lacks what its renderer needs falls back to the plain form, never raises
+    assert render_reply(ok("whois", {"player": "x", "ratings": [{"ladder": "chess"}]})
+                        ) == "player: x"
+    assert render_reply(ok("ladder", None)) == "-"
+    assert render_reply(ok("logout", {"player": "a", "logged_in": False})) == (
+        "player: a, logged_in: no")
+
+
+@pytest.mark.parametrize(("push", "text"), [
+    ({"event": "hello", "data": {"server": "matchlobby", "version": "0.1.0", "protocol": 1}},
+     "Connected to matchlobby 0.1.0 (protocol 1)."),
+    ({"event": "invited", "data": {"from": "bob", "ladder": "backgammon", "length": 5}},
+     "** bob invites you to a 5-point backgammon match. Type 'join bob' or 'decline bob'."),
+    ({"event": "match_started", "data": {"match": 4, "ladder": "backgammon", "length": 5,
+                                         "a": "bob", "b": "alice", "status": "playing"}},
+     "** Match 4 started: bob vs alice (backgammon)."),
+    ({"event": "match_finished", "data": FINISHED},
+     "** Match 17 (backgammon, 5 points) won by alice (resign).\n"
+     "  alice: 1500.00 -> 1522.14 (+22.14)\n  bob: 1500.00 -> 1477.86 (-22.14)"),
+    ({"event": "rating_changed", "data": {"ladder": "scrabble", "player": "amy", "before": None,
+                                          "after": 1000, "change": None,
+                                          "cause": {"event": 3}}},
+     "** amy's scrabble rating: - -> 1000 (new)."),
+    ({"event": "result_claimed", "data": {"match": 4, "by": "bob", "scores": [5, 2],
+                                          "status": "claimed"}},
+     "** bob claims a win in match 4. Type 'confirm 4' or 'dispute 4'."),
+    ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3,
+                                          "players": [{}, {}]}},
+     "** Ladder scrabble updated (2 players)."),
+    ({"event": "player_online", "data": {"player": "bob"}}, "** bob logged in."),
+    ({"event": "player_offline", "data": {"player": "bob"}}, "** bob left."),
+    ({"event": "logged_out", "data": {"reason": "Replaced."}}, "** Replaced."),
+    ({"event": "declined", "data": {"by": "bob"}}, "** declined: by: bob"),
+    ({"event": "invited", "data": {"from": "bob"}}, "** invited: from: bob"),  # incomplete
+])
+def test_pushes(push: dict[str, Any], text: str) -> None:
+    assert render_push(push) == text
