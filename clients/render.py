@@ -140,12 +140,16 @@ def history(data: dict[str, Any]) -> str:
 def who(data: dict[str, Any]) -> str:
     players = data["players"]
     if not players:
-        return f"Nobody is logged in ({data.get('spectators', 0)} spectators)."
+        return f"Nobody is logged in ({_count(data.get('spectators', 0), 'spectator')})."
     rows = [[p["player"], p["status"],
              ", ".join(f"{k} {_num(v)}" for k, v in p["ratings"].items()) or "-"]
             for p in players]
     return table(["player", "status", "ratings"], rows) + \
-        f"\n{len(players)} players, {data.get('spectators', 0)} spectators."
+        f"\n{_count(len(players), 'player')}, {_count(data.get('spectators', 0), 'spectator')}."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def ladders(data: dict[str, Any]) -> str:

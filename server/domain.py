@@ -30,10 +30,14 @@ class RatedUnit:
 
     @property
     def cause(self) -> dict[str, int]:
+        """What history shows as the cause: the match, the event, or both."""
+        cause: dict[str, int] = {}
         if self.match_id is not None:
-            return {"match": self.match_id}
-        assert self.event_id is not None
-        return {"event": self.event_id}
+            cause["match"] = self.match_id
+        if self.event_id is not None:
+            cause["event"] = self.event_id
+        assert cause
+        return cause
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,7 @@ async def test_refusals_print_the_servers_message_and_exit_1(lobby: Lobby) -> No
     assert done.stderr == ""
     probe = await lobby.client()
     messages = [(await probe.send_line(c)).get("error") for c in commands[1:8]]
-    assert done.lines[0] == "Nobody is logged in (1 spectators)."
+    assert done.lines[0] == "Nobody is logged in (1 spectator)."
     assert done.lines[1:8] == [f"Error ({e['code']}): {e['message']}" for e in messages if e]
     assert done.lines[1:3] == ["Error (unknown_command): Unknown command 'frobnicate'; try 'help'.",
                                "Error (not_logged_in): 'resign' needs you to log in first."]
@@ -282,7 +282,7 @@ async def test_refusals_print_the_servers_message_and_exit_1(lobby: Lobby) -> No
 async def test_comments_blank_lines_and_quit(lobby: Lobby) -> None:
     done = await run_batch(lobby.url, ["# set up", "", "   ", "who", "quit", "frobnicate"])
     assert (done.returncode, done.lines, done.stderr) == (
-        0, ["Nobody is logged in (1 spectators)."], "")
+        0, ["Nobody is logged in (1 spectator)."], "")
 
 
 def _closed_port() -> int:
