@@ -295,7 +295,23 @@ def parse_frame(text: str) -> Request:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class Push(dict[str, Any]):
+    """A push, which may go to thousands of sessions: encoded once, on first use."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def encoded(self) -> str:
+        try:
+            return self.text
+        except AttributeError:
+            self.text = _ENCODER.encode(self)
+            return self.text
+
+
 def encode(message: dict[str, Any]) -> str:
+    if isinstance(message, Push):
+        return message.encoded()
     return _ENCODER.encode(message)
 
 
@@ -307,8 +323,8 @@ def error(code: str, message: str, id: Id = None, cmd: str | None = None) -> dic
     return {"id": id, "ok": False, "cmd": cmd, "error": {"code": code, "message": message}}
 
 
-def push(event: str, data: Any) -> dict[str, Any]:
-    return {"event": event, "data": data}
+def push(event: str, data: Any) -> Push:
+    return Push(event=event, data=data)
 
 
 def help_text(command: str | None = None) -> dict[str, Any]:
