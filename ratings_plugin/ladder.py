@@ -183,11 +183,14 @@ class LadderBook:
         )
         last = _last_dates(games)
         out: dict[str, Standing] = {}
-        for p, c in ladder.items():
-            s = self.get(p)
-            out[p] = replace(
-                s, rating=c.strength, paluba=c.paluba, dansa=c.dansa, peklo=c.peklo,
-                games=after.dansa[p].games, last_played=_later(s.last_played, last.get(p)),
+        standings = self.standings
+        for p, c in ladder.items():  # the whole ladder, so no dataclasses.replace here
+            s = standings.get(p)
+            played = last.get(p)
+            out[p] = Standing(
+                p, c.strength, after.dansa[p].games,
+                played if s is None else _later(s.last_played, played),
+                0 if s is None else s.experience, c.paluba, c.dansa, c.peklo,
             )
         return out
 

@@ -123,7 +123,7 @@ class RatingsPlugin:
         Inside a transaction (after a failed job) ``publish`` is false: the
         books follow the transaction, the published view waits for the commit.
         """
-        from server.log import ladder_units  # the log format is the server's
+        from server.log import cas_history  # the log format is the server's
 
         self.books = {name: LadderBook(opts) for name, opts in self.options.items()}
         async with conn.execute(
@@ -144,11 +144,7 @@ class RatingsPlugin:
             self.ids = {row["name"]: row["id"] async for row in cur}
         for name, book in self.books.items():
             if book.history is not None:
-                for unit in await ladder_units(conn, name):
-                    book.history.add(
-                        (g.side_a[0], g.side_b[0], g.score_a, g.score_b)
-                        for g in unit.games if g.counts_for("cas")
-                    )
+                book.history.add(await cas_history(conn, name))
         if publish:
             self.published = {name: dict(book.standings) for name, book in self.books.items()}
             self._rows_cache.clear()

@@ -111,3 +111,25 @@ async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq
             ids[row[1]] = row[0]
     return RatedUnit(ladder=ladder, seq=seq, at=at, games=tuple(games), player_ids=ids,
                      event_id=event_id)
+
+
+async def cas_history(conn: aiosqlite.Connection, ladder: str) -> list[tuple[str, str, int, int]]:
+    """Every rated game of a ČAS ladder's closed events, in the order they were rated.
+
+    The same games, in the same order, as :func:`ladder_units` yields, read in
+    one query: Peklo's history is reloaded from it at start-up.
+    """
+    async with conn.execute(
+        """SELECT m.side_a, m.side_b, m.score_a, m.score_b, m.winner FROM matches m
+           JOIN events e ON e.id = m.event_id
+           WHERE e.ladder = ? AND e.status = 'closed' AND e.seq IS NOT NULL
+           AND m.status = 'finished' AND m.seq IS NULL AND m.unrated_reason IS NULL
+           ORDER BY e.seq, m.id""", (ladder,)
+    ) as cur:
+        rows = await cur.fetchall()
+    out = []
+    for a, b, sa, sb, winner in rows:
+        if sa is None or sb is None:
+            sa, sb = {"a": (1, 0), "b": (0, 1)}.get(winner, (0, 0))
+        out.append((a, b, sa, sb))
+    return out

@@ -211,3 +211,27 @@ def test_rate_event_keeps_players_who_did_not_play() -> None:
     new = rate_event(state, [CasGame("a", "b", 410, 400)])
     assert new.paluba["idle"] == 130 and new.dansa["idle"] == DansaRating(1700, 80)
     assert new.paluba["a"] == 102  # rel = 1.9, equal strengths: z = 1.90 → 101.9 → 102
+
+
+def test_fast_combine_rounds_an_exact_half_away_from_zero() -> None:
+    """N = (500 + 500 + 0.5) / 3 = 333.5 exactly for b: the float path must defer to fractions."""
+    from ratings_plugin.systems.cas.combined import combine, combine_exact
+
+    paluba = {"a": 0, "b": 1, "c": 2}
+    dansa = {"a": 0, "b": 1, "c": 2}
+    peklo = {"a": 0.0, "b": 1.0, "c": 2000.0}
+    assert combine(paluba, dansa, peklo)["b"].strength == 334
+    assert combine(paluba, dansa, peklo) == combine_exact(paluba, dansa, peklo)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(900, 2100),
+                          st.one_of(st.floats(1000, 2000), st.integers(2990, 3010).map(lambda k: k / 2))),
+                min_size=1, max_size=30))
+def test_fast_combine_equals_the_exact_definition(rows: list[tuple[int, int, float]]) -> None:
+    from ratings_plugin.systems.cas.combined import combine, combine_exact
+
+    paluba = {f"p{i}": r[0] for i, r in enumerate(rows)}
+    dansa = {f"p{i}": r[1] for i, r in enumerate(rows)}
+    peklo = {f"p{i}": float(r[2]) for i, r in enumerate(rows)}
+    assert combine(paluba, dansa, peklo) == combine_exact(paluba, dansa, peklo)

@@ -200,3 +200,25 @@ async def test_concurrent_results_are_each_committed_and_consistent(lobby: Harne
     assert sorted(s for (s,) in sql(lobby.db, "SELECT seq FROM matches")) == [1, 2, 3, 4]
     done = await run_cli_async(["replay", "--check", "--db", str(lobby.db)], lobby.db.parent)
     assert done.returncode == 0, done.stdout
+
+
+async def test_a_cas_event_closed_after_a_restart_agrees_with_the_log(harness: Harness) -> None:
+    """Peklo's history is reloaded at start-up; the next close must match a replay."""
+    await harness.start()
+    admin = await harness.admin()
+    header = "event,date,side_a,side_b,score_a,score_b\n"
+    first = await admin.call("event create", name="Spring", ladder="scrabble")
+    rows = "".join(f"Spring,{today()},{a},{b},{sa},{sb}\n" for a, b, sa, sb in (
+        ("ann", "ben", 420, 380), ("cid", "dee", 300, 300), ("ann", "cid", 350, 390),
+        ("ben", "dee", 401, 399)))
+    await admin.call("event import", event=first["id"], csv=header + rows)
+    await admin.call("event close", event=first["id"])
+    await harness.stop()
+    await harness.start()
+    admin = await harness.admin()
+    second = await admin.call("event create", name="Summer", ladder="scrabble")
+    await admin.call("event import", event=second["id"],
+                     csv=header + f"Summer,{today()},ann,dee,500,320\nSummer,{today()},eve,ben,410,412\n")
+    await admin.call("event close", event=second["id"])
+    done = await run_cli_async(["replay", "--check", "--db", str(harness.db)], harness.db.parent)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -6,6 +6,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+import numpy.typing as npt
+
 from ratings_plugin.systems.cas import dansa, paluba
 from ratings_plugin.systems.cas.dansa import DansaRating
 from ratings_plugin.systems.rounding import round_to_int
@@ -67,20 +70,59 @@ def combine(
     dansa_ratings: Mapping[str, int],
     peklo_elos: Mapping[str, float],
 ) -> dict[str, CasRating]:
-    """The ladder strength of every player: round((N_P + N_D + N_Pk) / 3), exactly."""
-    players = set(paluba_strengths) | set(dansa_ratings) | set(peklo_elos)
-    missing = players - (set(paluba_strengths) & set(dansa_ratings) & set(peklo_elos))
+    """The ladder strength of every player: round((N_P + N_D + N_Pk) / 3), exactly.
+
+    It runs on every event close over the whole ladder, so the mean is taken
+    in float64 for everyone and redone exactly (with fractions) only where it
+    lies within 1e-9 of a half, the one place a float could round the other
+    way: its error is below 1e-12 on this 0–1000 scale.
+    """
+    players = sorted(set(paluba_strengths) | set(dansa_ratings) | set(peklo_elos))
+    missing = [p for p in players
+               if p not in paluba_strengths or p not in dansa_ratings or p not in peklo_elos]
     if missing:
-        raise ValueError(f"players missing a component: {sorted(missing)}")
+        raise ValueError(f"players missing a component: {missing}")
+    if not players:
+        return {}
+    pal = np.array([paluba_strengths[p] for p in players], dtype=np.float64)
+    dan = np.array([dansa_ratings[p] for p in players], dtype=np.float64)
+    pek = np.array([peklo_elos[p] for p in players], dtype=np.float64)
+    mean = (_normalised(pal) + _normalised(dan) + _normalised(pek)) / 3.0
+    strengths = np.floor(mean + 0.5).astype(np.int64)
+    near_half = np.nonzero(np.abs(mean - np.floor(mean) - 0.5) < 1e-9)[0]
+    if near_half.size:
+        n_p = normalise({p: Fraction(v) for p, v in paluba_strengths.items()})
+        n_d = normalise({p: Fraction(v) for p, v in dansa_ratings.items()})
+        n_k = normalise({p: Fraction(v) for p, v in peklo_elos.items()})
+        for i in near_half.tolist():
+            p = players[i]
+            strengths[i] = round_to_int((n_p[p] + n_d[p] + n_k[p]) / 3)
+    return {
+        p: CasRating(strength=int(strengths[i]), paluba=paluba_strengths[p],
+                     dansa=dansa_ratings[p], peklo=peklo_elos[p])
+        for i, p in enumerate(players)
+    }
+
+
+def _normalised(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The float form of :func:`normalise` (min → 0, max → 1000, all equal → 500)."""
+    low, high = float(values.min()), float(values.max())
+    if low == high:
+        return np.full(values.shape, 500.0)
+    return 1000.0 * (values - low) / (high - low)
+
+
+def combine_exact(
+    paluba_strengths: Mapping[str, int],
+    dansa_ratings: Mapping[str, int],
+    peklo_elos: Mapping[str, float],
+) -> dict[str, CasRating]:
+    """The definition in exact arithmetic for every player; :func:`combine` must agree."""
     n_p = normalise({p: Fraction(v) for p, v in paluba_strengths.items()})
     n_d = normalise({p: Fraction(v) for p, v in dansa_ratings.items()})
     n_k = normalise({p: Fraction(v) for p, v in peklo_elos.items()})
     return {
-        p: CasRating(
-            strength=round_to_int((n_p[p] + n_d[p] + n_k[p]) / 3),
-            paluba=paluba_strengths[p],
-            dansa=dansa_ratings[p],
-            peklo=peklo_elos[p],
-        )
-        for p in players
+        p: CasRating(round_to_int((n_p[p] + n_d[p] + n_k[p]) / 3), paluba_strengths[p],
+                     dansa_ratings[p], peklo_elos[p])
+        for p in n_p
     }
