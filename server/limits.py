@@ -64,7 +64,7 @@ class LoginThrottle:
             return 0.0
         if rec.count < self.free:
             return 0.0
-        delay = min(self.cap, self.base * 2 ** (rec.count - self.free))
+        delay = min(self.cap, self.base * 2.0 ** (rec.count - self.free))
         return max(0.0, rec.last + delay - now)
 
     def wait_for(self, account: str, address: str, now: float | None = None) -> float:

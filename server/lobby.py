@@ -131,7 +131,8 @@ Remember = Callable[[aiosqlite.Connection, Any], Awaitable[None]]
 _REQUEST: ContextVar[RequestKey | None] = ContextVar("request_key", default=None)
 
 Handler = Callable[["Lobby", Session, dict[str, Any]], Awaitable[Any]]
-Deferred = list[tuple[Iterable[Session], dict[str, Any]]]
+Message = dict[str, Any] | Callable[[], dict[str, Any]]
+Deferred = list[tuple[Iterable[Session], Message]]
 # Pushes caused by the command running in this task, sent after its reply.
 # A context variable, since many commands are in flight at once.
 _DEFERRED: ContextVar[Deferred | None] = ContextVar("deferred_pushes", default=None)
@@ -268,7 +269,7 @@ class Lobby:
     async def handle_frame(self, session: Session, text: str) -> None:
         """Answer one frame: the reply first, then the pushes it caused."""
         session.last_seen = time.monotonic()
-        deferred: list[tuple[Iterable[Session], dict[str, Any]]] = []
+        deferred: Deferred = []
         try:
             request = parse_frame(text)
         except ProtocolError as e:
@@ -278,12 +279,14 @@ class Lobby:
         if not session.closed:
             session.send(message)
         for targets, msg in deferred:
+            if callable(msg):
+                msg = msg()
             for s in targets:
                 if not s.closed:
                     s.send(msg)
 
     async def run(self, session: Session, request: Request,
-                  deferred: list[tuple[Iterable[Session], dict[str, Any]]]) -> dict[str, Any]:
+                  deferred: Deferred) -> dict[str, Any]:
         spec = request.spec
         if spec.role in (PLAYER, ADMIN) and session.player is None:
             return error("not_logged_in", f"'{spec.name}' needs you to log in first.",
@@ -385,13 +388,18 @@ class Lobby:
 
     # ---- pushes ---------------------------------------------------------------------------
 
-    def defer(self, targets: Iterable[Session], message: dict[str, Any]) -> None:
-        """Send ``message`` after the current reply (or now, outside a command)."""
+    def defer(self, targets: Iterable[Session], message: Message) -> None:
+        """Send ``message`` after the current reply (or now, outside a command).
+
+        ``message`` may be a function making it, called once after the reply.
+        """
         targets = [t for t in targets if t is not None]
         deferred = _DEFERRED.get()
         if deferred is not None:
             deferred.append((targets, message))
         else:
+            if callable(message):
+                message = message()
             for s in targets:
                 if not s.closed:
                     s.send(message)
@@ -428,11 +436,14 @@ class Lobby:
             if participants is None or change.player in participants:
                 targets.update(watchers)
             self.defer(targets, msg)
-        if full_ladder:
-            self.defer(watchers, push("ladder_updated", {
-                "ladder": outcome.ladder, "event": event_id,
-                "players": self.ratings.rows(outcome.ladder, today()),
-            }))
+        if full_ladder and watchers:
+            ladder = outcome.ladder
+
+            def ladder_updated() -> dict[str, Any]:  # built after the reply has gone out
+                return push("ladder_updated", {"ladder": ladder, "event": event_id,
+                                               "players": self.ratings.rows(ladder, today())})
+
+            self.defer(watchers, ladder_updated)
 
     # ---- helpers for handlers -------------------------------------------------------------
 

@@ -102,10 +102,12 @@ async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq
         rows = list(await cur.fetchall())
     for row in rows:
         games.append(game_from_row(row))
+    # CROSS JOIN fixes the order: from the event's games (indexed) to their players.
     async with conn.execute(
-        """SELECT p.id, p.name FROM match_players mp JOIN players p ON p.id = mp.player_id
-           JOIN matches m ON m.id = mp.match_id
-           WHERE m.event_id = ? AND m.status = 'finished' AND m.seq IS NULL""", (event_id,)
+        """SELECT p.id, p.name FROM matches m CROSS JOIN match_players mp
+           CROSS JOIN players p
+           WHERE m.event_id = ? AND m.status = 'finished' AND m.seq IS NULL
+           AND mp.match_id = m.id AND p.id = mp.player_id""", (event_id,)
     ) as cur:
         async for row in cur:
             ids[row[1]] = row[0]

@@ -1,0 +1,219 @@
+"""Benchmark: closing a ČAS event on a big history, against the Peklo solve alone.
+
+The issue's figure 4: closing a ČAS event of 100 players × 10 games with a
+history of 1,000,000 earlier ČAS games, from ``event close`` to the reply,
+against the Peklo solve alone on the same history; target ≤ 1.5×.
+
+Set-up writes the history straight into a database made by the server's own
+schema (``matchlobby user add`` creates and migrates it): players, closed
+events, 1,000,000 finished games with both sides' rows, and a ratings row per
+player (Paluba, Dansa and Peklo values drawn plausibly; replaying a million
+games through Paluba and Dansa would take minutes and is not what is timed).
+Then a real ``matchlobby serve`` starts on it, an admin imports each new event
+over the protocol, and the bench times ``event close`` round trips. The
+baseline, in the same run and process: Peklo (aggregate + solve) on the same
+history plus the event's games, read from the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from bench.live_matches import free_port  # noqa: E402
+from clients import LobbyClient  # noqa: E402
+from ratings_plugin.systems.cas.peklo import solve_peklo  # noqa: E402
+
+ADMIN, PASSWORD = "director", "bench-password"
+CONFIG = "[password_hashing]\nn = 1024\n[limits]\nmessages_per_second = 1e6\nburst = 1000000\n"
+
+
+def matchlobby() -> list[str]:
+    exe = ROOT / ".venv" / "bin" / "matchlobby"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "server.cli"]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def build_history(db: Path, config: Path, games: int, players: int, events: int,
+                  seed: int) -> None:
+    """A database holding ``games`` rated ČAS games in ``events`` closed events."""
+    done = subprocess.run([*matchlobby(), "user", "add", ADMIN, "--admin", "--db", str(db),
+                           "--config", str(config)], input=PASSWORD + "\n", text=True,
+                          capture_output=True, env=env(), check=False)
+    if done.returncode:
+        raise SystemExit(done.stderr)
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 1, players)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA synchronous=OFF")  # set-up only; the server uses FULL
+    now = "2026-01-01T00:00:00Z"
+    names = [f"p{i:05d}" for i in range(players)]
+    ids = [row[0] for row in (conn.execute(
+        "INSERT INTO players (name, name_key, role, created_at) VALUES (?, ?, 'player', ?) "
+        "RETURNING id", (n, n, now)).fetchone() for n in names)]
+    first = rng.integers(0, players, games)
+    second = rng.integers(0, players - 1, games)
+    second = np.where(second >= first, second + 1, second)
+    p_win = 1.0 / (1.0 + np.exp(strength[second] - strength[first]))
+    score_a = rng.integers(300, 500, games)
+    margin = rng.integers(1, 120, games)
+    a_won = rng.random(games) < p_win
+    score_b = np.where(a_won, score_a - margin, score_a + margin)
+    per_event = games // events
+    start = date(2024, 1, 1)
+    for e in range(events):
+        day = (start + timedelta(days=7 * e)).isoformat()
+        eid = conn.execute(
+            "INSERT INTO events (name, ladder, date, status, created_at, closed_at, seq) "
+            "VALUES (?, 'scrabble', ?, 'closed', ?, ?, ?) RETURNING id",
+            (f"History {e + 1}", day, now, now, e + 1)).fetchone()[0]
+        lo, hi = e * per_event, games if e == events - 1 else (e + 1) * per_event
+        rows = [(eid, names[a], names[b], day, "a" if sa > sb else "b", int(sa), int(sb), now,
+                 now) for a, b, sa, sb in zip(first[lo:hi].tolist(), second[lo:hi].tolist(),
+                                               score_a[lo:hi].tolist(), score_b[lo:hi].tolist(),
+                                               strict=True)]
+        cur = conn.execute("SELECT coalesce(max(id), 0) FROM matches").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO matches (ladder, event_id, side_a, side_b, length, played_on, status, "
+            "winner, score_a, score_b, how, created_at, finished_at) VALUES "
+            "('scrabble', ?, ?, ?, 1, ?, 'finished', ?, ?, ?, 'event', ?, ?)", rows)
+        mids = range(cur + 1, cur + 1 + len(rows))
+        conn.executemany(
+            "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
+            [(m, ids[a], s) for m, a, b in zip(mids, first[lo:hi].tolist(),
+                                               second[lo:hi].tolist(), strict=True)
+             for s, a in (("a", a), ("b", b))])
+    conn.execute("UPDATE counters SET value = ? WHERE name = 'seq'", (events,))
+    played = np.bincount(first, minlength=players) + np.bincount(second, minlength=players)
+    last = (start + timedelta(days=7 * (events - 1))).isoformat()
+    paluba = np.clip(np.round(100 + 40 * strength), 0, None).astype(int)
+    dansa = np.round(1500 + 200 * strength).astype(int)
+    peklo = 1500 + 200 * strength / np.log(2)
+    conn.executemany(
+        "INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa, peklo, "
+        "last_played) VALUES ('scrabble', ?, ?, ?, 0, ?, ?, ?, ?)",
+        [(ids[i], 500.0, int(played[i]), int(paluba[i]), int(dansa[i]), float(peklo[i]), last)
+         for i in range(players) if played[i]])
+    conn.commit()
+    conn.close()
+
+
+def event_csv(name: str, day: str, players: int, per_player: int, field: int,
+              rng: random.Random) -> tuple[str, int]:
+    """``players`` players × ``per_player`` games each (a round of pairings per game)."""
+    chosen = [f"p{i:05d}" for i in rng.sample(range(field), players)]
+    lines = ["event,date,side_a,side_b,score_a,score_b"]
+    for _ in range(per_player):
+        rng.shuffle(chosen)
+        for a, b in zip(chosen[0::2], chosen[1::2], strict=True):
+            sa, sb = rng.randint(300, 500), rng.randint(300, 500)
+            lines.append(f"{name},{day},{a},{b},{sa},{sb}")
+    return "\n".join(lines) + "\n", len(lines) - 1
+
+
+def peklo_alone(db: Path) -> tuple[float, int]:
+    """Time Peklo (aggregate + solve) over every rated ČAS game in the file."""
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT m.side_a, m.side_b, m.score_a, m.score_b FROM matches m JOIN events e "
+        "ON e.id = m.event_id WHERE e.ladder = 'scrabble' AND m.status = 'finished' "
+        "AND e.status = 'closed' ORDER BY e.seq, m.id").fetchall()
+    conn.close()
+    index: dict[str, int] = {}
+    first = np.fromiter((index.setdefault(a, len(index)) for a, _, _, _ in rows), np.int64)
+    second = np.fromiter((index.setdefault(b, len(index)) for _, b, _, _ in rows), np.int64)
+    points = np.fromiter((1.0 if sa > sb else 0.0 if sa < sb else 0.5
+                          for _, _, sa, sb in rows), np.float64)
+    t = time.perf_counter()
+    solve_peklo(first, second, points, len(index))
+    return time.perf_counter() - t, len(rows)
+
+
+async def run(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-close-", dir=args.tmp))
+    config, db = tmp / "bench.toml", tmp / "lobby.db"
+    config.write_text(CONFIG, encoding="utf-8")
+    t = time.perf_counter()
+    build_history(db, config, args.games, args.players, args.history_events, args.seed)
+    print(f"set-up: {args.games:,} games among {args.players:,} players in "
+          f"{args.history_events} closed events, {time.perf_counter() - t:.1f} s")
+    port = free_port()
+    t = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *matchlobby(), "serve", "--db", str(db), "--port", str(port), "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=open(tmp / "server.log", "wb"),  # noqa: SIM115
+        cwd=tmp, env=env())
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 600)
+    if b"listening" not in line:
+        raise SystemExit(f"server did not start: {(tmp / 'server.log').read_text()[-2000:]}")
+    print(f"server start-up (loads ratings and the Peklo history): {time.perf_counter() - t:.1f} s")
+    rng = random.Random(args.seed)
+    rows: list[tuple[int, float, float, float]] = []
+    try:
+        admin = LobbyClient(f"ws://127.0.0.1:{port}/ws", reconnect=False)
+        await admin.connect()
+        await admin.login(ADMIN, PASSWORD)
+        for k in range(args.repeat):
+            name = f"Bench {k + 1}"
+            day = (date(2026, 1, 1) + timedelta(days=k)).isoformat()
+            event = await admin.call("event create", name=name, ladder="scrabble", date=day)
+            csv, count = event_csv(name, day, args.event_players, args.event_games, args.players,
+                                   rng)
+            await admin.call("event import", event=event["id"], csv=csv)
+            t = time.perf_counter()
+            await admin.request("event close", {"event": event["id"]}, timeout=600)
+            close = time.perf_counter() - t
+            solve, history = peklo_alone(db)
+            rows.append((count, close, solve, close / solve))
+            print(f"close {k + 1}: {count} games, history {history:,}: close {close:.3f} s, "
+                  f"Peklo alone {solve:.3f} s, ratio {close / solve:.2f}", flush=True)
+        await admin.close()
+    finally:
+        proc.terminate()
+        await proc.wait()
+    ratios = [r[3] for r in rows]
+    print()
+    print("| event games | history games | close s (median) | Peklo alone s (median) | ratio (median) "
+          "| ratios |")
+    print("|---:|---:|---:|---:|---:|---|")
+    print(f"| {rows[0][0]} | {args.games:,}+ | {statistics.median(r[1] for r in rows):.3f} | "
+          f"{statistics.median(r[2] for r in rows):.3f} | {statistics.median(ratios):.2f} | "
+          f"{', '.join(f'{r:.2f}' for r in ratios)} |")
+    print("Target: close ≤ 1.5 × Peklo alone.")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--games", type=int, default=1_000_000, help="earlier ČAS games (1,000,000)")
+    p.add_argument("--players", type=int, default=20_000, help="players in the history (20,000)")
+    p.add_argument("--history-events", type=int, default=10, help="closed events holding them")
+    p.add_argument("--event-players", type=int, default=100, help="players in the closed event")
+    p.add_argument("--event-games", type=int, default=10, help="games each of them plays")
+    p.add_argument("--repeat", type=int, default=3, help="events closed, one after another")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--tmp", default=None, help="parent of the temporary directory")
+    asyncio.run(run(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
