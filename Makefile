@@ -17,7 +17,7 @@ serve: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy ratings_plugin
+	$(BIN)/mypy ratings_plugin server clients
 
 # The web page's tests drive Debian's Chromium (Playwright cannot download a browser here).
 # CI runs as root on a clean machine: install it there when /usr/bin/chromium is missing.
