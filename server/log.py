@@ -75,7 +75,7 @@ async def ladder_units(conn: aiosqlite.Connection, ladder: str) -> list[RatedUni
         async with conn.execute(
             """SELECT m.* FROM matches m JOIN events e ON e.id = m.event_id
                WHERE e.ladder = ? AND e.status = 'closed' AND e.seq IS NOT NULL
-               AND m.status = 'finished' AND m.seq IS NULL ORDER BY m.id""",
+               AND m.status = 'finished' AND +m.seq IS NULL ORDER BY m.id""",
             (ladder,),
         ) as cur:
             async for row in cur:
@@ -96,7 +96,7 @@ async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq
     games: list[Game] = []
     ids: dict[str, int] = {}
     async with conn.execute(
-        """SELECT * FROM matches WHERE event_id = ? AND status = 'finished' AND seq IS NULL
+        """SELECT * FROM matches WHERE event_id = ? AND status = 'finished' AND +seq IS NULL
            ORDER BY id""", (event_id,)
     ) as cur:
         rows = list(await cur.fetchall())
@@ -106,7 +106,7 @@ async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq
     async with conn.execute(
         """SELECT p.id, p.name FROM matches m CROSS JOIN match_players mp
            CROSS JOIN players p
-           WHERE m.event_id = ? AND m.status = 'finished' AND m.seq IS NULL
+           WHERE m.event_id = ? AND m.status = 'finished' AND +m.seq IS NULL
            AND mp.match_id = m.id AND p.id = mp.player_id""", (event_id,)
     ) as cur:
         async for row in cur:
@@ -118,20 +118,25 @@ async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq
 async def cas_history(conn: aiosqlite.Connection, ladder: str) -> list[tuple[str, str, int, int]]:
     """Every rated game of a ČAS ladder's closed events, in the order they were rated.
 
-    The same games, in the same order, as :func:`ladder_units` yields, read in
-    one query: Peklo's history is reloaded from it at start-up.
+    The same games, in the same order, as :func:`ladder_units` yields: event
+    by event in closing order, each read through the event index (a single
+    query would sort the whole history). Peklo's history is reloaded from it.
     """
     async with conn.execute(
-        """SELECT m.side_a, m.side_b, m.score_a, m.score_b, m.winner FROM matches m
-           JOIN events e ON e.id = m.event_id
-           WHERE e.ladder = ? AND e.status = 'closed' AND e.seq IS NOT NULL
-           AND m.status = 'finished' AND m.seq IS NULL AND m.unrated_reason IS NULL
-           ORDER BY e.seq, m.id""", (ladder,)
+        "SELECT id FROM events WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL "
+        "ORDER BY seq", (ladder,)
     ) as cur:
-        rows = await cur.fetchall()
-    out = []
-    for a, b, sa, sb, winner in rows:
-        if sa is None or sb is None:
-            sa, sb = {"a": (1, 0), "b": (0, 1)}.get(winner, (0, 0))
-        out.append((a, b, sa, sb))
+        events = [row[0] for row in await cur.fetchall()]
+    out: list[tuple[str, str, int, int]] = []
+    for event_id in events:
+        async with conn.execute(
+            """SELECT side_a, side_b, score_a, score_b, winner FROM matches
+               WHERE event_id = ? AND status = 'finished' AND +seq IS NULL
+               AND unrated_reason IS NULL ORDER BY id""", (event_id,)
+        ) as cur:
+            rows = await cur.fetchall()
+        for a, b, sa, sb, winner in rows:
+            if sa is None or sb is None:
+                sa, sb = {"a": (1, 0), "b": (0, 1)}.get(winner, (0, 0))
+            out.append((a, b, sa, sb))
     return out
