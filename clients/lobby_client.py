@@ -236,16 +236,7 @@ class LobbyClient:
 
     async def send_line(self, line: str, timeout: float = 30.0) -> dict[str, Any]:
         """Send a plain command line; its reply (id ``null``) is matched in order."""
-        await self._ready(timeout)
-        ws = self._ws
-        assert ws is not None
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._lines.append(fut)
-        try:
-            await ws.send(line)
-        except ConnectionClosed:
-            raise Disconnected("connection lost while sending") from None
-        return await asyncio.wait_for(fut, timeout)
+        return await self.send_raw(line, timeout)
 
     async def send_raw(self, frame: str | bytes, timeout: float = 30.0) -> dict[str, Any]:
         """Send a frame exactly as given (for tools and tests of bad input) and return its reply.
