@@ -323,14 +323,21 @@ class Database:
                 item.future.set_result(result)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        """Rows as committed when the query starts (every commit acknowledged so far).
+
+        The query runs to its end in one call on the reader's thread. A cursor
+        left open across an ``await`` would keep the shared reader connection
+        in its read transaction, so queries from other tasks would see that old
+        snapshot: a retry could miss the stored reply of a request committed
+        just before and apply it twice.
+        """
         assert self.reader is not None
-        async with self.reader.execute(sql, tuple(params)) as cur:
-            return list(await cur.fetchall())
+        return list(await self.reader.execute_fetchall(sql, tuple(params)))
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        assert self.reader is not None
-        async with self.reader.execute(sql, tuple(params)) as cur:
-            return await cur.fetchone()
+        """The first row of :meth:`fetchall` (the queries look rows up by key)."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
 
 async def next_seq(conn: aiosqlite.Connection) -> int:

@@ -321,13 +321,21 @@ async def event_show(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
 
 
 async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
-                  new_winner: str | None, reason: str | None, admin: Player) -> dict[str, Any]:
-    """Append a correction to the log and recompute the ladder from it when it was rated."""
+                  new_winner: str | None, reason: str | None, admin: Player,
+                  seen: tuple[str, str | None] | None = None) -> dict[str, Any]:
+    """Append a correction to the log and recompute the ladder from it when it was rated.
+
+    ``seen`` is the (status, winner) the caller checked the correction against:
+    if the match changed since, the correction is refused rather than applied to
+    a state nobody checked (say, an adjudication to a match voided meanwhile).
+    """
     row = await lobby.db.fetchone(
         "SELECT m.*, e.status AS event_status FROM matches m LEFT JOIN events e "
         "ON e.id = m.event_id WHERE m.id = ?", (match_id,))
     if row is None:
         raise fail("not_found", f"No match {match_id}.")
+    if seen is not None and (row["status"], row["winner"]) != seen:
+        raise fail("conflict", f"Match {match_id} changed meanwhile; try again.")
     ladder = lobby.ladder(row["ladder"])
     rated = row["seq"] is not None or row["event_status"] == "closed"
     names = row["side_a"].split("+") + row["side_b"].split("+")
@@ -399,12 +407,13 @@ async def void(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         lobby.match_of.pop(live.a, None)
         lobby.match_of.pop(live.b, None)
         return data
-    row = await lobby.db.fetchone("SELECT status FROM matches WHERE id = ?", (mid,))
+    row = await lobby.db.fetchone("SELECT status, winner FROM matches WHERE id = ?", (mid,))
     if row is None:
         raise fail("not_found", f"No match {mid}.")
     if row["status"] in ("voided", "aborted"):
         raise fail("conflict", f"Match {mid} is already {row['status']}.")
-    return await correct(lobby, mid, "void", "voided", None, args["reason"], admin)
+    return await correct(lobby, mid, "void", "voided", None, args["reason"], admin,
+                         seen=(row["status"], row["winner"]))
 
 
 @handler("adjudicate")
@@ -434,7 +443,8 @@ async def adjudicate(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
     if row["winner"] == "draw":
         raise fail("bad_request", f"Match {mid} was a draw with scores; void it and record the "
                                   "right result instead.")
-    return await correct(lobby, mid, "adjudicate", "finished", side, None, admin)
+    return await correct(lobby, mid, "adjudicate", "finished", side, None, admin,
+                         seen=(row["status"], row["winner"]))
 
 
 __all__ = ["MatchFinished", "validate_game"]

@@ -29,7 +29,10 @@ def my_match(lobby: Lobby, session: Session) -> LiveMatch:
     mid = lobby.match_of.get(me.name)
     if mid is None:
         raise fail("conflict", "You are not playing a match.")
-    return lobby.matches[mid]
+    m = lobby.matches.get(mid)
+    if m is None:  # reserved (-1) while a join is being saved
+        raise fail("conflict", "Your match is just being started; try again in a moment.")
+    return m
 
 
 def match_for(lobby: Lobby, session: Session, match_id: int) -> LiveMatch:

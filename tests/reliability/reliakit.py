@@ -1,0 +1,178 @@
+"""Helpers for the reliability tests (crash safety, races): the command line, the database
+read back with plain ``sqlite3``, and the ladders recomputed from the log by ``matchlobby rate``.
+
+Imported by ``conftest.py`` and the test modules (pytest puts this directory on
+``sys.path``; the tests have no ``__init__.py``). Named apart from the other
+suites' helper modules so that the names never clash in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from clients import LobbyClient
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "event,date,side_a,side_b,score_a,score_b,length,rated"
+PASSWORD = "pw-secret"
+ADMIN_PASSWORD = "root-secret"
+ADMINS = ("root", "root2", "root3", "root4", "root5", "root6")
+CLI_TIMEOUT = 60
+SYSTEMS = {"backgammon": "fibs", "scrabble": "cas", "foosball-singles": "p4p",
+           "foosball-doubles": "p4p"}
+CLEAN_REFUSALS = frozenset({"conflict", "not_found"})
+
+
+def config_text(drop_timeout: float | None = None) -> str:
+    """Cheap password hashing; limits lifted, since every client comes from 127.0.0.1 flat out."""
+    server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
+    return (server + "[password_hashing]\nn = 1024\n\n"
+            "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
+            "connections_per_address = 100000\n")
+
+
+# ---- the command line --------------------------------------------------------------------
+
+
+def matchlobby_command() -> list[str]:
+    script = Path(sys.executable).with_name("matchlobby")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "server.cli"]
+
+
+def cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def run_cli(args: Sequence[str], cwd: Path, stdin: str | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*matchlobby_command(), *args], cwd=cwd, env=cli_env(), input=stdin,
+                          capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False)
+
+
+async def run_cli_async(args: Sequence[str], cwd: Path, stdin: str | None = None
+                        ) -> subprocess.CompletedProcess[str]:
+    """``run_cli`` without blocking the event loop (an in-process server may run in it)."""
+    return await asyncio.to_thread(run_cli, args, cwd, stdin)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---- the database, read back ---------------------------------------------------------------
+
+
+def sql(db: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return list(conn.execute(query, params).fetchall())
+    finally:
+        conn.close()
+
+
+def integrity(db: Path) -> str:
+    rows = sql(db, "PRAGMA integrity_check")
+    return "; ".join(str(r[0]) for r in rows)
+
+
+def seq_gaps(db: Path) -> tuple[int, int, int]:
+    """(counter, units holding a seq, distinct seqs): equal when no applied unit was lost."""
+    counter = sql(db, "SELECT value FROM counters WHERE name = 'seq'")[0][0]
+    used = sql(db, "SELECT count(seq), count(DISTINCT seq) FROM (SELECT seq FROM matches "
+                   "WHERE seq IS NOT NULL UNION ALL SELECT seq FROM events WHERE seq IS NOT NULL)")
+    return int(counter), int(used[0][0]), int(used[0][1])
+
+
+def log_rows(db: Path, ladder: str) -> list[str]:
+    """The ladder's rated log as results-file rows, in the order it was applied (``seq``).
+
+    Written from the tables with plain SQL (not with the server's log reader): a
+    live or FIBS-event match is its own unit; a closed event's games are one unit.
+    """
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        units = conn.execute(
+            """SELECT seq, 'match' AS kind, id FROM matches
+               WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished'
+               UNION ALL SELECT seq, 'event' AS kind, id FROM events
+               WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL ORDER BY 1""",
+            (ladder, ladder)).fetchall()
+        out: list[str] = []
+        for unit in units:
+            if unit["kind"] == "match":
+                games = conn.execute("SELECT * FROM matches WHERE id = ?", (unit["id"],)).fetchall()
+            else:
+                games = conn.execute(
+                    "SELECT * FROM matches WHERE event_id = ? AND status = 'finished' "
+                    "AND seq IS NULL ORDER BY id", (unit["id"],)).fetchall()
+            for g in games:
+                sa, sb = g["score_a"], g["score_b"]
+                if sa is None or sb is None:
+                    sa, sb = {"a": (1, 0), "b": (0, 1)}.get(g["winner"], (0, 0))
+                length = "unlimited" if g["length"] is None else g["length"]
+                rated = f"no:{g['unrated_reason']}" if g["unrated_reason"] else ""
+                out.append(f"unit {unit['seq']},{g['played_on']},{g['side_a']},{g['side_b']},"
+                           f"{sa},{sb},{length},{rated}")
+        return out
+    finally:
+        conn.close()
+
+
+def same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and \
+            math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9)
+    return bool(a == b)
+
+
+async def ladders_against_recomputation(client: LobbyClient, db: Path, work: Path) -> dict[str, int]:
+    """Every ladder the server shows equals ``matchlobby rate`` run on the log's results.
+
+    Returns the number of players compared per ladder; raises ``AssertionError``
+    naming the first difference.
+    """
+    compared: dict[str, int] = {}
+    for ladder, system in SYSTEMS.items():
+        shown = await client.call("ladder", ladder=ladder, all=True, count=1000)
+        assert shown["total"] == len(shown["players"]), (ladder, shown["total"])
+        rows = log_rows(db, ladder)
+        if not rows:
+            assert shown["players"] == [], (ladder, shown)
+            compared[ladder] = 0
+            continue
+        path = work / f"recompute-{ladder}.csv"
+        path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+        done = await run_cli_async(["rate", system, str(path), "--format", "json"], work)
+        assert done.returncode == 0, (ladder, done.stderr)
+        expected = json.loads(done.stdout)["players"]
+        got = shown["players"]
+        assert [r["player"] for r in got] == [r["player"] for r in expected], \
+            (ladder, [r["player"] for r in got], [r["player"] for r in expected])
+        for mine, theirs in zip(got, expected, strict=True):
+            for key, value in theirs.items():
+                assert same_value(mine.get(key), value), (ladder, mine["player"], key,
+                                                          mine.get(key), value)
+        compared[ladder] = len(got)
+    return compared
+
+
+def replay_check(db: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    return run_cli(["replay", "--check", "--db", str(db), "--config", str(config)], db.parent)
