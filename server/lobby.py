@@ -447,6 +447,13 @@ class Lobby:
 
     # ---- helpers for handlers -------------------------------------------------------------
 
+    def end_live(self, m: LiveMatch) -> None:
+        """Forget a live match that has ended (finished, aborted or voided) and committed."""
+        self.matches.pop(m.id, None)
+        for name in (m.a, m.b):
+            if self.match_of.get(name) == m.id:
+                del self.match_of[name]
+
     def ladder(self, name: str) -> Ladder:
         ladder = self.ladders.get(name)
         if ladder is None:

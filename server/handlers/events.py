@@ -403,9 +403,7 @@ async def void(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
             data = await correct(lobby, mid, "void", "voided", None, args["reason"], admin)
         finally:
             live.busy = False
-        lobby.matches.pop(mid, None)
-        lobby.match_of.pop(live.a, None)
-        lobby.match_of.pop(live.b, None)
+        lobby.end_live(live)
         return data
     row = await lobby.db.fetchone("SELECT status, winner FROM matches WHERE id = ?", (mid,))
     if row is None:

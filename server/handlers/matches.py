@@ -109,9 +109,7 @@ async def finish(lobby: Lobby, m: LiveMatch, winner: str, how: str,
     except BaseException:
         m.busy = False
         raise
-    lobby.matches.pop(m.id, None)
-    lobby.match_of.pop(m.a, None)
-    lobby.match_of.pop(m.b, None)
+    lobby.end_live(m)
     if dropper is not None:
         lobby.player(dropper).dropped += 1
     message = push("match_finished", data)
@@ -330,9 +328,7 @@ async def abort(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     except BaseException:
         m.busy = False
         raise
-    lobby.matches.pop(m.id, None)
-    lobby.match_of.pop(m.a, None)
-    lobby.match_of.pop(m.b, None)
+    lobby.end_live(m)
     lobby.defer(lobby.sessions_of([other]), push("match_aborted", data))
     return data
 
