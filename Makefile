@@ -33,8 +33,9 @@ browser:
 test: lint browser
 	$(BIN)/python -m pytest
 
+# Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.
 bench: $(STAMP)
-	$(BIN)/python bench/peklo.py
+	$(BIN)/python bench/run_all.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
