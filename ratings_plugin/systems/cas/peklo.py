@@ -1,17 +1,16 @@
 """Peklo (RATINGS.md §3.4): a whole-history Bradley–Terry-style fit, vectorised.
 
 It is solved afresh from every ČAS game ever rated, on every event close, so
-the pair table is aggregated sparsely (one entry per pair that met) and each
-iteration is a handful of numpy passes over those pairs.
+the pair table is aggregated sparsely (one entry per pair that met, grouped by
+player with one integer sort) and each iteration is a handful of numpy passes
+over those pairs (see docs/PERFORMANCE.md: about 0.2 s for 1,000,000 games).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy.typing as npt
 
 PAD_GAMES = 20
 TOLERANCE = 1e-12
+UNDAMPED_ITERATIONS = 100  # a connected history converges in a few dozen plain steps
 MAX_ITERATIONS = 10_000
 CLAMP = 1e-6
 
@@ -53,6 +53,10 @@ class PairTable:
     games: IntArray
 
 
+_PACKED_MAX_N = 1 << 30
+"""Largest n for which key·4 + points code (key < n²) fits in an int64."""
+
+
 def aggregate(first: IntArray, second: IntArray, points_first: FloatArray, n: int) -> PairTable:
     """Sum the games into b[i][j] for every pair that met (win 1, draw ½, loss 0).
 
@@ -80,27 +84,34 @@ def aggregate(first: IntArray, second: IntArray, points_first: FloatArray, n: in
     return PairTable(n=n, src=src, dst=dst, won=won, lost=lost, games=games)
 
 
-_PACKED_MAX_N = 1 << 30
-"""Largest n for which key·4 + points code (key < n²) fits in an int64."""
-
-
 def _aggregate_halves(
     first: IntArray, second: IntArray, halves: IntArray, n: int
 ) -> tuple[IntArray, IntArray, FloatArray, FloatArray]:
-    """Fast path: sort (src·n + dst)·4 + half-points as plain integers, uint32 when it fits."""
-    packed = np.concatenate([(first * n + second) * 4 + halves, (second * n + first) * 4 + (2 - halves)])
-    if 4 * n * n <= 1 << 32:
-        packed = packed.astype(np.uint32)  # half the bytes to sort and scan
+    """Fast path: sort (src·n + dst)·4 + half-points as plain integers.
+
+    The keys are built in place in one buffer, of uint32 when 4·n² fits (half
+    the bytes to write, sort and scan; fresh memory is costly to touch).
+    """
+    games = first.size
+    key_type = np.uint32 if 4 * n * n <= 1 << 32 else np.int64
+    packed: npt.NDArray[np.integer[Any]] = np.empty(2 * games, dtype=key_type)
+    forward, backward = packed[:games], packed[games:]
+    for key, src, dst, code in ((forward, first, second, halves), (backward, second, first, 2 - halves)):
+        np.multiply(src, n, out=key, casting="unsafe")
+        np.add(key, dst, out=key, casting="unsafe")
+        key <<= 2
+        np.add(key, code, out=key, casting="unsafe")
     packed.sort()
     keys = packed >> 2
     starts = _run_starts(keys)
     if starts.size == 0:
         none = np.zeros(0, dtype=np.int64)
         return none, none, np.zeros(0), np.zeros(0)
-    pair = keys[starts].astype(np.int64)
-    won = np.add.reduceat(packed & 3, starts) * 0.5
+    pair_src, pair_dst = np.divmod(keys[starts].astype(np.int64), n)
+    packed &= 3
+    won = np.add.reduceat(packed, starts) * 0.5
     lost = np.diff(np.append(starts, keys.size)) - won
-    return pair // n, pair % n, won, lost
+    return pair_src, pair_dst, won, lost
 
 
 def _aggregate_general(
@@ -131,43 +142,58 @@ def _run_starts(sorted_values: npt.NDArray[np.integer[Any]]) -> IntArray:
     return np.flatnonzero(flags)
 
 
-class _RowSums:
-    """x ↦ Σ_j w[i][j]·x_j for every player i, over the rows with w ≠ 0 grouped by player.
+_BLOCK_ROWS = 1 << 17
+"""Rows per block of a step: a block's gathered x and products (1 MB each) stay in
+cache instead of streaming full-length temporaries through memory (≈1.5× faster
+per step on 2M rows than whole-array passes)."""
 
-    One gather, one multiply and one ``np.add.reduceat`` over each player's
-    run, into a preallocated buffer: several times faster than
-    ``np.bincount(src, weights=...)`` with fresh temporaries, and dropping
-    the zero weights (a single game has either won or lost = 0) halves the
-    rows.
+
+class _OpponentSums:
+    """x ↦ (Σ_j won[i][j]·x_j, Σ_j lost[i][j]·x_j) for every player i, over a src-sorted table.
+
+    Each player's rows are one contiguous run, so a sum is one ``np.add.reduceat``
+    segment (several times faster than ``np.bincount(src, weights=...)``).  The
+    rows are processed in blocks that end on a player boundary, so every
+    segment is summed over the same values in the same order whatever the
+    block size: blocking does not change a single bit.
     """
 
-    def __init__(self, src: IntArray, dst: IntArray, weight: FloatArray, n: int) -> None:
-        keep = weight != 0.0
-        src = src[keep]
+    def __init__(self, src: IntArray, dst: IntArray, won: FloatArray, lost: FloatArray, n: int) -> None:
         self.n = n
-        self.dst = dst[keep]
-        self.weight = weight[keep]
-        self.starts = _run_starts(src)
-        self.players = src[self.starts]
-        self.buffer = np.empty(self.dst.size)
+        self.dst = dst
+        self.won = won
+        self.lost = lost
+        starts = _run_starts(src)
+        self.players = src[starts]
+        runs = starts.size
+        first_runs = np.unique(np.searchsorted(starts, np.arange(0, src.size, _BLOCK_ROWS)))
+        bounds = np.append(first_runs[first_runs < runs], runs).tolist()
+        row_at = np.append(starts, src.size).tolist()
+        self.blocks = [
+            (row_at[k0], row_at[k1], k0, k1, starts[k0:k1] - row_at[k0])
+            for k0, k1 in pairwise(bounds)
+        ]
+        size = max((end - begin for begin, end, *_ in self.blocks), default=0)
+        self.gathered = np.empty(size)
+        self.product = np.empty(size)
+        self.won_sums = np.empty(runs)
+        self.lost_sums = np.empty(runs)
 
-    def total(self) -> FloatArray:
-        """Σ_j w[i][j] for every player."""
-        return self._by_player(self.weight)
+    def __call__(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+        for begin, end, k0, k1, local_starts in self.blocks:
+            rows = end - begin
+            gathered = self.gathered[:rows]
+            product = self.product[:rows]
+            # out= with the default mode="raise" makes numpy buffer a copy; the indices are valid anyway.
+            np.take(x, self.dst[begin:end], out=gathered, mode="wrap")
+            np.multiply(self.won[begin:end], gathered, out=product)
+            np.add.reduceat(product, local_starts, out=self.won_sums[k0:k1])
+            np.multiply(self.lost[begin:end], gathered, out=product)
+            np.add.reduceat(product, local_starts, out=self.lost_sums[k0:k1])
+        return self._by_player(self.won_sums), self._by_player(self.lost_sums)
 
-    def __call__(self, x: FloatArray) -> FloatArray:
-        # out= with the default mode="raise" makes numpy buffer a copy; indices are valid anyway.
-        np.take(x, self.dst, out=self.buffer, mode="wrap")
-        np.multiply(self.buffer, self.weight, out=self.buffer)
-        return self._by_player(self.buffer)
-
-    def _by_player(self, values: FloatArray) -> FloatArray:
-        # reduceat gives a neighbour's value for an empty run, so players without rows are scattered around.
-        if self.starts.size == 0:
-            return np.zeros(self.n)
-        sums: FloatArray = np.add.reduceat(values, self.starts)
-        if self.players.size == self.n:
-            return sums
+    def _by_player(self, sums: FloatArray) -> FloatArray:
+        """Per-run sums as a fresh length-n array; players without rows get 0."""
         out = np.zeros(self.n)
         out[self.players] = sums
         return out
@@ -185,56 +211,44 @@ def _sorted_by_src(table: PairTable) -> PairTable:
     )
 
 
-PARALLEL_MIN_ROWS = 200_000
-"""From this many table rows on, the two sums of a step run on two threads.
-
-numpy releases the GIL in take/multiply/reduceat, so on a multi-core machine
-the won and lost sums overlap; each sum is computed exactly as on one thread,
-so the result is bit-identical either way.
-"""
-
-
 def solve_table(table: PairTable) -> PekloSolution:
     """Iterate RATINGS.md's fixed point from x = ½ until max |Δx| < 1e-12.
 
-    A step needs two sums per player over its opponents, Σ b[i][j]·x_j and
-    Σ b[j][i]·x_j; they are independent, so big tables compute them on two
-    threads.
+    A step needs, per player, Σ b[i][j]·x_j and Σ b[j][i]·x_j over the
+    opponents; ``_OpponentSums`` computes both in one blocked pass.
     """
     n = table.n
     if n == 0:
         empty = np.zeros(0)
         return PekloSolution(empty, empty, 0, True)
     table = _sorted_by_src(table)
-    src = np.asarray(table.src, dtype=np.int64)
-    dst = np.asarray(table.dst, dtype=np.int64)
-    won_sums = _RowSums(src, dst, np.asarray(table.won, dtype=np.float64), n)
-    lost_sums = _RowSums(src, dst, np.asarray(table.lost, dtype=np.float64), n)
+    sums = _OpponentSums(
+        np.asarray(table.src, dtype=np.int64), np.asarray(table.dst, dtype=np.int64),
+        np.asarray(table.won, dtype=np.float64), np.asarray(table.lost, dtype=np.float64), n,
+    )
     pad = np.maximum(0, PAD_GAMES - table.games) / 2.0
     half_pad = pad * 0.5
-    lost_total = lost_sums.total() + half_pad
+    lost_total = sums(np.ones(n))[1] + half_pad
     x = np.full(n, 0.5)
     target = n / 2.0
     converged = False
     iterations = 0
-    parallel = src.size >= PARALLEL_MIN_ROWS and (os.cpu_count() or 1) > 1
-    with ThreadPoolExecutor(max_workers=1) if parallel else nullcontext() as pool:
-        for iterations in range(1, MAX_ITERATIONS + 1):  # noqa: B007
-            if pool is None:
-                lost_x = lost_sums(x)
-                num = won_sums(x) + half_pad
-            else:
-                pending = pool.submit(lost_sums, x)
-                num = won_sums(x) + half_pad
-                lost_x = pending.result()
-            y = num / (num + lost_total - lost_x)
-            new = y * (target / y.sum())
-            np.clip(new, CLAMP, 1.0 - CLAMP, out=new)
-            delta = float(np.max(np.abs(new - x)))
-            x = new
-            if delta < TOLERANCE:
-                converged = True
-                break
+    for iterations in range(1, MAX_ITERATIONS + 1):
+        won_x, lost_x = sums(x)
+        num = won_x + half_pad
+        y = num / (num + lost_total - lost_x)
+        new = y * (target / y.sum())
+        np.clip(new, CLAMP, 1.0 - CLAMP, out=new)
+        delta = float(np.max(np.abs(new - x)))
+        if iterations > UNDAMPED_ITERATIONS:
+            # Same fixed point, reached by half steps: the plain step oscillates for
+            # ever when no one is padded and the games split into two sides that
+            # only meet each other (two clubs, or two players alone).
+            new = 0.5 * (x + new)
+        x = new
+        if delta < TOLERANCE:
+            converged = True
+            break
     elo = 1500.0 + 200.0 * np.log2(x / (1.0 - x))
     return PekloSolution(x, elo, iterations, converged)
 
