@@ -165,9 +165,30 @@ def _id(value: Any) -> Id:
         raise bad("id must be a number or a short string.")
     if isinstance(value, int) and -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
         return value
-    if isinstance(value, str) and len(value) <= MAX_ID_LENGTH:
+    if isinstance(value, str) and len(value) <= MAX_ID_LENGTH and not _lone_surrogate(value):
         return value
     raise bad("id must be a number or a string of at most 64 characters.")
+
+
+def _lone_surrogate(obj: Any) -> bool:
+    """Whether a string in ``obj`` holds half a surrogate pair (a lone ``\\ud800`` escape).
+
+    Such text has no UTF-8 form: it could be neither stored nor sent back.
+    """
+    stack = [obj]
+    while stack:  # not recursive: the object may be nested as deep as the JSON parser allows
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode()
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 def lookup(name: str) -> CommandSpec:
@@ -223,6 +244,8 @@ def parse_json(text: str) -> Request:
     unknown = set(obj) - {"id", "cmd", "args"}
     req_id = _id(obj.get("id"))
     try:
+        if "\\u" in text and _lone_surrogate(obj):
+            raise bad("Text must be valid Unicode: a \\uD800-\\uDFFF escape must be half of a pair.")
         if unknown:
             raise bad(f"Unknown field(s) {sorted(unknown)[:5]}; a message has id, cmd and args.")
         cmd = obj.get("cmd")

@@ -27,8 +27,13 @@ from server.lobby import Lobby, Session
 from server.protocol import encode, error
 
 log = logging.getLogger(__name__)
+# websockets logs every frame at DEBUG, passwords and all: its logger never goes below INFO,
+# whatever the level of the root logger (connections opened and closed are still logged).
+WS_LOG = log.getChild("websockets")
+WS_LOG.setLevel(logging.INFO)
 
 HARD_LIMIT_FACTOR = 16
+CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 Outgoing = str | tuple[int, str] | None
@@ -75,6 +80,7 @@ class Transport:
             max_size=lim.max_message * HARD_LIMIT_FACTOR,
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
+            logger=WS_LOG,
             ssl=self._ssl_context(),
             # Off by default: lobby frames are a few hundred bytes, where deflate
             # costs ~30 µs a frame and a zlib context per connection for nothing.
@@ -179,6 +185,7 @@ class Transport:
                     send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
                 await self.lobby.handle_frame(session, frame)
+            await self._read_out(ws)
         except ConnectionClosed:
             writer.cancel()  # the peer is gone: nothing queued can reach it any more
         finally:
@@ -188,6 +195,17 @@ class Transport:
             if self.per_address[address] <= 0:
                 del self.per_address[address]
             await self._stop_writer(queue, writer)
+
+    async def _read_out(self, ws: ServerConnection) -> None:
+        """We are closing: drop what the peer sent before it saw our close frame.
+
+        Its answer to the close comes after those frames; left unread, they would hold the
+        connection (and what it sent) open until websockets' close timeout.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CLOSING_GRACE):
+                while True:
+                    await ws.recv()
 
     async def _drain(self, ws: ServerConnection, queue: asyncio.Queue[Outgoing]) -> None:
         with contextlib.suppress(ConnectionClosed):

@@ -19,7 +19,7 @@ from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
 from server.lobby import Lobby, Player, Session, fail, handler, today
 from server.log import event_unit, ladder_units
-from server.protocol import push
+from server.protocol import MAX_LENGTH, MAX_SCORE, push
 from server.storage import next_seq, now
 
 MAX_IMPORT_ROWS = 5000
@@ -47,6 +47,11 @@ def event_data(e: EventRow) -> dict[str, Any]:
 
 def validate_game(lobby: Lobby, ladder: Ladder, game: Game) -> None:
     """The ladder's rules for one recorded game; ``bad_request`` with the reason."""
+    # the bounds of `event result`'s arguments, for results files too (SQLite holds 64 bits)
+    if max(game.score_a, game.score_b) > MAX_SCORE:
+        raise fail("bad_request", f"A score is at most {MAX_SCORE}.")
+    if game.length is not None and game.length > MAX_LENGTH:
+        raise fail("bad_request", f"A match length is at most {MAX_LENGTH}.")
     try:
         LadderBook(ladder.options).check_game(game)
     except ValueError as e:
