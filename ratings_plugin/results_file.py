@@ -18,6 +18,7 @@ from ratings_plugin.games import Game, valid_name
 REQUIRED = ("event", "date", "side_a", "side_b", "score_a", "score_b")
 OPTIONAL = ("length", "rated")
 MAX_SIDE = 2
+MAX_LENGTH = 1000  # no backgammon match is longer; a larger number is a typing error
 DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
@@ -73,6 +74,8 @@ def parse_length(text: str) -> int | None:
         raise ValueError(f"length is not a whole number or 'unlimited': {text!r}") from None
     if value < 1:
         raise ValueError(f"length must be positive: {text!r}")
+    if value > MAX_LENGTH:
+        raise ValueError(f"length must be at most {MAX_LENGTH}: {text!r}")
     return value
 
 

@@ -445,6 +445,36 @@ class Lobby:
 
             self.defer(watchers, ladder_updated)
 
+    def publish_bulk(self, outcomes: Iterable[Outcome], ladder: str, event_id: int) -> None:
+        """After a bulk import: one net ``rating_changed`` per player and one ``ladder_updated``.
+
+        Per-game pushes would queue hundreds of messages per watcher at once and
+        drop even clients that read everything; the net effect is what they need.
+        """
+        first: dict[str, Any] = {}
+        last: dict[str, Any] = {}
+        for outcome in outcomes:
+            for plugin in self.plugins:
+                plugin.committed(outcome)
+            for change in outcome.changes:
+                first.setdefault(change.player, change)
+                last[change.player] = change
+        for player, change in last.items():
+            before = first[player].before
+            me = self.session_of(player)
+            if me is not None:
+                self.defer([me], push("rating_changed", {
+                    "ladder": ladder, "player": player, "before": before, "after": change.after,
+                    "change": None if before is None else change.after - before,
+                    "cause": {"event": event_id}}))
+        watchers = self.watchers(ladder)
+        if last and watchers:
+            def ladder_updated() -> dict[str, Any]:
+                return push("ladder_updated", {"ladder": ladder, "event": event_id,
+                                               "players": self.ratings.rows(ladder, today())})
+
+            self.defer(watchers, ladder_updated)
+
     # ---- helpers for handlers -------------------------------------------------------------
 
     def end_live(self, m: LiveMatch) -> None:

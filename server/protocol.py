@@ -257,7 +257,11 @@ def parse_json(text: str) -> Request:
             args = {}
         if not isinstance(args, dict):
             raise ProtocolError("bad_request", "'args' must be an object.", cmd=spec.name)
-        return Request(spec.name, bind(spec, [], dict(args)), req_id)
+        try:
+            return Request(spec.name, bind(spec, [], dict(args)), req_id)
+        except ProtocolError as e:
+            e.cmd = e.cmd or spec.name
+            raise
     except ProtocolError as e:
         e.id = req_id
         raise
@@ -280,6 +284,14 @@ def parse_line(text: str) -> Request:
         name = f"{name} {rest[0].lower()}"
         rest = rest[1:]
     spec = lookup(name)
+    try:
+        return _bind_line(spec, rest)
+    except ProtocolError as e:
+        e.cmd = e.cmd or spec.name
+        raise
+
+
+def _bind_line(spec: CommandSpec, rest: list[str]) -> Request:
     positional: list[Any] = []
     named: dict[str, Any] = {}
     flags = {f.name: f for f in spec.flags}
@@ -304,6 +316,17 @@ def parse_line(text: str) -> Request:
             positional.append(word)
         i += 1
     return Request(spec.name, bind(spec, positional, named))
+
+
+def frame_id(text: str) -> Id:
+    """The id of a JSON frame, when it can be read (for refusals before parsing proper)."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+        return _id(obj.get("id")) if isinstance(obj, dict) else None
+    except (ValueError, RecursionError, ProtocolError):
+        return None
 
 
 def parse_frame(text: str) -> Request:

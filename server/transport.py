@@ -24,7 +24,7 @@ from websockets.http11 import Request, Response
 from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Lobby, Session
-from server.protocol import encode, error
+from server.protocol import encode, error, frame_id
 
 log = logging.getLogger(__name__)
 # websockets logs every frame at DEBUG, passwords and all: its logger never goes below INFO,
@@ -178,7 +178,8 @@ class Transport:
                         close(1008, "too many messages")
                         break
                     send(error("rate_limited", f"Too many messages: at most "
-                                               f"{lim.messages_per_second:g} a second."))
+                                               f"{lim.messages_per_second:g} a second.",
+                               frame_id(frame) if isinstance(frame, str) else None))
                     continue
                 strikes = 0
                 if isinstance(frame, bytes):

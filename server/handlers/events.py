@@ -139,13 +139,11 @@ async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladd
     return mid, await lobby.emit(conn, MatchFinished(unit)), game
 
 
-def publish_recorded(lobby: Lobby, created: dict[str, Player],
-                     outcomes: Sequence[Outcome | None]) -> None:
+def publish_recorded(lobby: Lobby, created: dict[str, Player], outcome: Outcome | None) -> None:
     for p in created.values():
         lobby.players[p.key] = p
-    for outcome in outcomes:
-        if outcome is not None:
-            lobby.publish_outcome(outcome)
+    if outcome is not None:
+        lobby.publish_outcome(outcome)
 
 
 def game_data(mid: int, game: Game, outcome: Outcome | None) -> dict[str, Any]:
@@ -186,7 +184,7 @@ async def event_result(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
         return outcome, data
 
     outcome, data = await lobby.db.write(job)
-    publish_recorded(lobby, created, [outcome])
+    publish_recorded(lobby, created, outcome)
     return data
 
 
@@ -235,7 +233,9 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
         return [o for _, o, _ in results], data
 
     outcomes, data = await lobby.db.write(job)
-    publish_recorded(lobby, created, outcomes)
+    for p in created.values():
+        lobby.players[p.key] = p
+    lobby.publish_bulk([o for o in outcomes if o is not None], ladder.name, event.id)
     return data
 
 
