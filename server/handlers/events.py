@@ -41,6 +41,14 @@ async def load_event(lobby: Lobby, event_id: int) -> EventRow:
     return EventRow(row["id"], row["name"], row["ladder"], row["date"], row["status"])
 
 
+async def open_event(lobby: Lobby, event_id: int) -> tuple[EventRow, Ladder]:
+    """An event that still takes results, and its ladder; ``conflict`` once it is closed."""
+    event = await load_event(lobby, event_id)
+    if event.status != "open":
+        raise fail("conflict", f"Event {event.id} is closed; it takes no more results.")
+    return event, lobby.ladder(event.ladder)
+
+
 def event_data(e: EventRow) -> dict[str, Any]:
     return {"id": e.id, "name": e.name, "ladder": e.ladder, "date": e.date, "status": e.status}
 
@@ -160,10 +168,7 @@ def game_data(mid: int, game: Game, outcome: Outcome | None) -> dict[str, Any]:
 
 @handler("event result")
 async def event_result(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    event = await load_event(lobby, args["event"])
-    if event.status != "open":
-        raise fail("conflict", f"Event {event.id} is closed; it takes no more results.")
-    ladder = lobby.ladder(event.ladder)
+    event, ladder = await open_event(lobby, args["event"])
     raw = args.get("length", 1)
     game = Game(
         side_a=canonical(lobby, args["side_a"], {}), side_b=canonical(lobby, args["side_b"], {}),
@@ -197,10 +202,7 @@ async def _still_open(conn: aiosqlite.Connection, event_id: int) -> None:
 
 @handler("event import")
 async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    event = await load_event(lobby, args["event"])
-    if event.status != "open":
-        raise fail("conflict", f"Event {event.id} is closed; it takes no more results.")
-    ladder = lobby.ladder(event.ladder)
+    event, ladder = await open_event(lobby, args["event"])
     try:
         rows = parse_results(args["csv"], "CSV")
     except ResultsError as e:
@@ -241,10 +243,7 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
 
 @handler("event close")
 async def event_close(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    event = await load_event(lobby, args["event"])
-    if event.status != "open":
-        raise fail("conflict", f"Event {event.id} is already closed.")
-    ladder = lobby.ladder(event.ladder)
+    event, ladder = await open_event(lobby, args["event"])
     remember = lobby.remembering()
 
     async def job(conn: aiosqlite.Connection
