@@ -12,7 +12,7 @@ import contextlib
 import logging
 import mimetypes
 import ssl
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,42 @@ CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 Outgoing = str | tuple[int, str] | None
+
+
+class Outbox:
+    """A connection's bounded queue of outgoing items, read by its one writer task.
+
+    ``asyncio.Queue`` with a single reader, for a fraction of its memory: it holds
+    one deque and, while the writer waits, one future, where ``asyncio.Queue``
+    holds three deques and an ``Event`` (about 3 KB an idle connection, 30 MB
+    for 10,000). ``put_nowait`` raises ``asyncio.QueueFull`` when ``limit``
+    items are waiting (a limit of 0 or less: no limit, as for ``asyncio.Queue``).
+    """
+
+    __slots__ = ("_items", "_limit", "_waiter")
+
+    def __init__(self, limit: int) -> None:
+        self._items: deque[Outgoing] = deque()
+        self._limit = limit
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Outgoing) -> None:
+        if 0 < self._limit <= len(self._items):
+            raise asyncio.QueueFull
+        self._items.append(item)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Outgoing:
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                if self._waiter is waiter:
+                    self._waiter = None
+        return self._items.popleft()
 
 
 class Transport:
@@ -126,7 +162,7 @@ class Transport:
             await ws.close(1008, "too many connections from your address")
             return
         self.per_address[address] += 1
-        queue: asyncio.Queue[Outgoing] = asyncio.Queue(lim.outgoing_queue)
+        queue = Outbox(lim.outgoing_queue)
         self.connections.add(ws)
 
         def send(message: dict[str, Any]) -> None:
@@ -208,7 +244,7 @@ class Transport:
                 while True:
                     await ws.recv()
 
-    async def _drain(self, ws: ServerConnection, queue: asyncio.Queue[Outgoing]) -> None:
+    async def _drain(self, ws: ServerConnection, queue: Outbox) -> None:
         with contextlib.suppress(ConnectionClosed):
             while True:
                 item = await queue.get()
@@ -219,8 +255,7 @@ class Transport:
                     return
                 await ws.send(item)
 
-    async def _stop_writer(self, queue: asyncio.Queue[Outgoing], writer: asyncio.Task[None]
-                           ) -> None:
+    async def _stop_writer(self, queue: Outbox, writer: asyncio.Task[None]) -> None:
         """Let the writer flush what we queued (an error, a close) for a moment, then stop it."""
         with contextlib.suppress(asyncio.QueueFull):
             queue.put_nowait(None)
