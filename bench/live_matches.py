@@ -1,6 +1,6 @@
 """Benchmark: live matches played to the end against plain aiosqlite transactions.
 
-N pairs of clients (:class:`clients.lobby_client.LobbyClient`, one WebSocket
+N pairs of light raw clients (bench/_harness.py's ``Conn``, one WebSocket
 each) play matches as fast as they can: A ``invite``s B to ``backgammon``
 length 1, B ``join``s, and one of them ``resign``s (A and B take turns).
 Each match is two writes on the server (``join`` inserts the match,
@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import os
 import platform
 import signal
@@ -46,6 +47,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
@@ -53,7 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's install holds
     sys.path.insert(0, str(ROOT))
 
-from clients.lobby_client import LobbyClient  # noqa: E402
+from bench._harness import Conn  # noqa: E402
 from server.storage import PRAGMAS  # noqa: E402
 
 LADDER = "backgammon"
@@ -228,26 +230,55 @@ async def inprocess_server(config: Path, db: Path) -> AsyncIterator[Served]:
 # ---- the lobby run --------------------------------------------------------------------------
 
 
-async def connect_pairs(url: str, pairs: int, tag: str) -> list[tuple[LobbyClient, LobbyClient]]:
-    async def one(name: str) -> LobbyClient:
-        client = LobbyClient(url, reconnect=False)
-        await client.connect()
-        await client.register(name, PASSWORD)
-        return client
+class Player:
+    """One light raw client (bench/_harness.py's ``Conn``): frames made by hand, pushes only counted.
 
-    clients = await asyncio.gather(*(one(f"{tag}{i:03d}{side}")
+    The clients are load generators, like ``wrk`` for HTTP: the figure is the
+    server's, so they spend as little CPU as they can on this 2-core machine
+    (``clients.lobby_client.LobbyClient`` costs ~1 ms of client CPU per match).
+    """
+
+    ids = itertools.count(1)
+
+    def __init__(self, name: str, conn: Conn) -> None:
+        self.name = name
+        self.conn = conn
+
+    async def call(self, cmd: str, args: str) -> dict[str, Any]:
+        rid = next(Player.ids)
+        _, message = await self.conn.call(f'{{"id":{rid},"cmd":"{cmd}","args":{args}}}', rid)
+        if not message.get("ok"):
+            raise RuntimeError(f"{self.name}: {cmd}: {message.get('error')}")
+        data: dict[str, Any] = message["data"]
+        return data
+
+
+async def connect_pairs(url: str, pairs: int, tag: str) -> list[tuple[Player, Player]]:
+    from websockets.asyncio.client import connect
+
+    async def one(name: str) -> Player:
+        ws = await connect(url, compression=None, max_size=2**24, open_timeout=60)
+        player = Player(name, Conn(ws))
+        await player.call("register", f'{{"name":"{name}","password":"{PASSWORD}"}}')
+        return player
+
+    players = await asyncio.gather(*(one(f"{tag}{i:03d}{side}")
                                      for i in range(pairs) for side in "ab"))
-    return [(clients[2 * i], clients[2 * i + 1]) for i in range(pairs)]
+    return [(players[2 * i], players[2 * i + 1]) for i in range(pairs)]
 
 
-async def play(a: LobbyClient, b: LobbyClient, i: int) -> None:
+async def close_pairs(couples: list[tuple[Player, Player]]) -> None:
+    await asyncio.gather(*(p.conn.ws.close() for pair in couples for p in pair),
+                         return_exceptions=True)
+
+
+async def play(a: Player, b: Player, i: int) -> None:
     """One match to the end; A resigns the even ones, B the odd ones."""
-    assert a.credentials is not None and b.credentials is not None
-    await a.call("invite", name=b.credentials[0], ladder=LADDER, length=1)
-    await b.call("join", name=a.credentials[0])
+    await a.call("invite", f'{{"name":"{b.name}","ladder":"{LADDER}","length":1}}')
+    await b.call("join", f'{{"name":"{a.name}"}}')
     loser, winner = (a, b) if i % 2 == 0 else (b, a)
-    data = await loser.call("resign")
-    assert data["winner"] == winner.credentials[0] and data["rated"], data  # type: ignore[index]
+    data = await loser.call("resign", "{}")
+    assert data["winner"] == winner.name and data["rated"], data
 
 
 async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
@@ -256,9 +287,6 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
     try:
         for _ in range(warmup):
             await asyncio.gather(*(play(a, b, 1) for a, b in couples))
-        for a, b in couples:
-            a.drain_pushes()
-            b.drain_pushes()
         commits_before = served.commits() if served.commits else None
         server_cpu_before = served.cpu() if served.cpu else None
         cpu_before = time.process_time()
@@ -270,7 +298,7 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
         def more(i: int) -> bool:
             return i < matches if matches is not None else time.perf_counter() < deadline
 
-        async def pair(a: LobbyClient, b: LobbyClient) -> None:
+        async def pair(a: Player, b: Player) -> None:
             nonlocal done, errors
             i = 0
             while more(i):
@@ -280,13 +308,11 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
                 except Exception as e:  # keep going; the count tells
                     errors += 1
                     if errors <= 5:
-                        print(f"  error ({a.credentials}): {e!r}", file=sys.stderr)
+                        print(f"  error ({a.name}): {e!r}", file=sys.stderr)
                     with contextlib.suppress(Exception):
-                        await a.call("abort")
-                        await b.call("abort")
+                        await a.call("abort", "{}")
+                        await b.call("abort", "{}")
                 i += 1
-                a.drain_pushes()
-                b.drain_pushes()
             ends.append(time.perf_counter())
 
         start = time.perf_counter()
@@ -300,8 +326,7 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
         server_cpu = (None if served.cpu is None or server_cpu_before is None
                       else served.cpu() - server_cpu_before)
     finally:
-        await asyncio.gather(*(c.close() for couple in couples for c in couple),
-                             return_exceptions=True)
+        await close_pairs(couples)
     return LobbyRun(mode, pairs, done, elapsed, errors, commits, client_cpu, server_cpu)
 
 

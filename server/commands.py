@@ -65,7 +65,9 @@ COMMANDS: dict[str, CommandSpec] = {
         _c("login", ANYONE, "Log in; a second login of the same account replaces the first.",
            Arg("name", "name"), Arg("password", "password")),
         _c("logout", PLAYER, "Log out; the connection stays open as a spectator."),
-        _c("who", ANYONE, "Online players with their status and ratings.", read_only=True),
+        _c("who", ANYONE, "Online players with their status and ratings; from then on, "
+                          "player_online and player_offline pushes tell who comes and goes.",
+           read_only=True),
         _c("whois", ANYONE, "A player's profile: status, every ladder's rating, matches.",
            Arg("name", "name"), read_only=True),
         _c("rating", ANYONE, "Ratings of a player (yourself by default) in every ladder, or one.",

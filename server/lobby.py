@@ -154,6 +154,9 @@ class Lobby:
         self.ratings = RatingsPlugin({x.name: x.options for x in config.ladders})
         self.plugins = [self.ratings]
         self.sessions: set[Session] = set()
+        # Who hears what: ladder watchers, and the sessions that listed `who` (presence).
+        self.watching: dict[str, set[Session]] = {}
+        self.presence: set[Session] = set()
         self.online: dict[str, Session] = {}
         self.players: dict[str, Player] = {}
         self.matches: dict[int, LiveMatch] = {}
@@ -232,7 +235,38 @@ class Lobby:
     def disconnect(self, session: Session) -> None:
         session.closed = True
         self.sessions.discard(session)
+        self.presence.discard(session)
+        for ladder in list(session.watching):
+            self.unwatch(session, ladder)
         self.sign_out(session)
+
+    def watch(self, session: Session, ladder: str) -> None:
+        session.watching.add(ladder)
+        self.watching.setdefault(ladder, set()).add(session)
+
+    def unwatch(self, session: Session, ladder: str) -> None:
+        session.watching.discard(ladder)
+        self.watching.get(ladder, set()).discard(session)
+
+    def tell_presence(self, player: Player, online: bool, exclude: Session | None = None) -> None:
+        """``player_online``/``player_offline``: to the sessions that listed ``who``, and to the
+        player's opponent in a live match (who may claim it after a drop).
+
+        Not to everyone: with N players logging in, that is N² pushes (10,000 logins
+        would cost half an hour of server time).
+        """
+        targets = set(self.presence)
+        m = self.matches.get(self.match_of.get(player.name, 0))
+        if m is not None:
+            opponent = self.session_of(m.opponent(player.name))
+            if opponent is not None:
+                targets.add(opponent)
+        if exclude is not None:
+            targets.discard(exclude)
+        message = push("player_online" if online else "player_offline", {"player": player.name})
+        for s in targets:
+            if not s.closed:
+                s.send(message)
 
     def sign_out(self, session: Session) -> None:
         p = session.player
@@ -246,7 +280,7 @@ class Lobby:
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None:
             m.away_since[p.name] = time.monotonic()
-        self.broadcast(push("player_offline", {"player": p.name}))
+        self.tell_presence(p, online=False, exclude=session)
 
     def sign_in(self, session: Session, player: Player) -> None:
         old = self.online.get(player.key)
@@ -262,13 +296,12 @@ class Lobby:
         m = self.matches.get(self.match_of.get(player.name, 0))
         if m is not None:
             m.away_since.pop(player.name, None)
-        self.broadcast(push("player_online", {"player": player.name}), exclude=session)
+        self.tell_presence(player, online=True, exclude=session)
 
     # ---- dispatch -------------------------------------------------------------------------
 
     async def handle_frame(self, session: Session, text: str) -> None:
         """Answer one frame: the reply first, then the pushes it caused."""
-        session.last_seen = time.monotonic()
         deferred: Deferred = []
         try:
             request = parse_frame(text)
@@ -404,11 +437,6 @@ class Lobby:
                 if not s.closed:
                     s.send(message)
 
-    def broadcast(self, message: dict[str, Any], exclude: Session | None = None) -> None:
-        for s in list(self.sessions):
-            if s is not exclude and not s.closed:
-                s.send(message)
-
     def session_of(self, name: str) -> Session | None:
         return self.online.get(name.casefold())
 
@@ -416,7 +444,7 @@ class Lobby:
         return [s for s in (self.session_of(n) for n in names) if s is not None]
 
     def watchers(self, ladder: str) -> list[Session]:
-        return [s for s in self.sessions if ladder in s.watching]
+        return list(self.watching.get(ladder, ()))
 
     def publish_outcome(self, outcome: Outcome, event_id: int | None = None,
                         full_ladder: bool = False, participants: set[str] | None = None) -> None:

@@ -1,8 +1,10 @@
 """The WebSocket transport: accepts connections, limits them, turns frames into lobby calls.
 
-It makes no game or rating decisions. Each connection gets a bounded outgoing
-queue drained by its own task, so one slow reader never holds up the fan-out
-to everyone else: when its queue is full it is disconnected instead.
+It makes no game or rating decisions. A frame for a client that keeps up is
+written straight to its socket; once the socket's buffer backs up, frames wait
+in the connection's bounded outgoing queue, drained by its own task, so one
+slow reader never holds up the fan-out to everyone else: when its queue is
+full it is disconnected instead.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ import contextlib
 import logging
 import mimetypes
 import ssl
+import time
 from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from server.config import Limits, Tls
 from server.limits import TokenBucket
@@ -33,6 +37,9 @@ WS_LOG = log.getChild("websockets")
 WS_LOG.setLevel(logging.INFO)
 
 HARD_LIMIT_FACTOR = 16
+# Bytes the kernel has not taken yet past which frames queue in the Outbox (and its
+# limit, in messages, applies) instead of being written directly.
+DIRECT_WRITE_LIMIT = 64 * 1024
 CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
@@ -49,12 +56,18 @@ class Outbox:
     items are waiting (a limit of 0 or less: no limit, as for ``asyncio.Queue``).
     """
 
-    __slots__ = ("_items", "_limit", "_waiter")
+    __slots__ = ("_items", "_limit", "_waiter", "sending")
 
     def __init__(self, limit: int) -> None:
         self._items: deque[Outgoing] = deque()
         self._limit = limit
         self._waiter: asyncio.Future[None] | None = None
+        self.sending = False  # the writer holds an item it has not finished sending
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waiting and nothing being sent: a new frame may be written directly."""
+        return not self._items and not self.sending
 
     def put_nowait(self, item: Outgoing) -> None:
         if 0 < self._limit <= len(self._items):
@@ -86,6 +99,8 @@ class Transport:
         self.tls = tls or Tls()
         self.server: Server | None = None
         self.connections: set[ServerConnection] = set()
+        self.sessions: dict[ServerConnection, Session] = {}
+        self._watchdog: asyncio.Task[None] | None = None
         self.per_address: Counter[str] = Counter()
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -122,7 +137,20 @@ class Transport:
             # costs ~30 µs a frame and a zlib context per connection for nothing.
             compression="deflate" if self.compression else None,
         )
+        if lim.idle_timeout:
+            self._watchdog = asyncio.get_running_loop().create_task(self._close_idle(lim.idle_timeout))
         return self.server
+
+    async def _close_idle(self, timeout: float) -> None:
+        """One sweep every quarter of the idle timeout (at most 30 s) closes the idle connections.
+
+        A timer per connection, re-armed on every frame, cost more than the frame's parsing.
+        """
+        while True:
+            await asyncio.sleep(min(timeout / 4, 30.0))
+            cutoff = time.monotonic() - timeout
+            for session in [s for s in self.sessions.values() if s.last_seen < cutoff]:
+                session.close(1000, "idle for too long")
 
     @property
     def port(self) -> int:
@@ -168,8 +196,15 @@ class Transport:
         def send(message: dict[str, Any]) -> None:
             if session.closed:
                 return
+            text = encode(message)
+            if queue.idle and ws.protocol.state is State.OPEN \
+                    and ws.transport.get_write_buffer_size() <= DIRECT_WRITE_LIMIT:
+                # Straight to the socket (what websockets' broadcast does): no task switch and
+                # no send lock for the usual case of a client that keeps up.
+                broadcast((ws,), text)
+                return
             try:
-                queue.put_nowait(encode(message))
+                queue.put_nowait(text)
             except asyncio.QueueFull:
                 log.warning("closing %s: it does not read its messages", session.address)
                 session.closed = True
@@ -186,20 +221,17 @@ class Transport:
                 self._close_later(ws, code, reason)
 
         session = Session(send=send, close=close, address=address)
+        self.sessions[ws] = session
         writer = asyncio.create_task(self._drain(ws, queue))
         bucket = TokenBucket(lim.messages_per_second, lim.burst)
         strikes = 0
         self.lobby.connect(session)
         try:
             while not session.closed:
-                try:
-                    async with asyncio.timeout(lim.idle_timeout or None):
-                        frame = await ws.recv()
-                except TimeoutError:
-                    close(1000, "idle for too long")
-                    break
+                frame = await ws.recv()
                 if session.closed:
                     break
+                session.last_seen = time.monotonic()
                 # the limit is in bytes; a character takes 1 to 4 of them in UTF-8
                 if len(frame) > lim.max_message or (
                         isinstance(frame, str) and 4 * len(frame) > lim.max_message
@@ -224,10 +256,12 @@ class Transport:
                 await self.lobby.handle_frame(session, frame)
             await self._read_out(ws)
         except ConnectionClosed:
-            writer.cancel()  # the peer is gone: nothing queued can reach it any more
+            if not session.closed:  # the peer went away: nothing queued can reach it any more
+                writer.cancel()
         finally:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
+            self.sessions.pop(ws, None)
             self.per_address[address] -= 1
             if self.per_address[address] <= 0:
                 del self.per_address[address]
@@ -253,7 +287,11 @@ class Transport:
                 if isinstance(item, tuple):
                     await ws.close(*item)
                     return
-                await ws.send(item)
+                queue.sending = True
+                try:
+                    await ws.send(item)
+                finally:
+                    queue.sending = False
 
     async def _stop_writer(self, queue: Outbox, writer: asyncio.Task[None]) -> None:
         """Let the writer flush what we queued (an error, a close) for a moment, then stop it."""
@@ -270,6 +308,9 @@ class Transport:
         """Stop accepting, tell every client we are going away, and wait for them."""
         if self.server is None:
             return
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         self.server.close(close_connections=True)
         await self.server.wait_closed()
 

@@ -108,12 +108,12 @@ async def logout(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
 @handler("watch")
 async def watch(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     ladder = lobby.ladder(args["ladder"])
-    session.watching.add(ladder.name)
+    lobby.watch(session, ladder.name)
     return {"ladder": ladder.name, "watching": True}
 
 
 @handler("unwatch")
 async def unwatch(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     ladder = lobby.ladder(args["ladder"])
-    session.watching.discard(ladder.name)
+    lobby.unwatch(session, ladder.name)
     return {"ladder": ladder.name, "watching": False}

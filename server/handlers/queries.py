@@ -31,6 +31,7 @@ def ratings_of(lobby: Lobby, name: str, only: str | None = None) -> list[dict[st
 
 @handler("who")
 async def who(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    lobby.presence.add(session)  # from now on, told who comes and goes
     players = []
     for s in sorted(lobby.online.values(), key=lambda s: s.player.key if s.player else ""):
         if s.player is None:
@@ -45,7 +46,7 @@ async def who(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
 
 
 async def match_counts(lobby: Lobby, player: Player) -> dict[str, int]:
-    row = await lobby.db.fetchone(
+    row = lobby.db.fetchone_now(
         """SELECT count(CASE WHEN m.status = 'finished' THEN 1 END) AS played,
                   count(CASE WHEN m.disputed = 1 THEN 1 END) AS disputed
            FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE mp.player_id = ?""",

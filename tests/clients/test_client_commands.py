@@ -81,6 +81,7 @@ async def _help(lobby: Lobby, tmp: Path) -> None:
 @case("register")
 async def _register(lobby: Lobby, tmp: Path) -> None:
     watcher = await lobby.client()
+    await watcher.call("who")  # asks to hear who comes and goes
     alice = await lobby.client()
     assert await alice.register("alice", PASSWORD) == {"player": "alice", "role": "player"}
     assert alice.credentials == ("alice", PASSWORD)
@@ -107,6 +108,7 @@ async def _login(lobby: Lobby, tmp: Path) -> None:
     first = await lobby.player("alice")
     await first.close()
     watcher = await lobby.client()
+    await watcher.call("who")
     assert not (await watcher.whois("alice")).online
     c = await lobby.client()
     await expect_error(c.login("alice", "not-the-password"), "forbidden")
@@ -124,6 +126,7 @@ async def _login(lobby: Lobby, tmp: Path) -> None:
 @case("logout")
 async def _logout(lobby: Lobby, tmp: Path) -> None:
     watcher = await lobby.client()
+    await watcher.call("who")
     alice = await lobby.player("alice")
     await watcher.next_push("player_online")
     assert await alice.logout() == {"player": "alice", "logged_in": False}

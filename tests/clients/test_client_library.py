@@ -17,6 +17,7 @@ from clients.lobby_client import REPLACED, Disconnected, Push
 
 async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: Lobby) -> None:
     alice = await lobby.player("alice")
+    await alice.call("who")  # presence pushes from now on
     named: list[Push] = []
     every: list[Push] = []
     alice.on("invited", named.append)
@@ -97,6 +98,7 @@ async def test_plain_lines_and_json_requests(lobby: Lobby) -> None:
 async def test_a_raw_frame_reaches_the_server_as_is(lobby: Lobby) -> None:
     raw = await lobby.client()
     watcher = await lobby.client()
+    await watcher.call("who")
     registered = await raw.send_raw("register carol pw-secret")
     assert registered == {"id": None, "ok": True, "cmd": "register",
                           "data": {"player": "carol", "role": "player"}}

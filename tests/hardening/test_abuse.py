@@ -224,6 +224,34 @@ async def test_a_message_flood_is_refused_then_closed(serve: Callable[[Limits], 
         f"bystander: {summary(good)}")
 
 
+# ---- idle connections -----------------------------------------------------------------------
+
+
+async def test_an_idle_connection_is_closed_and_a_talking_one_is_not(
+        serve: Callable[[Limits], ServerThread]) -> None:
+    timeout = 0.6
+    server = serve(Limits(idle_timeout=timeout))
+    async with bystander(server.url) as good:
+        loop = asyncio.get_running_loop()
+        silent, talking = await raw(server.url), await raw(server.url)
+        opened = loop.time()
+        answered = 0
+        while loop.time() - opened < 3 * timeout:  # talks every third of the timeout
+            assert (await reply_to(talking, {"id": answered, "cmd": "who"}))["ok"]
+            answered += 1
+            await asyncio.sleep(timeout / 3)
+        got, code = await drain(silent, seconds=LIVENESS)
+        assert (got, code) == ([], 1000)
+        assert silent.protocol.close_rcvd is not None
+        assert silent.protocol.close_rcvd.reason == "idle for too long"
+        assert (await reply_to(talking, {"id": "last", "cmd": "who"}))["ok"]
+        await talking.close()
+    check_bystander(good)
+    FIGURES[f"idle connections ({timeout} s)"] = (
+        f"a silent connection closed 1000 'idle for too long'; one talking every {timeout / 3:.1f} s "
+        f"kept open ({answered + 1} answers); bystander: {summary(good)}")
+
+
 # ---- a flood of connections -----------------------------------------------------------------
 
 

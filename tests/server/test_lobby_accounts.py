@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lobbykit import PASSWORD, Harness, expect_error, run_cli_async, sql
+from lobbykit import PASSWORD, Harness, expect_error, run_cli_async, sql, start_match
 
 
 async def test_register_login_logout(lobby: Harness) -> None:
@@ -50,3 +50,26 @@ async def test_user_add_while_the_server_runs(lobby: Harness) -> None:
     closed = await dora.call("event close", event=eid)
     assert {c["player"] for c in closed["changes"]} == {"ann", "ben"}
     assert sql(lobby.db, "SELECT count(*) FROM players WHERE name_key = 'ann'") == [(1,)]
+
+
+async def test_presence_goes_to_who_listers_and_to_the_opponent(lobby: Harness) -> None:
+    """player_online/offline reach the sessions that listed ``who`` and a live match's
+    opponent, not every session (which would be N² pushes for N logins)."""
+    lister, quiet = await lobby.client(), await lobby.client()
+    await lister.call("who")
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    assert (await lister.next_push("player_online"))["data"] == {"player": "alice"}
+    assert (await lister.next_push("player_online"))["data"] == {"player": "bob"}
+    await start_match(alice, bob)
+    await bob.close()
+    assert (await alice.next_push("player_offline"))["data"] == {"player": "bob"}
+    assert (await lister.next_push("player_offline"))["data"] == {"player": "bob"}
+    # a reply on the same connection comes after any push sent before it
+    await quiet.whois("alice")
+    presence = {"player_online", "player_offline"}
+    assert [p for p in quiet.drain_pushes() if p["event"] in presence] == []
+    carol = await lobby.player("carol")  # alice neither listed `who` nor plays carol
+    await alice.whois("carol")
+    assert [p for p in alice.drain_pushes() if p["event"] in presence] == []
+    await carol.close()
+    assert (await lister.next_push("player_offline"))["data"] == {"player": "carol"}
