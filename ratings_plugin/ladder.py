@@ -6,8 +6,8 @@ through :class:`LadderBook`, so the three can never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -18,6 +18,8 @@ from ratings_plugin.systems import fibs, p4p
 from ratings_plugin.systems.cas import combined, peklo
 from ratings_plugin.systems.cas.dansa import DansaRating
 from ratings_plugin.systems.cas.paluba import START as PALUBA_START
+
+_CasRow = tuple[str, str, int, int]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class LadderBook:
         self.options = options
         self.standings: dict[str, Standing] = {}
         self.history = peklo.PekloHistory() if options.system == "cas" else None
+        # compute()'s extended Peklo history, adopted by accept() for the same games
+        self._pending: tuple[peklo.PekloHistory, int, list[_CasRow], peklo.PekloHistory] | None = None
 
     def new_standing(self, player: str) -> Standing:
         system = self.options.system
@@ -126,7 +130,13 @@ class LadderBook:
         """Store what :meth:`compute` returned for ``games``."""
         self.standings.update(new)
         if self.history is not None:
-            self.history.add(_cas_rows(g for g in games if g.counts_for("cas")))
+            rows = _cas_rows(g for g in games if g.counts_for("cas"))
+            pending, self._pending = self._pending, None
+            if pending is not None and pending[0] is self.history and pending[1] == len(
+                    self.history) and pending[2] == rows:
+                self.history = pending[3]
+            else:
+                self.history = self.history.extended(rows)
 
     def apply(self, games: Sequence[Game]) -> dict[str, Standing]:
         """Compute and accept in one step; returns the new standings."""
@@ -170,28 +180,47 @@ class LadderBook:
         return out
 
     def _compute_cas(self, games: Sequence[Game]) -> dict[str, Standing]:
+        """The whole ladder after one event: Paluba and Dansa move the event's
+        players, Peklo is re-solved over the history and everyone is renormalised.
+
+        It runs over every player of the ladder on each close, so the
+        combination works on arrays in the Peklo history's player order and
+        the standings are built directly.
+        """
         assert self.history is not None
-        state = combined.CasState(
-            paluba={p: s.paluba for p, s in self.standings.items()},
-            dansa={p: DansaRating(s.dansa, s.games) for p, s in self.standings.items()},
-        )
-        rows = _cas_rows(games)
-        after = combined.rate_event(state, (combined.CasGame(*r) for r in rows))
-        elos = _peklo_with(self.history, rows)
-        ladder = combined.combine(
-            after.paluba, {p: d.rating for p, d in after.dansa.items()}, elos
-        )
-        last = _last_dates(games)
-        out: dict[str, Standing] = {}
         standings = self.standings
-        for p, c in ladder.items():  # the whole ladder, so no dataclasses.replace here
-            s = standings.get(p)
-            played = last.get(p)
-            out[p] = Standing(
-                p, c.strength, after.dansa[p].games,
-                played if s is None else _later(s.last_played, played),
-                0 if s is None else s.experience, c.paluba, c.dansa, c.peklo,
-            )
+        rows = _cas_rows(games)
+        before = {p: standings[p] for a, b, _, _ in rows for p in (a, b) if p in standings}
+        state = combined.CasState(
+            paluba={p: s.paluba for p, s in before.items()},
+            dansa={p: DansaRating(s.dansa, s.games) for p, s in before.items()},
+        )
+        after = combined.rate_event(state, (combined.CasGame(*r) for r in rows))
+        history = self.history.extended(rows)
+        self._pending = (self.history, len(self.history), rows, history)
+        names = history.names
+        moved = after.dansa
+        olds = [standings.get(p) for p in names]  # None: new to the ladder, so in the event
+        newcomers = sum(p not in standings for p in moved)
+        if len(names) != len(standings) + newcomers or sum(s is None for s in olds) != newcomers:
+            raise ValueError("the ladder and its Peklo history disagree on the players")
+        paluba = [0 if s is None else s.paluba for s in olds]
+        dansa = [0 if s is None else s.dansa for s in olds]
+        for p, d in moved.items():
+            i = history.index[p]
+            paluba[i], dansa[i] = after.paluba[p], d.rating
+        elos = history.solution().elo
+        strength = combined.strengths(np.array(paluba, dtype=np.float64),
+                                      np.array(dansa, dtype=np.float64), elos).tolist()
+        peklos = elos.tolist()
+        out = _rerated(names, olds, strength, peklos, moved)
+        last = _last_dates(games)
+        for p, d in moved.items():
+            i = history.index[p]
+            s = olds[i]
+            out[p] = Standing(p, strength[i], d.games,
+                              last[p] if s is None else _later(s.last_played, last[p]),
+                              0 if s is None else s.experience, paluba[i], dansa[i], peklos[i])
         return out
 
     def is_active(self, s: Standing, as_of: date | None) -> bool:
@@ -204,6 +233,37 @@ class LadderBook:
     def rows(self, as_of: date | None = None) -> list[dict[str, Any]]:
         """The published ladder: active first, by rating, equal ratings sharing a rank."""
         return ranked_rows(self.options, self.standings.values(), lambda s: self.is_active(s, as_of))
+
+
+_SET_SLOT = tuple(getattr(Standing, f.name).__set__ for f in fields(Standing))
+
+
+def _rerated(names: Sequence[str], olds: Sequence[Standing | None], ratings: Sequence[int],
+             peklos: Sequence[float], skip: Container[str]) -> dict[str, Standing]:
+    """``replace(old, rating=r, peklo=e)`` for every player with an old standing not in ``skip``.
+
+    A ČAS close builds one standing per player of the ladder. Each is filled
+    slot by slot: the frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` for every field and takes about three times as long.
+    The result is the same as ``Standing(...)`` (every slot set, no ``__post_init__``).
+    """
+    make = Standing.__new__
+    player, rating, games, last_played, experience, paluba, dansa, peklo = _SET_SLOT
+    out: dict[str, Standing] = {}
+    for p, s, r, e in zip(names, olds, ratings, peklos, strict=True):
+        if s is None or p in skip:
+            continue
+        n = make(Standing)
+        player(n, p)
+        rating(n, r)
+        games(n, s.games)
+        last_played(n, s.last_played)
+        experience(n, s.experience)
+        paluba(n, s.paluba)
+        dansa(n, s.dansa)
+        peklo(n, e)
+        out[p] = n
+    return out
 
 
 def ranked_rows(
@@ -239,7 +299,7 @@ def row_for(
     return row
 
 
-def _cas_rows(games: Iterable[Game]) -> list[tuple[str, str, int, int]]:
+def _cas_rows(games: Iterable[Game]) -> list[_CasRow]:
     return [(g.side_a[0], g.side_b[0], g.score_a, g.score_b) for g in games]
 
 
@@ -257,29 +317,3 @@ def _later(a: date | None, b: date | None) -> date | None:
     if b is None:
         return a
     return max(a, b)
-
-
-def _peklo_with(history: peklo.PekloHistory, extra: Sequence[tuple[str, str, int, int]]
-                ) -> dict[str, float]:
-    """Peklo over the history plus ``extra`` without changing the history."""
-    names = list(history.names)
-    index = dict(history.index)
-    first, second, points = history.arrays()
-    add_first: list[int] = []
-    add_second: list[int] = []
-    add_points: list[float] = []
-    for a, b, sa, sb in extra:
-        for p in (a, b):
-            if p not in index:
-                index[p] = len(names)
-                names.append(p)
-        add_first.append(index[a])
-        add_second.append(index[b])
-        add_points.append(peklo.points_of(sa, sb))
-    sol = peklo.solve_peklo(
-        np.concatenate([first, np.asarray(add_first, dtype=np.int64)]),
-        np.concatenate([second, np.asarray(add_second, dtype=np.int64)]),
-        np.concatenate([points, np.asarray(add_points, dtype=np.float64)]),
-        len(names),
-    )
-    return peklo.elo_by_name(names, sol)

@@ -7,7 +7,7 @@ after the transaction commits, so nobody sees a rating before it is durable.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -53,13 +53,16 @@ def rate_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], l
     displayed rating moved (ČAS normalisation moves non-players too). A player
     new to a ČAS ladder has no ``before``.
     """
-    before = {p: book.standings.get(p) for p in _players(unit.games)}
+    standings = book.standings  # compute() leaves the book as it is
     new = book.compute(unit.games)
     played = _players(g for g in unit.games if g.counts_for(book.options.system))
+    # A ČAS close returns the whole ladder; most of it keeps its displayed rating.
+    candidates = [p for p, s in new.items()
+                  if p in played or (o := standings.get(p)) is None or o.rating != s.rating]
     changes: list[Change] = []
-    for player in sorted(new, key=str.casefold):
+    for player in sorted(candidates, key=str.casefold):
         s = new[player]
-        old = before.get(player, book.standings.get(player))
+        old = standings.get(player)
         if old is None:
             old_rating = None if book.options.system == "cas" else book.new_standing(player).rating
         else:
@@ -82,6 +85,23 @@ def history_rows(ladder: str, unit: RatedUnit, changes: Sequence[Change],
 def rating_row(ladder: str, s: Standing, ids: Mapping[str, int]) -> RatingRow:
     return (ladder, ids[s.player], float(s.rating), s.games, s.experience, s.paluba, s.dansa,
             float(s.peklo), s.last_played.isoformat() if s.last_played else None)
+
+
+def rating_rows(ladder: str, standings: Iterable[Standing], ids: Mapping[str, int]
+                ) -> Iterator[RatingRow]:
+    """:func:`rating_row` for many standings, made one at a time as they are written
+    (a ČAS close writes the whole ladder: no list of 20,000 tuples to build and collect)."""
+    iso: dict[date, str] = {}
+    for s in standings:
+        day = s.last_played
+        if day is None:
+            played = None
+        else:
+            played = iso.get(day)
+            if played is None:
+                played = iso[day] = day.isoformat()
+        yield (ladder, ids[s.player], float(s.rating), s.games, s.experience, s.paluba, s.dansa,
+               float(s.peklo), played)
 
 
 def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
@@ -158,7 +178,7 @@ class RatingsPlugin:
         self.ids.update(unit.player_ids)
         book = self.books[unit.ladder]
         new, changes = rate_unit(book, unit)
-        await conn.executemany(UPSERT, [rating_row(unit.ladder, s, self.ids) for s in new.values()])
+        await conn.executemany(UPSERT, rating_rows(unit.ladder, new.values(), self.ids))
         await conn.executemany(INSERT_HISTORY, history_rows(unit.ladder, unit, changes, self.ids))
         book.accept(new, unit.games)
         return Outcome(unit.ladder, new, changes)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ratings_plugin.systems.cas import PekloHistory, solve_peklo
+from ratings_plugin.systems.cas.peklo import aggregate
 
 Row = tuple[str, str, int, int]
 IndexGame = tuple[int, int, float]  # (player, opponent, player's points)
@@ -320,3 +321,38 @@ def test_history_keeps_names_and_grows() -> None:
     history.add([("C", "A", 0, 1)])
     assert len(history) == 2
     assert set(history.solve()) == {"A", "B", "C"}
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.integers(0, 3),
+                                   st.integers(0, 3)).filter(lambda g: g[0] != g[1]),
+                         max_size=12), max_size=6))
+def test_history_grown_in_batches_is_the_full_aggregate_bit_for_bit(
+    batches: list[list[tuple[int, int, int, int]]],
+) -> None:
+    # The history merges each batch into its stored pair table; the table and the
+    # solution must be exactly what aggregating and solving every game at once gives.
+    history = PekloHistory()
+    rows: list[Row] = []
+    for batch in batches:
+        before = history.solve()
+        grown = history.extended([(f"p{a}", f"p{b}", sa, sb) for a, b, sa, sb in batch])
+        assert history.solve() == before  # extended() leaves the history alone
+        history.add([(f"p{a}", f"p{b}", sa, sb) for a, b, sa, sb in batch])
+        rows.extend((f"p{a}", f"p{b}", sa, sb) for a, b, sa, sb in batch)
+        assert grown.solve() == history.solve()
+    assert len(history) == len(rows)
+    index: dict[str, int] = {}
+    for a, b, _, _ in rows:
+        index.setdefault(a, len(index))
+        index.setdefault(b, len(index))
+    assert history.names == list(index)
+    first = np.array([index[a] for a, _, _, _ in rows], dtype=np.int64)
+    second = np.array([index[b] for _, b, _, _ in rows], dtype=np.int64)
+    points = np.array([1.0 if sa > sb else 0.0 if sa < sb else 0.5 for _, _, sa, sb in rows])
+    table = history.table()
+    expected = aggregate(first, second, points, len(index))
+    for field in ("src", "dst", "won", "lost", "games"):
+        assert getattr(table, field).tolist() == getattr(expected, field).tolist(), field
+    full = solve_peklo(first, second, points, len(index))
+    assert history.solve() == dict(zip(index, full.elo.tolist(), strict=True))

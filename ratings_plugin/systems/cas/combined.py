@@ -72,10 +72,7 @@ def combine(
 ) -> dict[str, CasRating]:
     """The ladder strength of every player: round((N_P + N_D + N_Pk) / 3), exactly.
 
-    It runs on every event close over the whole ladder, so the mean is taken
-    in float64 for everyone and redone exactly (with fractions) only where it
-    lies within 1e-9 of a half, the one place a float could round the other
-    way: its error is below 1e-12 on this 0–1000 scale.
+    See :func:`strengths` for how it is computed.
     """
     players = sorted(set(paluba_strengths) | set(dansa_ratings) | set(peklo_elos))
     missing = [p for p in players
@@ -84,24 +81,44 @@ def combine(
         raise ValueError(f"players missing a component: {missing}")
     if not players:
         return {}
-    pal = np.array([paluba_strengths[p] for p in players], dtype=np.float64)
-    dan = np.array([dansa_ratings[p] for p in players], dtype=np.float64)
-    pek = np.array([peklo_elos[p] for p in players], dtype=np.float64)
-    mean = (_normalised(pal) + _normalised(dan) + _normalised(pek)) / 3.0
-    strengths = np.floor(mean + 0.5).astype(np.int64)
-    near_half = np.nonzero(np.abs(mean - np.floor(mean) - 0.5) < 1e-9)[0]
-    if near_half.size:
-        n_p = normalise({p: Fraction(v) for p, v in paluba_strengths.items()})
-        n_d = normalise({p: Fraction(v) for p, v in dansa_ratings.items()})
-        n_k = normalise({p: Fraction(v) for p, v in peklo_elos.items()})
-        for i in near_half.tolist():
-            p = players[i]
-            strengths[i] = round_to_int((n_p[p] + n_d[p] + n_k[p]) / 3)
+    result = strengths(
+        np.array([paluba_strengths[p] for p in players], dtype=np.float64),
+        np.array([dansa_ratings[p] for p in players], dtype=np.float64),
+        np.array([peklo_elos[p] for p in players], dtype=np.float64),
+    ).tolist()
     return {
-        p: CasRating(strength=int(strengths[i]), paluba=paluba_strengths[p],
+        p: CasRating(strength=result[i], paluba=paluba_strengths[p],
                      dansa=dansa_ratings[p], peklo=peklo_elos[p])
         for i, p in enumerate(players)
     }
+
+
+def strengths(
+    paluba_strengths: npt.NDArray[np.float64],
+    dansa_ratings: npt.NDArray[np.float64],
+    peklo_elos: npt.NDArray[np.float64],
+) -> npt.NDArray[np.int64]:
+    """:func:`combine` on aligned arrays (player i at index i of each): the strengths.
+
+    It runs on every event close over the whole ladder, so the mean is taken
+    in float64 for everyone and redone exactly (with fractions) only where it
+    lies within 1e-9 of a half, the one place a float could round the other
+    way: its error is below 1e-12 on this 0–1000 scale. (Paluba and Dansa
+    values are integers, exact in float64; Peklo values are floats anyway.)
+    """
+    columns = (paluba_strengths, dansa_ratings, peklo_elos)
+    mean = (_normalised(columns[0]) + _normalised(columns[1]) + _normalised(columns[2])) / 3.0
+    out = np.floor(mean + 0.5).astype(np.int64)
+    near_half = np.nonzero(np.abs(mean - np.floor(mean) - 0.5) < 1e-9)[0]
+    if near_half.size:
+        bounds = [(Fraction(float(c.min())), Fraction(float(c.max()))) for c in columns]
+        for i in near_half.tolist():
+            total = Fraction(0)
+            for c, (low, high) in zip(columns, bounds, strict=True):
+                total += Fraction(500) if low == high else (
+                    1000 * (Fraction(float(c[i])) - low) / (high - low))
+            out[i] = round_to_int(total / 3)
+    return out
 
 
 def _normalised(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

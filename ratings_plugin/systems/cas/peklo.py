@@ -265,42 +265,81 @@ def points_of(score: int, opponent_score: int) -> float:
 
 
 class PekloHistory:
-    """The growing list of every rated ČAS game, kept as arrays for fast re-solving."""
+    """Every rated ČAS game, kept as the aggregated pair table Peklo solves.
+
+    A close only aggregates its own games and merges them into the table
+    (one ``searchsorted`` and one ``np.insert`` per column) instead of
+    re-aggregating the whole history. The merged table holds exactly what
+    :func:`aggregate` makes of all the games (same rows, same order, same
+    values: the points are whole and half numbers, so their sums are exact in
+    any order), so :meth:`solve` is bit for bit :func:`solve_peklo` over the
+    full game list. :meth:`extended` leaves the history unchanged.
+    """
 
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
         self.names: list[str] = []
-        self._first: list[int] = []
-        self._second: list[int] = []
-        self._points: list[float] = []
+        self._count = 0
+        self._keys: IntArray = np.zeros(0, dtype=np.int64)  # src << 32 | dst, sorted, unique
+        self._won: FloatArray = np.zeros(0)
+        self._lost: FloatArray = np.zeros(0)
+        self._played: IntArray = np.zeros(0, dtype=np.int64)
 
-    def _id(self, name: str) -> int:
-        i = self.index.get(name)
-        if i is None:
-            i = self.index[name] = len(self.names)
-            self.names.append(name)
-        return i
+    def __len__(self) -> int:
+        return self._count
+
+    def extended(self, games: Iterable[tuple[str, str, int, int]]) -> PekloHistory:
+        """A new history with ``games`` (player, opponent, score, opponent score) appended."""
+        index = dict(self.index)
+        names = list(self.names)
+        first: list[int] = []
+        second: list[int] = []
+        points: list[float] = []
+        for a, b, sa, sb in games:
+            for p in (a, b):
+                if p not in index:
+                    index[p] = len(names)
+                    names.append(p)
+            first.append(index[a])
+            second.append(index[b])
+            points.append(points_of(sa, sb))
+        out = PekloHistory()
+        out.index, out.names, out._count = index, names, self._count + len(first)
+        if len(names) >= 1 << 31:
+            raise ValueError("too many players for the packed pair keys")
+        batch = aggregate(np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64),
+                          np.asarray(points, dtype=np.float64), len(names))
+        out._played = batch.games
+        out._played[: self._played.size] += self._played
+        keys = (batch.src << 32) | batch.dst
+        at = np.searchsorted(self._keys, keys)
+        found = at < self._keys.size
+        found[found] = self._keys[at[found]] == keys[found]
+        won, lost = self._won.copy(), self._lost.copy()
+        won[at[found]] += batch.won[found]
+        lost[at[found]] += batch.lost[found]
+        fresh = ~found
+        out._keys = np.insert(self._keys, at[fresh], keys[fresh])
+        out._won = np.insert(won, at[fresh], batch.won[fresh])
+        out._lost = np.insert(lost, at[fresh], batch.lost[fresh])
+        return out
 
     def add(self, games: Iterable[tuple[str, str, int, int]]) -> None:
         """Append games as (player, opponent, score, opponent score)."""
-        for a, b, sa, sb in games:
-            self._first.append(self._id(a))
-            self._second.append(self._id(b))
-            self._points.append(points_of(sa, sb))
+        self.__dict__.update(self.extended(games).__dict__)
 
-    def __len__(self) -> int:
-        return len(self._first)
+    def table(self) -> PairTable:
+        """The pair table of every game so far, as :func:`aggregate` makes it."""
+        return PairTable(n=len(self.names), src=self._keys >> 32, dst=self._keys & 0xFFFFFFFF,
+                         won=self._won, lost=self._lost, games=self._played)
 
-    def arrays(self) -> tuple[IntArray, IntArray, FloatArray]:
-        return (
-            np.asarray(self._first, dtype=np.int64),
-            np.asarray(self._second, dtype=np.int64),
-            np.asarray(self._points, dtype=np.float64),
-        )
+    def solution(self) -> PekloSolution:
+        """Peklo over the whole history; player i is ``names[i]``."""
+        return solve_table(self.table())
 
     def solve(self) -> dict[str, float]:
         """Every player's Peklo Elo over the whole history."""
-        return elo_by_name(self.names, solve_peklo(*self.arrays(), len(self.names)))
+        return elo_by_name(self.names, self.solution())
 
 
 def elo_by_name(names: Sequence[str], solution: PekloSolution) -> dict[str, float]:
