@@ -2,7 +2,7 @@
 
 1. Memory. The lobby (``matchlobby serve``, a subprocess) holds ``--clients``
    (10,000) idle connections that all ``watch scrabble``; ``--logged-in``
-   (1,000) of them are logged in, the others are spectators. Server memory per
+   (all) of them are logged in, the others are spectators. Server memory per
    connection is (VmRSS with them − VmRSS before the first one) / connections,
    read from /proc/PID/status once the server is idle. The baseline, in the
    same run: a bare ``websockets`` server (``bench/_harness.py bare``: an echo
@@ -18,14 +18,11 @@
    ``rating_changed`` pushes of the event's players, which watchers get too).
    Done ``--closes`` (3) times, one event each.
 
-Why not all 10,000 logged in: every login pushes ``player_online`` to every
-session already connected (``Lobby.sign_in`` → ``Lobby.broadcast``), so
-logging N clients in makes the server send N(N−1)/2 pushes at least: 50
-million for 10,000, about half an hour of server CPU at the ~35 µs each
-measured here. The bench logs ``--logged-in`` clients in first (each as soon
-as it is connected, ~N²/2 pushes), then connects the others as spectators;
-both kinds hold the same connection state, a logged-in one adds an entry in
-``Lobby.online`` and its ``Player``. ``--logged-in 10000`` does it anyway.
+All 10,000 log in. Logins push ``player_online`` only to the sessions that
+have listed ``who`` and to a live match's opponent (none here); when every
+login went to every session, 10,000 logins meant 50 million pushes, about half
+an hour of server CPU, and only 1,000 clients logged in. ``--logged-in N``
+leaves the others as spectators.
 
 The clients are light raw ``websockets`` clients (``bench/_harness.py``: one
 connection and one reader task each, pushes counted but not parsed, no
@@ -355,8 +352,8 @@ async def main_async(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--clients", type=int, default=10_000, help="connections (10000)")
-    parser.add_argument("--logged-in", type=int, default=1000,
-                        help="how many of them log in (1000; see above for why not all)")
+    parser.add_argument("--logged-in", type=int, default=None,
+                        help="how many of them log in (all)")
     parser.add_argument("--workers", type=int, default=4, help="client processes (4)")
     parser.add_argument("--ladder-players", type=int, default=200,
                         help="players on the scrabble ladder (200)")
@@ -367,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait for every watcher's ladder_updated (300)")
     parser.add_argument("--tmp", help="parent of the temporary directory (default: the system's)")
     args = parser.parse_args(argv)
-    args.logged_in = min(args.logged_in, args.clients)
+    args.logged_in = args.clients if args.logged_in is None else min(args.logged_in, args.clients)
     return asyncio.run(main_async(args))
 
 

@@ -151,7 +151,7 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"setup: {seeded.get('backgammon_games')} backgammon and "
                   f"{seeded.get('scrabble_games')} scrabble games rated; {args.clients} clients "
                   f"connected and logged in to the lobby in {setup:.1f} s (lobby CPU {login_cpu:.1f} s, "
-                  f"{pushes} pushes received, mostly player_online); {args.clients} connected to "
+                  f"{pushes} pushes received); {args.clients} connected to "
                   f"the echo server")
 
             runs: list[Run] = []
