@@ -344,21 +344,26 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 class Push(dict[str, Any]):
     """A push, which may go to thousands of sessions: encoded once, on first use."""
 
-    __slots__ = ("text",)
-    text: str
+    __slots__ = ("frame",)
+    frame: bytes
 
-    def encoded(self) -> str:
+    def encoded(self) -> bytes:
         try:
-            return self.text
+            return self.frame
         except AttributeError:
-            self.text = _ENCODER.encode(self)
-            return self.text
+            self.frame = _ENCODER.encode(self).encode()
+            return self.frame
 
 
 def encode(message: dict[str, Any]) -> str:
+    return _ENCODER.encode(message)
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """A text frame's payload (UTF-8), as the transport writes it."""
     if isinstance(message, Push):
         return message.encoded()
-    return _ENCODER.encode(message)
+    return _ENCODER.encode(message).encode()
 
 
 def reply(request: Request, data: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from websockets.protocol import State
 from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Lobby, Session
-from server.protocol import encode, error, frame_id
+from server.protocol import encode_frame, error, frame_id
 
 log = logging.getLogger(__name__)
 # websockets logs every frame at DEBUG, passwords and all: its logger never goes below INFO,
@@ -43,7 +43,7 @@ DIRECT_WRITE_LIMIT = 64 * 1024
 CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
-Outgoing = str | tuple[int, str] | None
+Outgoing = bytes | tuple[int, str] | None
 
 
 class Outbox:
@@ -196,15 +196,15 @@ class Transport:
         def send(message: dict[str, Any]) -> None:
             if session.closed:
                 return
-            text = encode(message)
+            frame = encode_frame(message)
             if queue.idle and ws.protocol.state is State.OPEN \
                     and ws.transport.get_write_buffer_size() <= DIRECT_WRITE_LIMIT:
                 # Straight to the socket (what websockets' broadcast does): no task switch and
                 # no send lock for the usual case of a client that keeps up.
-                broadcast((ws,), text)
+                broadcast((ws,), frame, text=True)
                 return
             try:
-                queue.put_nowait(text)
+                queue.put_nowait(frame)
             except asyncio.QueueFull:
                 log.warning("closing %s: it does not read its messages", session.address)
                 session.closed = True
@@ -289,7 +289,7 @@ class Transport:
                     return
                 queue.sending = True
                 try:
-                    await ws.send(item)
+                    await ws.send(item, text=True)
                 finally:
                     queue.sending = False
 
