@@ -40,6 +40,7 @@ HARD_LIMIT_FACTOR = 16
 # Bytes the kernel has not taken yet past which frames queue in the Outbox (and its
 # limit, in messages, applies) instead of being written directly.
 DIRECT_WRITE_LIMIT = 64 * 1024
+DIRECT_FRAME_SIZE = 4096
 CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
@@ -197,7 +198,7 @@ class Transport:
             if session.closed:
                 return
             frame = encode_frame(message)
-            if queue.idle and ws.protocol.state is State.OPEN \
+            if len(frame) <= DIRECT_FRAME_SIZE and queue.idle and ws.protocol.state is State.OPEN \
                     and ws.transport.get_write_buffer_size() <= DIRECT_WRITE_LIMIT:
                 # Straight to the socket (what websockets' broadcast does): no task switch and
                 # no send lock for the usual case of a client that keeps up.
