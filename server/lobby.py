@@ -457,13 +457,13 @@ class Lobby:
         for plugin in self.plugins:
             plugin.committed(outcome)
         watchers = self.watchers(outcome.ladder)
-        for change in outcome.changes:
-            msg = push("rating_changed", change.as_dict(outcome.ladder))
+        for change in outcome.changes:  # a ČAS close can change thousands, mostly offline
             me = self.session_of(change.player)
             targets: set[Session] = {me} if me is not None else set()
             if participants is None or change.player in participants:
                 targets.update(watchers)
-            self.defer(targets, msg)
+            if targets:
+                self.defer(targets, push("rating_changed", change.as_dict(outcome.ladder)))
         if full_ladder and watchers:
             ladder = outcome.ladder
 
