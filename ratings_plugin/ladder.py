@@ -67,8 +67,10 @@ def fibs_value(s: Standing) -> fibs.FibsRating:
 class LadderBook:
     """Standings of one ladder, updated one event (or FIBS match) at a time.
 
-    :meth:`compute` is pure with respect to the book; :meth:`accept` stores its
-    result. The server commits the result to the database between the two.
+    :meth:`compute` is pure with respect to the book (it only keeps the Peklo
+    history it extended, for :meth:`accept` of the same games to adopt);
+    :meth:`accept` stores its result. The server commits the result to the
+    database between the two.
     """
 
     def __init__(self, options: LadderOptions) -> None:
