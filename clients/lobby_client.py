@@ -3,7 +3,8 @@
 It sends commands as JSON with an ``id`` and awaits the reply carrying that
 id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
 callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
-with exponential back-off, logs in again and re-watches its ladders.
+with exponential back-off, logs in again, re-watches its ladders and lists
+``who`` again if it had (the server sends presence pushes to who has).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class LobbyClient:
         self.hello: dict[str, Any] | None = None
         self.credentials: tuple[str, str] | None = None
         self.watching: set[str] = set()
+        self.listed_who = False  # the server sends presence pushes to who has listed `who`
         self._ws: ClientConnection | None = None
         # Ids are the server's idempotency keys: unique per client, reused only to retry.
         self._id_prefix = secrets.token_hex(4)
@@ -154,12 +156,14 @@ class LobbyClient:
             return
 
     async def _restore(self) -> None:
-        """Log in again and re-watch ladders after a reconnect."""
+        """Log in again, re-watch ladders and list `who` again (for presence) after a reconnect."""
         try:
             if self.credentials is not None:
                 await self.call("login", name=self.credentials[0], password=self.credentials[1])
             for ladder in sorted(self.watching):
                 await self.call("watch", ladder=ladder)
+            if self.listed_who:
+                await self.call("who")
         except (LobbyError, Disconnected) as e:
             log.warning("could not restore the session: %s", e)
 
@@ -207,7 +211,10 @@ class LobbyClient:
         attempts = 5 if retry else 1
         for attempt in range(attempts):
             try:
-                return await self._request_once(rid, cmd, args, timeout)
+                reply = await self._request_once(rid, cmd, args, timeout)
+                if cmd == "who" and reply.get("ok"):
+                    self.listed_who = True
+                return reply
             except Disconnected:
                 if attempt + 1 == attempts or not self.reconnect:
                     raise

@@ -48,6 +48,7 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     await alice.register("alice", PASSWORD)
     await alice.watch("backgammon")
     await alice.watch("scrabble")
+    await alice.call("who")  # presence pushes, which must survive the reconnect too
     old_port = lobby.port
     events: list[str] = []
     alice.on("*", lambda p: events.append(p["event"]))
@@ -95,6 +96,8 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     finished = await carol.resign()
     check_changes(finished.changes, FibsLadder().play("bob", "carol", 3))
     pushes = await settle(alice)
+    assert [p["data"]["player"] for p in pushes if p["event"] == "player_online"] == [
+        "bob", "carol"]
     assert [p["event"] for p in pushes if p["event"] != "player_online"] == [
         "match_finished", "rating_changed", "rating_changed"]
     assert [p["data"]["match"] for p in pushes if p["event"] == "match_finished"] == [mid]
