@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ratings_plugin.systems.cas import paluba
-from ratings_plugin.systems.cas.paluba import rate_event, z_value
+from ratings_plugin.systems.cas.paluba import rate_event, z_exact, z_value
 
 Row = tuple[str, str, int, int]
 
@@ -145,3 +145,21 @@ def test_event_is_rounded_sum_of_z_floored_at_zero(event: tuple[dict[str, int], 
         rounded = int(Decimal(total).to_integral_value(rounding="ROUND_HALF_UP"))
         assert strength == max(0, rounded)
         assert strength >= 0
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.integers(0, 1000), st.integers(0, 1000), st.integers(0, 3000), st.integers(0, 3000))
+def test_float_z_equals_the_exact_decimal_z(s1: int, s2: int, r1: int, r2: int) -> None:
+    assert z_value(s1, s2, r1, r2) == z_exact(s1, s2, r1, r2)
+
+
+def test_float_z_equals_the_exact_decimal_z_everywhere_in_a_small_grid() -> None:
+    for margin in range(-60, 61):
+        for diff in range(-400, 401, 3):
+            assert z_value(400 + margin, 400, 100 + diff, 100) == z_exact(400 + margin, 400, 100 + diff, 100)
+
+
+def test_z_beyond_the_float_range_is_computed_exactly() -> None:
+    # |diff| > 5000 takes the decimal path: the weaker side's win is worth almost 2·rel.
+    assert z_value(500, 400, 0, 6000) == Decimal("21.80")
+    assert z_value(500, 400, 6000, 0) == Decimal("0.00")
