@@ -429,7 +429,7 @@ async def adjudicate(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
         if name is None:
             raise fail("bad_request", f"{winner} does not play in match {mid}.")
         scores = live.claim_scores if live.claimed_by == name else None
-        return await finish(lobby, live, name, "adjudicate", scores)
+        return await finish(lobby, session, live, name, "adjudicate", scores)
     row = await lobby.db.fetchone("SELECT * FROM matches WHERE id = ?", (mid,))
     if row is None:
         raise fail("not_found", f"No match {mid}.")

@@ -57,13 +57,14 @@ def finished_data(m: LiveMatch, winner: str, how: str, outcome: Outcome | None) 
             "rated": outcome is not None, "changes": changes}
 
 
-async def finish(lobby: Lobby, m: LiveMatch, winner: str, how: str,
+async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
                  scores: tuple[int, int] | None = None, dropper: str | None = None
                  ) -> dict[str, Any]:
     """End a live match with a winner: result, ratings and history commit together.
 
     ``scores`` are the winner's and the loser's. Only after the commit does
-    anyone hear of it.
+    anyone hear of it: ``by``, whose command ended it, from the reply (the same
+    object), the players and the ladder's watchers from ``match_finished``.
     """
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
@@ -113,7 +114,8 @@ async def finish(lobby: Lobby, m: LiveMatch, winner: str, how: str,
     if dropper is not None:
         lobby.player(dropper).dropped += 1
     message = push("match_finished", data)
-    lobby.defer(set(lobby.sessions_of((m.a, m.b))) | set(lobby.watchers(m.ladder)), message)
+    lobby.defer((set(lobby.sessions_of((m.a, m.b))) | set(lobby.watchers(m.ladder))) - {by},
+                message)
     if outcome is not None:
         lobby.publish_outcome(outcome)
     return data
@@ -208,7 +210,7 @@ async def resign(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     me = lobby.me(session).name
     if m.status == "disputed":
         raise fail("conflict", f"Match {m.id} is disputed; an admin will decide it.")
-    return await finish(lobby, m, m.opponent(me), "resign")
+    return await finish(lobby, session, m, m.opponent(me), "resign")
 
 
 @handler("report win")
@@ -258,7 +260,7 @@ def _claim_to_answer(lobby: Lobby, session: Session, match_id: int) -> LiveMatch
 async def confirm(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     m = _claim_to_answer(lobby, session, args["match"])
     assert m.claimed_by is not None
-    return await finish(lobby, m, m.claimed_by, "confirm", m.claim_scores)
+    return await finish(lobby, session, m, m.claimed_by, "confirm", m.claim_scores)
 
 
 @handler("dispute")
@@ -299,7 +301,7 @@ async def claim(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     if waited < timeout:
         raise fail("conflict", f"{other} has been away {waited:.0f} s; you can claim after "
                                f"{timeout:.0f} s.")
-    return await finish(lobby, m, me, "claim", dropper=other)
+    return await finish(lobby, session, m, me, "claim", dropper=other)
 
 
 @handler("abort")

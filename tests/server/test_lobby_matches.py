@@ -45,12 +45,14 @@ async def _watcher(lobby: Harness) -> LobbyClient:
 
 
 async def _check_finished_pushes(players: dict[str, LobbyClient], watcher: LobbyClient,
-                                 data: dict, expected: dict) -> None:
-    """Both players and a watcher hear match_finished; each player hears their own
+                                 data: dict, expected: dict, by: LobbyClient) -> None:
+    """The players and a watcher hear match_finished, except ``by``, whose command ended
+    the match and who has the same object as its reply; each player hears their own
     rating_changed, the watcher hears both."""
     for c in [*players.values(), watcher]:
-        p = await c.next_push("match_finished")
-        assert p["data"] == data
+        if c is not by:
+            p = await c.next_push("match_finished")
+            assert p["data"] == data
     for c, names in [*((c, [n]) for n, c in players.items()), (watcher, sorted(expected))]:
         heard = []
         for _ in names:
@@ -60,6 +62,9 @@ async def _check_finished_pushes(players: dict[str, LobbyClient], watcher: Lobby
             check_changes([d], {d["player"]: expected[d["player"]]})
             heard.append(d["player"])
         assert sorted(heard) == names
+    # a reply on the same connection comes after any push sent before it
+    await by.call("ladders")
+    assert [p for p in by.drain_pushes() if p["event"] == "match_finished"] == []
 
 
 async def test_resign_rates_at_once_with_the_fibs_numbers(lobby: Harness) -> None:
@@ -79,7 +84,7 @@ async def test_resign_rates_at_once_with_the_fibs_numbers(lobby: Harness) -> Non
     change = {c["player"]: c["change"] for c in finished["changes"]}
     assert close(change["alice"], 4 * 4.95 * 5**0.5 / 2)
     assert close(change["bob"], -4 * 4.95 * 5**0.5 / 2)
-    await _check_finished_pushes({"alice": alice, "bob": bob}, watcher, finished, expected)
+    await _check_finished_pushes({"alice": alice, "bob": bob}, watcher, finished, expected, by=bob)
 
     # a second match between unequal players exercises the favourite/underdog branches
     mid2 = await start_match(carol, alice, length=3)
@@ -87,7 +92,8 @@ async def test_resign_rates_at_once_with_the_fibs_numbers(lobby: Harness) -> Non
     finished = await alice.call("resign")  # the favourite resigns: the underdog wins
     expected = model.play("carol", "alice", 3)
     check_changes(finished["changes"], expected)
-    await _check_finished_pushes({"alice": alice, "carol": carol}, watcher, finished, expected)
+    await _check_finished_pushes({"alice": alice, "carol": carol}, watcher, finished, expected,
+                                 by=alice)
 
     await check_fibs_state(watcher, model)
     who = await watcher.call("whois", name="alice")
@@ -121,7 +127,7 @@ async def test_report_win_then_confirm(lobby: Harness) -> None:
     expected = model.play("bob", "alice", 7)
     assert finished["how"] == "confirm" and finished["winner"] == "bob"
     check_changes(finished["changes"], expected)
-    await _check_finished_pushes({"alice": alice, "bob": bob}, watcher, finished, expected)
+    await _check_finished_pushes({"alice": alice, "bob": bob}, watcher, finished, expected, by=alice)
     await check_fibs_state(watcher, model)
     # the confirmed score is the stored one (bob is side b)
     assert sql(lobby.db, "SELECT score_a, score_b, winner, status FROM matches WHERE id = ?",
@@ -151,7 +157,7 @@ async def test_report_win_dispute_and_admin_adjudicates(lobby: Harness) -> None:
     expected = model.play("alice", "bob", 5)
     assert finished["how"] == "adjudicate" and finished["winner"] == "alice"
     check_changes(finished["changes"], expected)
-    await _check_finished_pushes({"alice": alice, "bob": bob}, watcher, finished, expected)
+    await _check_finished_pushes({"alice": alice, "bob": bob}, watcher, finished, expected, by=admin)
     await check_fibs_state(watcher, model)
     for name in ("alice", "bob"):
         who = await watcher.call("whois", name=name)
@@ -180,7 +186,7 @@ async def test_claim_after_the_drop_timeout(harness: Harness) -> None:
     expected = model.play("alice", "bob", 3)
     assert finished["how"] == "claim" and finished["winner"] == "alice"
     check_changes(finished["changes"], expected)
-    await _check_finished_pushes({"alice": alice}, watcher, finished, expected)
+    await _check_finished_pushes({"alice": alice}, watcher, finished, expected, by=alice)
     await check_fibs_state(watcher, model)
     bob_info = await watcher.call("whois", name="bob")
     assert bob_info["matches"] == {"played": 1, "dropped": 1, "disputed": 0}
