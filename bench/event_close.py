@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.live_matches import free_port  # noqa: E402
+from bench._harness import free_port  # noqa: E402
 from clients import LobbyClient  # noqa: E402
 from ratings_plugin.systems.cas.peklo import solve_peklo  # noqa: E402
 
