@@ -1,4 +1,5 @@
-"""Shared pieces of ``bench/latency.py`` and ``bench/connections.py`` (not a bench itself).
+"""Shared pieces of ``bench/latency.py`` and ``bench/connections.py``, some also used by
+``bench/live_matches.py`` (not a bench itself).
 
 - accounts created offline in a fresh database with the server's own schema and
   hashing (:func:`seed_players`), so that a bench does not register thousands of
@@ -80,6 +81,14 @@ def machine() -> str:
     return (f"{os.cpu_count()} CPUs ({cpu}), {mem} RAM, Python {platform.python_version()}, "
             f"websockets {websockets.version.version}, aiosqlite {aiosqlite.__version__}, "
             f"SQLite {aiosqlite.sqlite_version}; load average {load}")
+
+
+def announce() -> int:
+    """Raise the open-file limit (:func:`raise_nofile`) and print the ``machine:`` line that
+    opens a bench's report; returns the limit."""
+    nofile = raise_nofile()
+    print(f"machine: {machine()}")
+    return nofile
 
 
 def free_port() -> int:

@@ -264,8 +264,7 @@ async def bare_phase(args: argparse.Namespace, tmp: Path, names: list[str], work
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    nofile = h.raise_nofile()
-    print(f"machine: {h.machine()}")
+    nofile = h.announce()
     print(f"connections: {args.clients} ({args.logged_in} logged in), {args.workers} client "
           f"processes; open-file limit {nofile}; {args.closes} event close(s) of {args.games} "
           f"games on a {args.ladder_players}-player {LADDER} ladder")

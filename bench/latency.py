@@ -115,8 +115,7 @@ def ms(x: float) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    nofile = h.raise_nofile()
-    print(f"machine: {h.machine()}")
+    nofile = h.announce()
     print(f"clients: {args.clients} in {args.workers} client process(es); {args.repeat} run(s) of "
           f"{args.seconds:g} s per server, alternating every {args.slice:g} s; "
           f"open-file limit {nofile}")

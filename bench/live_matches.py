@@ -37,9 +37,6 @@ import contextlib
 import dataclasses
 import itertools
 import os
-import platform
-import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -55,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's install holds
     sys.path.insert(0, str(ROOT))
 
-from bench._harness import Conn  # noqa: E402
+from bench._harness import Conn, lobby_server, machine  # noqa: E402
 from server.storage import PRAGMAS  # noqa: E402
 
 LADDER = "backgammon"
@@ -161,12 +158,6 @@ async def baseline(path: Path, transactions: int, tasks: int = 1) -> float:
 # ---- the server -----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Served:
     url: str
@@ -174,44 +165,11 @@ class Served:
     cpu: Callable[[], float] | None = None  # subprocess: the server's CPU seconds so far
 
 
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @contextlib.asynccontextmanager
 async def subprocess_server(tmp: Path, config: Path, db: Path) -> AsyncIterator[Served]:
-    port = free_port()
-    exe = ROOT / ".venv" / "bin" / "matchlobby"
-    cmd = [str(exe) if exe.exists() else "matchlobby", "serve", "--db", str(db),
-           "--port", str(port), "--config", str(config)]
-    stderr = open(tmp / "server.log", "wb")  # noqa: SIM115  (closed below)
-    # PYTHONPATH: the repository's packages even if the editable install predates them.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
-                                                stderr=stderr, cwd=tmp, env=env)
-    try:
-        assert proc.stdout is not None
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-        if b"listening" not in line:
-            raise RuntimeError(f"the server did not start: {line!r}; see {tmp / 'server.log'}:\n"
-                               + (tmp / "server.log").read_text(errors="replace")[-2000:])
-        yield Served(f"ws://127.0.0.1:{port}/ws", cpu=lambda: process_cpu(proc.pid))
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        stderr.close()
+    """``matchlobby serve`` as a subprocess: bench/_harness.py's ``lobby_server``."""
+    async with lobby_server(tmp, db, config) as lobby:
+        yield Served(lobby.url, cpu=lobby.cpu)
 
 
 @contextlib.asynccontextmanager
@@ -331,18 +289,6 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
 
 
 # ---- main -----------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next((line.split(":", 1)[1].strip() for line in info
-                        if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return (f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
-            f"SQLite {aiosqlite.sqlite_version}, aiosqlite {aiosqlite.__version__}")
 
 
 @dataclass

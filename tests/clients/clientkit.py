@@ -1,8 +1,10 @@
-"""Helpers for the client tests: a real server on a free port, recording clients, the FIBS
-formula written out from RATINGS.md §1, and the terminal client as a real process.
+"""Helpers for the client tests: a real server on a free port with recording clients, a
+request held in flight, the command line and the terminal client as real processes.
 
 Imported by ``conftest.py`` and the test modules (pytest puts this directory on
-``sys.path``; the tests have no ``__init__.py``).
+``sys.path``; the tests have no ``__init__.py``). What every suite shares (the
+accounts, the FIBS formula, starting a match, the command line) is in
+``tests/kit/sharedkit.py``; the names the client tests use are also here.
 """
 
 from __future__ import annotations
@@ -11,33 +13,50 @@ import asyncio
 import contextlib
 import errno
 import fcntl
-import json
-import math
 import os
 import re
 import select
 import struct
-import sys
 import termios
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clients.lobby_client import LobbyClient, LobbyError, Push
-from clients.models import RatingChange
-from server.app import RunningServer, start_server
-from server.config import Config, PasswordHashing
+from sharedkit import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    FAST_HASHING,
+    PASSWORD,
+    ROOT,
+    FibsModel,
+    LobbyServer,
+    check_changes,
+    cli_env,
+    close,
+    expect_error,
+    fibs_changes,
+    matchlobby_command,
+    name_of,
+    rate_file,
+    results_text,
+    start_match,
+    today,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-HEADER = "event,date,side_a,side_b,score_a,score_b,length,rated"
-PASSWORD = "pw-secret"
-ADMIN = "root"
-ADMIN_PASSWORD = "root-secret"
-FAST_HASHING = PasswordHashing(n=2**10)
-FAST_CONFIG = "[password_hashing]\nn = 1024\n"
+from clients.lobby_client import LobbyClient, Push
+from server.app import RunningServer
+from server.config import Config
+
+__all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
+    "ADMIN", "ADMIN_PASSWORD", "DROP_TIMEOUT", "PASSWORD", "PROCESS_TIMEOUT", "REQUEST_TIMEOUT",
+    "ROOT", "Completed", "FibsModel", "Gate", "Lobby", "RecordingClient", "Terminal",
+    "check_changes", "cli_env", "close", "expect_error", "fibs_changes", "matchlobby_command",
+    "rate_file", "results_text", "run_batch", "run_matchlobby", "screen_text", "settle",
+    "start_match", "today", "wait_for",
+]
+
 DROP_TIMEOUT = 0.4
 """The servers' drop timeout: short, so that ``claim`` can be tested without waiting."""
 REQUEST_TIMEOUT = 10.0
@@ -68,68 +87,22 @@ class RecordingClient(LobbyClient):
 
     @property
     def name(self) -> str:
-        assert self.credentials is not None, "not logged in"
-        return self.credentials[0]
+        return name_of(self)
 
 
 # ---- one test's server ------------------------------------------------------------------
 
 
-class Lobby:
+class Lobby(LobbyServer[RecordingClient]):
     """A server on a real SQLite file: start, stop, start again on the same port and file."""
 
     def __init__(self, db: Path, drop_timeout: float = DROP_TIMEOUT) -> None:
-        self.db = db
+        super().__init__(db, RecordingClient)
         self.config = Config(database=str(db), password=FAST_HASHING, drop_timeout=drop_timeout)
-        self.server: RunningServer | None = None
-        self.port: int | None = None
-        self.clients: list[RecordingClient] = []
 
     async def start(self) -> RunningServer:
         """Start on a free port the first time, on the same port afterwards."""
-        assert self.server is None, "already running"
-        self.server = await start_server(self.config, port=self.port or 0)
-        self.port = self.server.port
-        return self.server
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            server, self.server = self.server, None
-            await server.stop()
-
-    @property
-    def url(self) -> str:
-        assert self.port is not None
-        return f"ws://127.0.0.1:{self.port}/ws"
-
-    async def client(self, reconnect: bool = False,
-                     backoff: tuple[float, float] = (0.02, 0.2)) -> RecordingClient:
-        c = RecordingClient(self.url, reconnect=reconnect, backoff=backoff)
-        self.clients.append(c)
-        hello = await c.connect()
-        assert hello["server"] == "matchlobby" and hello["protocol"] == 1
-        return c
-
-    async def player(self, name: str, reconnect: bool = False) -> RecordingClient:
-        """A new account ``name``, logged in on its own connection."""
-        c = await self.client(reconnect=reconnect)
-        assert await c.register(name, PASSWORD) == {"player": name, "role": "player"}
-        return c
-
-    async def players(self, *names: str) -> list[RecordingClient]:
-        return [await self.player(n) for n in names]
-
-    async def admin(self) -> RecordingClient:
-        c = await self.client()
-        data = await c.login(ADMIN, ADMIN_PASSWORD)
-        assert data["role"] == "admin"
-        return c
-
-    async def aclose(self) -> None:
-        for c in self.clients:
-            with contextlib.suppress(Exception):
-                await c.close()
-        await self.stop()
+        return await self.serve(self.config, self.port or 0)
 
 
 # ---- holding a request in flight -------------------------------------------------------
@@ -152,107 +125,7 @@ class Gate:
         return {"held": True}
 
 
-# ---- the FIBS formula of RATINGS.md §1, written out independently ----------------------
-
-
-def fibs_deltas(r_winner: float, e_winner: int, r_loser: float, e_loser: int, n: int
-                ) -> tuple[float, float]:
-    """(Δ winner, Δ loser) for a rated match of length ``n``, from the pre-match values."""
-    d = abs(r_winner - r_loser)
-    underdog = 1 / (10 ** (d * math.sqrt(n) / 2000) + 1)
-    favourite = 1 - underdog
-
-    def win_probability(own: float, other: float) -> float:
-        if own == other:
-            return 0.5
-        return favourite if own > other else underdog
-
-    def experience_factor(e: int) -> float:
-        return max(1.0, 5 - (e + n) / 100)
-
-    dw = 4 * experience_factor(e_winner) * math.sqrt(n) * (1 - win_probability(r_winner, r_loser))
-    dl = 4 * experience_factor(e_loser) * math.sqrt(n) * (0 - win_probability(r_loser, r_winner))
-    return dw, dl
-
-
-@dataclass
-class FibsEntry:
-    rating: float = 1500.0
-    experience: int = 0
-    games: int = 0
-    history: list[tuple[float, float]] = field(default_factory=list)
-
-
-class FibsLadder:
-    """What a FIBS ladder should hold, advanced match by match."""
-
-    def __init__(self) -> None:
-        self.players: dict[str, FibsEntry] = {}
-
-    def play(self, winner: str, loser: str, n: int) -> dict[str, tuple[float, float]]:
-        """Rate one match; returns ``{player: (before, after)}``."""
-        w = self.players.setdefault(winner, FibsEntry())
-        lo = self.players.setdefault(loser, FibsEntry())
-        dw, dl = fibs_deltas(w.rating, w.experience, lo.rating, lo.experience, n)
-        out = {winner: (w.rating, w.rating + dw), loser: (lo.rating, lo.rating + dl)}
-        for entry, delta in ((w, dw), (lo, dl)):
-            entry.history.append((entry.rating, entry.rating + delta))
-            entry.rating += delta
-            entry.experience += n
-            entry.games += 1
-        return out
-
-    def ranking(self) -> list[str]:
-        return [n for n, _ in sorted(self.players.items(),
-                                     key=lambda x: (-x[1].rating, x[0].casefold()))]
-
-    def rank(self, name: str) -> int:
-        return self.ranking().index(name) + 1
-
-
-def close(a: float | None, b: float | None) -> bool:
-    """Equal up to floating-point noise (the server may evaluate the formula in another order)."""
-    if a is None or b is None:
-        return a is b
-    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9)
-
-
-def check_changes(changes: Sequence[RatingChange | dict[str, Any]],
-                  expected: dict[str, tuple[float, float]]) -> None:
-    """A reply's or push's ``changes`` against ``{player: (before, after)}``."""
-    rows = [c if isinstance(c, RatingChange) else
-            RatingChange(c["player"], c["before"], c["after"], c["change"]) for c in changes]
-    assert sorted(c.player for c in rows) == sorted(expected)
-    for c in rows:
-        before, after = expected[c.player]
-        assert close(c.before, before), (c, before)
-        assert close(c.after, after), (c, after)
-        assert c.change is not None and close(c.change, after - before), c
-
-
 # ---- playing ------------------------------------------------------------------------------
-
-
-async def start_match(a: RecordingClient, b: RecordingClient, length: int | str = 1,
-                      ladder: str = "backgammon") -> int:
-    """``a`` invites ``b``, ``b`` joins; returns the match id."""
-    await a.call("invite", name=b.name, ladder=ladder, length=length)
-    await b.next_push("invited", where=lambda p: p["data"]["from"] == a.name)
-    started = await b.call("join", name=a.name)
-    assert (await a.next_push("match_started"))["data"] == started
-    return int(started["match"])
-
-
-async def expect_error(aw: Awaitable[Any], code: str) -> LobbyError:
-    """``aw`` must raise :class:`LobbyError` with ``code`` and a message for people."""
-    try:
-        await aw
-    except LobbyError as e:
-        assert e.code == code, (e.code, e.message)
-        assert e.message.strip(), "a refusal explains itself"
-        assert e.reply["ok"] is False and e.reply["error"]["code"] == code
-        return e
-    raise AssertionError(f"expected a {code!r} refusal")
 
 
 async def settle(c: LobbyClient) -> list[Push]:
@@ -275,30 +148,7 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float = 10.0,
         await asyncio.sleep(0.02)
 
 
-def today() -> str:
-    return datetime.now(UTC).date().isoformat()
-
-
-def results_text(rows: Iterable[str]) -> str:
-    return "\n".join([HEADER, *rows]) + "\n"
-
-
 # ---- the command line ---------------------------------------------------------------------
-
-
-def matchlobby_command() -> list[str]:
-    script = Path(sys.executable).with_name("matchlobby")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "server.cli"]
-
-
-def process_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env["PYTHONIOENCODING"] = "utf-8"
-    env.update(extra)
-    return env
 
 
 @dataclass(frozen=True)
@@ -315,7 +165,7 @@ class Completed:
 async def run_matchlobby(args: Sequence[str], stdin: str = "", cwd: Path = ROOT) -> Completed:
     """``matchlobby ARGS`` as a real process, without blocking the loop the server runs in."""
     proc = await asyncio.create_subprocess_exec(
-        *matchlobby_command(), *args, cwd=cwd, env=process_env(),
+        *matchlobby_command(), *args, cwd=cwd, env=cli_env(),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
     try:
@@ -334,16 +184,6 @@ async def run_batch(url: str, commands: Sequence[str], *flags: str) -> Completed
         c + "\n" for c in commands))
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     return done
-
-
-async def rate_offline(system: str, rows: Iterable[str], tmp: Path) -> dict[str, Any]:
-    """``matchlobby rate SYSTEM FILE --format json``: the same results rated with no server."""
-    path = tmp / f"{system}-results.csv"
-    path.write_text(results_text(rows), encoding="utf-8")
-    done = await run_matchlobby(["rate", system, str(path), "--format", "json"], cwd=tmp)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
 
 
 # ---- a terminal for the interactive client ------------------------------------------------

@@ -6,44 +6,17 @@ in a template database; every test runs its own server on a copy of it.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from clientkit import (
-    ADMIN,
-    ADMIN_PASSWORD,
-    FAST_CONFIG,
-    PROCESS_TIMEOUT,
-    ROOT,
-    Gate,
-    Lobby,
-    matchlobby_command,
-    process_env,
-)
+from clientkit import Gate, Lobby
+from sharedkit import admin_template
 
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("clients-template")
-    config = folder / "fast.toml"
-    config.write_text(FAST_CONFIG, encoding="utf-8")
-    db = folder / "lobby.db"
-    done = subprocess.run(
-        [*matchlobby_command(), "user", "add", ADMIN, "--admin", "--db", str(db),
-         "--config", str(config)],
-        input=ADMIN_PASSWORD + "\n", capture_output=True, text=True, cwd=ROOT,
-        env=process_env(), timeout=PROCESS_TIMEOUT, check=False)
-    assert done.returncode == 0, done.stderr
-    return db
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, template_db: Path) -> Path:
-    db = tmp_path / "lobby.db"
-    shutil.copyfile(template_db, db)
+    db, _ = admin_template(tmp_path_factory.mktemp("clients-template"))
     return db
 
 

@@ -1,7 +1,7 @@
 """``matchlobby client URL --batch``: a real process, one command per standard-input line.
 
 Its output is checked line by line against text written out here from known
-data: FIBS numbers computed from RATINGS.md §1 (:mod:`clientkit`), ČAS and P4P
+data: FIBS numbers computed from RATINGS.md §1 (:mod:`sharedkit`), ČAS and P4P
 numbers from ``matchlobby rate`` on the same results, never from the replies
 being rendered.
 """
@@ -17,10 +17,10 @@ from clientkit import (
     ADMIN,
     ADMIN_PASSWORD,
     PASSWORD,
-    FibsLadder,
+    FibsModel,
     Lobby,
-    fibs_deltas,
-    rate_offline,
+    fibs_changes,
+    rate_file,
     results_text,
     run_batch,
     run_matchlobby,
@@ -49,7 +49,7 @@ def row_of(rated: dict[str, Any], player: str) -> dict[str, Any]:
 async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> None:
     alice, bob, carol, dave = await lobby.players("alice", "bob", "carol", "dave")
     admin = await lobby.admin()
-    fibs = FibsLadder()
+    fibs = FibsModel()
     m1 = await start_match(alice, bob, length=1)
     await bob.resign()
     fibs.play("alice", "bob", 1)
@@ -65,8 +65,8 @@ async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> N
         event = await admin.call("event create", name=name, ladder=ladder)
         await admin.call("event import", event=event["id"], csv=results_text(rows))
         await admin.call("event close", event=event["id"])
-    cas = await rate_offline("cas", scrabble, tmp_path)
-    p4p = await rate_offline("p4p", doubles, tmp_path)
+    cas = await rate_file("cas", scrabble, tmp_path / "cas-results.csv")
+    p4p = await rate_file("p4p", doubles, tmp_path / "p4p-results.csv")
     history = (await admin.call("history", name="alice", ladder="backgammon"))["entries"]
     for c in (alice, bob, carol, dave):
         await c.close()
@@ -145,7 +145,7 @@ async def test_the_whois_block_has_the_issues_layout(lobby: Lobby) -> None:
     await start_match(alice, bob, length=1)
     await bob.resign()
     # two new players, equal ratings, a 1-point match: factor 4.99, +9.98 and -9.98
-    assert [round(x, 10) for x in fibs_deltas(1500.0, 0, 1500.0, 0, 1)] == [9.98, -9.98]
+    assert [round(x, 10) for x in fibs_changes(1500.0, 0, 1500.0, 0, 1, True)] == [9.98, -9.98]
     await alice.close()
     done = await run_batch(lobby.url, ["whois alice", "whois bob"])
     assert done.returncode == 0
@@ -184,9 +184,9 @@ async def test_a_directors_session_line_by_line(lobby: Lobby, tmp_path: Path) ->
         "events open",
     ])
     assert (done.returncode, done.stderr) == (0, "")
-    rated = await rate_offline("cas", [f"Brno Open,{day},alice,bob,420,380,,",
-                                       f"Brno Open,{day},bob,carol,400,390,,", *imported],
-                               tmp_path)
+    rated = await rate_file("cas", [f"Brno Open,{day},alice,bob,420,380,,",
+                                    f"Brno Open,{day},bob,carol,400,390,,", *imported],
+                            tmp_path / "cas-results.csv")
     assert [p["player"] for p in rated["players"]] == ["alice", "bob", "carol"]
     after = {p["player"]: p["rating"] for p in rated["players"]}
     expected = [

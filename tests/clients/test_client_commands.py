@@ -18,12 +18,12 @@ from clientkit import (
     ADMIN,
     DROP_TIMEOUT,
     PASSWORD,
-    FibsLadder,
+    FibsModel,
     Lobby,
     check_changes,
     close,
     expect_error,
-    rate_offline,
+    rate_file,
     results_text,
     settle,
     start_match,
@@ -167,7 +167,7 @@ async def _who(lobby: Lobby, tmp: Path) -> None:
 @case("whois")
 async def _whois(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
-    model = FibsLadder()
+    model = FibsModel()
     await start_match(alice, bob, length=5)
     during = await bob.whois("alice")
     assert (during.online, during.status) == (True, "playing")
@@ -195,7 +195,7 @@ async def _whois(lobby: Lobby, tmp: Path) -> None:
 async def _rating(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
-    model = FibsLadder()
+    model = FibsModel()
     await start_match(alice, bob, length=3)
     await alice.resign()
     model.play("bob", "alice", 3)
@@ -231,7 +231,7 @@ async def _rating(lobby: Lobby, tmp: Path) -> None:
 async def _ladder(lobby: Lobby, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     admin = await lobby.admin()
-    model = FibsLadder()
+    model = FibsModel()
     await start_match(alice, bob, length=1)
     await bob.resign()
     model.play("alice", "bob", 1)
@@ -269,7 +269,7 @@ async def _ladder(lobby: Lobby, tmp: Path) -> None:
 @case("history")
 async def _history(lobby: Lobby, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
-    model = FibsLadder()
+    model = FibsModel()
     m1 = await start_match(alice, bob, length=1)
     await bob.resign()
     model.play("alice", "bob", 1)
@@ -326,7 +326,7 @@ async def _watch(lobby: Lobby, tmp: Path) -> None:
     pushes = await settle(watcher)
     assert [p["event"] for p in pushes] == ["match_finished", "rating_changed", "rating_changed"]
     assert pushes[0]["data"]["match"] == mid and pushes[0]["data"]["winner"] == "alice"
-    check_changes([p["data"] for p in pushes[1:]], FibsLadder().play("alice", "bob", 3))
+    check_changes([p["data"] for p in pushes[1:]], FibsModel().play("alice", "bob", 3))
     assert all(p["data"]["cause"] == {"match": mid} for p in pushes[1:])
     # an event closing on a watched ladder pushes the whole new ladder
     event = await admin.call("event create", name="Cup", ladder="scrabble")
@@ -419,7 +419,7 @@ async def _decline(lobby: Lobby, tmp: Path) -> None:
 @case("resign")
 async def _resign(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
-    model = FibsLadder()
+    model = FibsModel()
     await expect_error(bob.resign(), "conflict")  # not playing
     mid = await start_match(alice, bob, length=5)
     finished = await bob.resign()
@@ -465,7 +465,7 @@ async def _report_win(lobby: Lobby, tmp: Path) -> None:
 @case("confirm")
 async def _confirm(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
-    model = FibsLadder()
+    model = FibsModel()
     mid = await start_match(alice, bob, length=3)
     await expect_error(bob.confirm(mid), "conflict")  # nothing claimed yet
     await bob.call("report win", score_a=3, score_b=2)
@@ -502,7 +502,7 @@ async def _dispute(lobby: Lobby, tmp: Path) -> None:
 @case("claim")
 async def _claim(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
-    model = FibsLadder()
+    model = FibsModel()
     mid = await start_match(alice, bob, length=5)
     await expect_error(alice.claim(mid), "conflict")  # bob is connected
     await bob.close()
@@ -567,7 +567,7 @@ async def _event_create(lobby: Lobby, tmp: Path) -> None:
 async def _event_result(lobby: Lobby, tmp: Path) -> None:
     admin = await lobby.admin()
     alice = await lobby.player("alice")
-    model = FibsLadder()
+    model = FibsModel()
     night = await admin.call("event create", name="BG night", ladder="backgammon")
     got = await admin.call("event result", event=night["id"], side_a="alice", side_b="bob",
                            score_a=5, score_b=2, length=5)
@@ -644,7 +644,7 @@ async def _event_close(lobby: Lobby, tmp: Path) -> None:
         "id": event["id"], "name": "League day", "ladder": "foosball-doubles",
         "status": "closed"}
     # the same rows rated offline by `matchlobby rate`
-    offline = await rate_offline("p4p", rows, tmp)
+    offline = await rate_file("p4p", rows, tmp / "p4p-results.csv")
     table = await admin.ladder("foosball-doubles")
     assert [(r.rank, r.player, r.rating, r.games, r.extras["class"]) for r in table.players] == [
         (p["rank"], p["player"], p["rating"], p["games"], p["class"])
@@ -726,7 +726,7 @@ async def _void(lobby: Lobby, tmp: Path) -> None:
         "match": m1, "ladder": "backgammon", "status": "voided", "reason": "wrong players",
         "recomputed": True}
     # the ladder is what it would have been without the voided match
-    model = FibsLadder()
+    model = FibsModel()
     model.play("carol", "alice", 5)
     table = await watcher.ladder("backgammon", all=True)
     rated = {r.player: r for r in table.players}
@@ -754,7 +754,7 @@ async def _void(lobby: Lobby, tmp: Path) -> None:
 async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
-    model = FibsLadder()
+    model = FibsModel()
     mid = await start_match(alice, bob, length=3)
     await alice.call("report win", score_a=3, score_b=0)
     await bob.call("dispute", match=mid)
@@ -768,7 +768,7 @@ async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
     flipped = await admin.adjudicate(mid, "alice")
     assert (flipped["status"], flipped["winner"], flipped["recomputed"]) == (
         "finished", "alice", True)
-    model = FibsLadder()
+    model = FibsModel()
     model.play("alice", "bob", 3)
     for name in ("alice", "bob"):
         row = (await admin.rating(name, "backgammon")).ratings[0]

@@ -17,8 +17,8 @@ from clientkit import (
     ROOT,
     Lobby,
     Terminal,
+    cli_env,
     matchlobby_command,
-    process_env,
     screen_text,
 )
 
@@ -29,7 +29,7 @@ def terminal_env(home: Path, answers_cpr: bool = False) -> dict[str, str]:
     """HOME: the command history file goes to the test's folder. The bare pseudo-terminal
     does not answer cursor position requests (tmux does): prompt_toolkit is told so, as
     pexpect users do, instead of waiting for the answer and then warning."""
-    env = process_env(HOME=str(home), TERM="xterm-256color", NO_COLOR="1")
+    env = cli_env(HOME=str(home), TERM="xterm-256color", NO_COLOR="1")
     if not answers_cpr:
         env["PROMPT_TOOLKIT_NO_CPR"] = "1"
     return env

@@ -14,7 +14,7 @@ import time
 import pytest
 from clientkit import (
     PASSWORD,
-    FibsLadder,
+    FibsModel,
     Gate,
     Lobby,
     check_changes,
@@ -94,7 +94,7 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     bob, carol = await lobby.players("bob", "carol")
     mid = await start_match(bob, carol, length=3)
     finished = await carol.resign()
-    check_changes(finished.changes, FibsLadder().play("bob", "carol", 3))
+    check_changes(finished.changes, FibsModel().play("bob", "carol", 3))
     pushes = await settle(alice)
     assert [p["data"]["player"] for p in pushes if p["event"] == "player_online"] == [
         "bob", "carol"]

@@ -1,13 +1,13 @@
 """Fixtures for the hardening suites: a template database holding the admin account.
 
 The admin is created with the same code as ``matchlobby user add --admin``
-(``server.users.add_user``); each server gets its own copy of that file.
+(``server.users.add_user``); each server gets its own copy of that file
+(``db_path``, from tests/kit/sharedkit.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,13 +24,6 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("hardening-template") / "lobby.db"
     config = Config(database=str(db), password=FAST_HASHING)
     assert asyncio.run(add_user(config, ADMIN, ADMIN_PASSWORD, admin=True)) == 0
-    return db
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, template_db: Path) -> Path:
-    db = tmp_path / "lobby.db"
-    shutil.copyfile(template_db, db)
     return db
 
 

@@ -20,18 +20,20 @@ from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sharedkit import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from server.app import RunningServer, start_server
-from server.config import Config, Limits, PasswordHashing
+from server.config import Config, Limits
 
 T = TypeVar("T")
 
-ADMIN = "root"
-ADMIN_PASSWORD = "root-secret"
-PASSWORD = "pw-secret"
-FAST_HASHING = PasswordHashing(n=2**10)
+__all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
+    "ADMIN", "ADMIN_PASSWORD", "ERROR_CODES", "FAST_HASHING", "LIVENESS", "PASSWORD", "Capture",
+    "Prober", "ServerThread", "bystander", "captured_logs", "dump_db", "render",
+]
+
 ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "forbidden", "not_found",
                          "conflict", "rate_limited", "too_large", "internal"})
 # A liveness bound, not a performance claim: a reply slower than this means the server

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HEADER = "event,date,side_a,side_b,score_a,score_b,length,rated"
+from sharedkit import HEADER, cli_env, matchlobby_command, results_text
 
-
-def matchlobby_command() -> list[str]:
-    """The installed console script next to the interpreter, else ``python -m server.cli``."""
-    script = Path(sys.executable).with_name("matchlobby")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "server.cli"]
+__all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
+    "HEADER", "Completed", "RunRate", "WriteResults", "results_text", "run_many", "run_matchlobby",
+]
 
 
 @dataclass(frozen=True)
@@ -34,22 +28,15 @@ class Completed:
 
 
 def run_matchlobby(args: Sequence[str], cwd: Path) -> Completed:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env["PYTHONIOENCODING"] = "utf-8"
     proc = subprocess.run(
         [*matchlobby_command(), *args],
         cwd=cwd,
-        env=env,
+        env=cli_env(),
         capture_output=True,
         timeout=60,
         check=False,
     )
     return Completed(proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8"))
-
-
-def results_text(rows: Iterable[str], header: str = HEADER) -> str:
-    return "\n".join([header, *rows]) + "\n"
 
 
 RunRate = Callable[..., Completed]

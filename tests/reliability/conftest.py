@@ -2,9 +2,10 @@
 
 The admin accounts are made once in a template database: the first with the
 real ``matchlobby user add --admin`` command, the others with the function
-behind it; each test gets its own copy of the file. Each test fills a
-``figures`` dict; they are printed at the end of the session and written to
-``reliability-figures.json`` in pytest's base temporary directory.
+behind it; each test gets its own copy of the file (``db_path``, from
+tests/kit/sharedkit.py). Each test fills a ``figures`` dict; they are printed at
+the end of the session and written to ``reliability-figures.json`` in pytest's
+base temporary directory.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from reliakit import ADMIN_PASSWORD, ADMINS, config_text, run_cli
+from reliakit import ADMIN_PASSWORD, ADMINS, config_text
+from sharedkit import admin_template
 
 from server.config import load_config
 from server.users import add_user
@@ -28,24 +29,12 @@ FIGURES: dict[str, dict[str, Any]] = {}
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("reliability-template")
-    config = folder / "fast.toml"
-    config.write_text(config_text(), encoding="utf-8")
-    db = folder / "lobby.db"
     first, *others = ADMINS
-    done = run_cli(["user", "add", first, "--admin", "--db", str(db), "--config", str(config)],
-                   folder, ADMIN_PASSWORD + "\n")
-    assert done.returncode == 0, done.stderr
+    db, config = admin_template(tmp_path_factory.mktemp("reliability-template"), config_text(),
+                                admin=first)
     settings = dataclasses.replace(load_config(config), database=str(db))
     for name in others:
         assert asyncio.run(add_user(settings, name, ADMIN_PASSWORD, True)) == 0
-    return db
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, template_db: Path) -> Path:
-    db = tmp_path / "lobby.db"
-    shutil.copyfile(template_db, db)
     return db
 
 

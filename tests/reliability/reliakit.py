@@ -3,31 +3,40 @@ read back with plain ``sqlite3``, and the ladders recomputed from the log by ``m
 
 Imported by ``conftest.py`` and the test modules (pytest puts this directory on
 ``sys.path``; the tests have no ``__init__.py``). Named apart from the other
-suites' helper modules so that the names never clash in ``sys.modules``.
+suites' helper modules so that the names never clash in ``sys.modules``. The
+command line and the accounts come from ``tests/kit/sharedkit.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import os
-import socket
 import sqlite3
 import subprocess
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sharedkit import (
+    ADMIN_PASSWORD,
+    PASSWORD,
+    cli_env,
+    free_port,
+    matchlobby_command,
+    results_text,
+    run_cli,
+    run_cli_async,
+    sql,
+)
+
 from clients import LobbyClient
 
-ROOT = Path(__file__).resolve().parents[2]
-HEADER = "event,date,side_a,side_b,score_a,score_b,length,rated"
-PASSWORD = "pw-secret"
-ADMIN_PASSWORD = "root-secret"
+__all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
+    "ADMINS", "ADMIN_PASSWORD", "CLEAN_REFUSALS", "PASSWORD", "SYSTEMS", "cli_env", "config_text",
+    "free_port", "integrity", "ladders_against_recomputation", "log_rows", "matchlobby_command",
+    "replay_check", "run_cli", "same_value", "seq_gaps", "sql",
+]
+
 ADMINS = ("root", "root2", "root3", "root4", "root5", "root6")
-CLI_TIMEOUT = 60
 SYSTEMS = {"backgammon": "fibs", "scrabble": "cas", "foosball-singles": "p4p",
            "foosball-doubles": "p4p"}
 CLEAN_REFUSALS = frozenset({"conflict", "not_found"})
@@ -41,50 +50,7 @@ def config_text(drop_timeout: float | None = None) -> str:
             "connections_per_address = 100000\n")
 
 
-# ---- the command line --------------------------------------------------------------------
-
-
-def matchlobby_command() -> list[str]:
-    script = Path(sys.executable).with_name("matchlobby")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "server.cli"]
-
-
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
-
-
-def run_cli(args: Sequence[str], cwd: Path, stdin: str | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*matchlobby_command(), *args], cwd=cwd, env=cli_env(), input=stdin,
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False)
-
-
-async def run_cli_async(args: Sequence[str], cwd: Path, stdin: str | None = None
-                        ) -> subprocess.CompletedProcess[str]:
-    """``run_cli`` without blocking the event loop (an in-process server may run in it)."""
-    return await asyncio.to_thread(run_cli, args, cwd, stdin)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # ---- the database, read back ---------------------------------------------------------------
-
-
-def sql(db: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return list(conn.execute(query, params).fetchall())
-    finally:
-        conn.close()
 
 
 def integrity(db: Path) -> str:
@@ -159,7 +125,7 @@ async def ladders_against_recomputation(client: LobbyClient, db: Path, work: Pat
             compared[ladder] = 0
             continue
         path = work / f"recompute-{ladder}.csv"
-        path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+        path.write_text(results_text(rows), encoding="utf-8")
         done = await run_cli_async(["rate", system, str(path), "--format", "json"], work)
         assert done.returncode == 0, (ladder, done.stderr)
         expected = json.loads(done.stdout)["players"]

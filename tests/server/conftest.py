@@ -6,7 +6,6 @@ in a template database; each test gets its own copy of that file.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,16 +23,10 @@ def fast_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def template_db(tmp_path_factory: pytest.TempPathFactory, fast_config: Path) -> Path:
-    """A database holding only the admin, made by ``matchlobby user add --admin``."""
+    """A database holding only the admin, made by ``matchlobby user add --admin``; each test's
+    ``db_path`` (tests/kit/sharedkit.py) is a copy of it."""
     db = tmp_path_factory.mktemp("template") / "lobby.db"
     add_user(db, fast_config, ADMIN, ADMIN_PASSWORD, admin=True)
-    return db
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, template_db: Path) -> Path:
-    db = tmp_path / "lobby.db"
-    shutil.copyfile(template_db, db)
     return db
 
 

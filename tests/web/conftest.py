@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright
-from weblobby import Site, browser_available, copy_template, launch, make_template, open_page
+from weblobby import Site, browser_available, launch, make_template, open_page
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -32,8 +32,9 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def site(tmp_path: Path, template_db: Path) -> AsyncIterator[Site]:
-    s = Site(copy_template(template_db, tmp_path / "lobby.db"))
+async def site(db_path: Path) -> AsyncIterator[Site]:
+    """A running server on the test's copy of ``template_db`` (``db_path``, tests/kit/sharedkit.py)."""
+    s = Site(db_path)
     await s.start()
     try:
         yield s

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kit"))  # sharedkit, for weblobby
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from playwright.async_api import async_playwright
