@@ -7,6 +7,7 @@ all its games. Ratings and history are derived from this alone.
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import date
 from typing import Any
 
@@ -88,6 +89,39 @@ async def ladder_units(conn: aiosqlite.Connection, ladder: str) -> list[RatedUni
         )))
     units.sort(key=lambda u: u[0])
     return [u for _, u in units]
+
+
+# The rated matches of a ladder in seq order, as ratings_plugin.fibs_replay.FibsLogRow: the rows
+# ladder_units reads (finished, with a seq), the scores resolved from the winner when a match
+# has none, exactly as game_from_row does. The (ladder, seq) index gives the order.
+FIBS_LOG = """SELECT id, event_id, finished_at, side_a, side_b, length,
+    CASE WHEN score_a IS NULL OR score_b IS NULL THEN (CASE winner WHEN 'a' THEN 1 ELSE 0 END)
+         ELSE score_a END,
+    CASE WHEN score_a IS NULL OR score_b IS NULL THEN (CASE winner WHEN 'b' THEN 1 ELSE 0 END)
+         ELSE score_b END,
+    played_on, unrated_reason
+    FROM matches WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished' ORDER BY seq"""
+
+
+def fibs_log(conn: sqlite3.Connection, ladder: str) -> sqlite3.Cursor:
+    """A synchronous cursor streaming the rows of :data:`FIBS_LOG` as plain tuples.
+
+    For ``matchlobby replay``'s FIBS fast path; valid only when
+    :func:`has_event_units` is false (a ladder of single-match units).
+    """
+    cur = conn.cursor()
+    cur.row_factory = None
+    cur.arraysize = 4096
+    cur.execute(FIBS_LOG, (ladder,))
+    return cur
+
+
+def has_event_units(conn: sqlite3.Connection, ladder: str) -> bool:
+    """Whether ``ladder`` has closed, rated events (units of several games, P4P and ČAS)."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE ladder = ? AND status = 'closed' "
+        "AND seq IS NOT NULL)", (ladder,)).fetchone()
+    return bool(row[0])
 
 
 async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq: int,

@@ -1,0 +1,122 @@
+"""A FIBS ladder rebuilt from its whole log in one pass: the fast path of ``matchlobby replay``.
+
+:func:`ratings_plugin.plugin.replay_ladder` rebuilds any ladder through
+:class:`~ratings_plugin.ladder.LadderBook`, one ``RatedUnit`` at a time, with a
+``Game``, two ``Standing`` objects and two ``Change`` objects per match. On a
+FIBS ladder of a million matches that is most of the replay's time. Here the
+same log is applied with plain numbers: each player's state is one small
+list, the formula is :func:`ratings_plugin.systems.fibs.rate_ratings` (the one
+``rate_match`` uses), and the history rows are produced as a stream, so the
+caller can write or compare them without holding them all.
+
+The result is the same, bit for bit, as ``replay_ladder`` on the same log:
+the same ratings rows and the same history rows in the same order (the two
+players of a match in ``str.casefold`` order, as :func:`rate_unit` sorts
+them; before = the start rating for a new player). A log row that the generic
+path would treat in any other way — a doubles side, a player on both sides,
+a draw, negative scores, an unrated or unlimited match, a bad length, a
+player with no id — raises :class:`NotPlainFibs` before anything is produced
+for it, and the caller replays the ladder the generic way instead (which
+rates it, skips it or fails exactly as before). No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import date
+from typing import Any
+
+from ratings_plugin.ladder import LadderOptions, Standing
+from ratings_plugin.plugin import HistoryRow, RatingRow, rating_row
+from ratings_plugin.systems.fibs import rate_ratings
+
+# One logged FIBS match, as server.log.fibs_log reads it (scores already
+# resolved from the winner when the match has none, as game_from_row does):
+# match id, event id, finished at, side A, side B, length, score A, score B,
+# played on (ISO date), unrated reason.
+FibsLogRow = tuple[int, int | None, str, str, str, int | None, int, int, str, str | None]
+
+
+class NotPlainFibs(Exception):
+    """A log row that the fast path does not rate: replay the ladder the generic way."""
+
+
+class FibsReplay:
+    """One FIBS ladder replayed from empty: :meth:`history` streams, then :meth:`rating_rows`.
+
+    ``ids`` maps player names to ids (every player of the log must be in it).
+    """
+
+    def __init__(self, ladder: str, options: LadderOptions, ids: Mapping[str, int]) -> None:
+        if options.system != "fibs" or options.doubles:
+            raise ValueError("FibsReplay replays singles FIBS ladders only")
+        self.ladder = ladder
+        self.options = options
+        self.ids = ids
+        # name -> [rating, experience, games, last played (date), id, casefolded name]
+        self._state: dict[str, list[Any]] = {}
+
+    def history(self, log: Iterable[FibsLogRow]) -> Iterator[HistoryRow]:
+        """The history rows of ``log`` (rated matches in ``seq`` order), two per match.
+
+        Raises :class:`NotPlainFibs` at the first row the generic path would
+        not rate as a plain singles match.
+        """
+        ladder = self.ladder
+        state = self._state
+        get = state.get
+        start = self.options.fibs.start_rating
+        includes = self.options.fibs.experience_includes_match
+        days: dict[str, date] = {}
+        rate = rate_ratings
+        for mid, eid, at, a, b, length, sa, sb, played_on, unrated in log:
+            if (unrated is not None or length is None or length < 1 or a == b
+                    or sa < 0 or sb < 0 or sa == sb or "+" in a or "+" in b):
+                raise NotPlainFibs(f"match {mid} is not a plain rated singles match")
+            day = days.get(played_on)
+            if day is None:
+                day = days[played_on] = date.fromisoformat(played_on)
+            pa = get(a)
+            if pa is None:
+                pa = self._new(a, start)
+            pb = get(b)
+            if pb is None:
+                pb = self._new(b, start)
+            ra, rb = pa[0], pb[0]
+            if sa > sb:
+                na, nb = rate(ra, pa[1], rb, pb[1], length, includes)
+            else:
+                nb, na = rate(rb, pb[1], ra, pa[1], length, includes)
+            pa[0] = na
+            pa[1] += length
+            pa[2] += 1
+            if day > pa[3]:
+                pa[3] = day
+            pb[0] = nb
+            pb[1] += length
+            pb[2] += 1
+            if day > pb[3]:
+                pb[3] = day
+            if pb[5] < pa[5]:
+                yield (ladder, pb[4], rb, nb, mid, eid, at)
+                yield (ladder, pa[4], ra, na, mid, eid, at)
+            else:
+                yield (ladder, pa[4], ra, na, mid, eid, at)
+                yield (ladder, pb[4], rb, nb, mid, eid, at)
+
+    def _new(self, name: str, start: float) -> list[Any]:
+        pid = self.ids.get(name)
+        if pid is None:
+            raise NotPlainFibs(f"no player id for {name!r}")
+        entry: list[Any] = [start, 0, 0, date.min, pid, name.casefold()]
+        self._state[name] = entry
+        return entry
+
+    def standings(self) -> dict[str, Standing]:
+        """Every player's standing after the log, as ``LadderBook`` would hold it."""
+        return {name: Standing(name, rating, games, last, experience)
+                for name, (rating, experience, games, last, _, _) in self._state.items()}
+
+    def rating_rows(self) -> list[RatingRow]:
+        """The ``ratings`` rows after the log, sorted as ``matchlobby replay`` writes them."""
+        return sorted(rating_row(self.ladder, s, self.ids) for s in self.standings().values())

@@ -1,0 +1,311 @@
+"""`matchlobby replay`'s FIBS fast path gives exactly what the generic path gives.
+
+The generic path (``ladder_units`` + ``replay_ladder``, through ``LadderBook``)
+is the reference: the fast path (``server.log.fibs_log`` +
+``ratings_plugin.fibs_replay.FibsReplay``) must produce the same ratings rows
+and the same history rows in the same order, compared by ``repr`` (exact floats,
+and ints stay ints). The logs are written as the server leaves them: live
+matches with and without final scores, event results on the FIBS ladder,
+voided matches that keep their ``seq``, adjudicated ones (winner flipped, scores
+swapped), aborted and unlimited matches without ``seq``, ids not in ``seq``
+order, names whose case-insensitive order differs from their plain order, and
+matches between equal ratings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lobbykit import (
+    Harness,
+    results_text,
+    run_cli_async,
+    sql,
+    start_match,
+    today,
+)
+
+import server.replay as replay_module
+from ratings_plugin.fibs_replay import FibsReplay, NotPlainFibs
+from ratings_plugin.ladder import LadderOptions
+from ratings_plugin.plugin import rating_row, replay_ladder
+from ratings_plugin.systems.fibs import FibsOptions
+from server.config import load_config
+from server.log import fibs_log, ladder_units
+from server.storage import connect
+
+SECOND = LadderOptions("fibs", fibs=FibsOptions(experience_includes_match=False, start_rating=1400.0))
+CONFIG = """
+[password_hashing]
+n = 1024
+
+[[ladders]]
+name = "backgammon"
+system = "fibs"
+
+[[ladders]]
+name = "hypergammon"
+system = "fibs"
+experience_includes_match = false
+start_rating = 1400.0
+
+[[ladders]]
+name = "scrabble"
+system = "cas"
+"""
+LADDERS = {"backgammon": LadderOptions("fibs"), "hypergammon": SECOND}
+NAMES = ["alice", "Bob", "carol", "Dave", "erin", "Frank", "gina", "Hal", "ivy", "Zed", "amy",
+         "Yan"]
+
+
+def write_log(db: Path, seed: int, matches: int = 300) -> None:
+    """``matches`` rated matches per FIBS ladder, with the unrated rows around them."""
+    rng = random.Random(seed)
+    conn = sqlite3.connect(db)
+    with conn:
+        ids = {}
+        for name in NAMES:
+            conn.execute("INSERT OR IGNORE INTO players (name, name_key, role, created_at) "
+                         "VALUES (?, ?, 'player', '2026-01-01T00:00:00Z')", (name, name.casefold()))
+            ids[name] = conn.execute("SELECT id FROM players WHERE name = ?", (name,)).fetchone()[0]
+        admin = conn.execute("SELECT id FROM players WHERE role = 'admin'").fetchone()[0]
+        event = conn.execute(
+            "INSERT INTO events (name, ladder, date, status, created_at, closed_at) VALUES "
+            "('club', 'backgammon', '2026-01-02', 'closed', '2026-01-02T00:00:00Z', "
+            "'2026-01-09T00:00:00Z') RETURNING id").fetchone()[0]
+        seq = conn.execute("SELECT value FROM counters WHERE name = 'seq'").fetchone()[0]
+        rows: list[tuple[Any, ...]] = []
+        for k in range(2 * matches + matches // 5):
+            ladder = rng.choice(list(LADDERS))
+            a, b = rng.sample(NAMES[:8] if k < 40 else NAMES, 2)  # some pairs meet at 1500 each
+            length = rng.choice([1, 1, 3, 5, 7, 9, 11, 2])
+            day = f"2026-{1 + k * 11 // (3 * matches):02d}-{1 + rng.randrange(28):02d}"
+            at = f"2026-03-01T{k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z"
+            won = rng.random() < 0.5
+            kind = rng.random()
+            sa = sb = None
+            if rng.random() < 0.5:
+                loser = rng.randrange(length)
+                sa, sb = (length, loser) if won else (loser, length)
+            winner = "a" if won else "b"
+            status, how, event_id, row_seq = "finished", "resign", None, None
+            if kind < 0.05:
+                status, winner, sa, sb, how = "aborted", None, None, None, "abort"
+            elif kind < 0.08:
+                length, how = None, "resign"  # unlimited: never rated, no seq
+            else:
+                seq += 1
+                row_seq = seq
+                if kind < 0.15 and ladder == "backgammon":
+                    event_id, how = event, "event"
+                    if sa is None:
+                        sa, sb = (1, 0) if won else (0, 1)
+                if kind > 0.97:  # voided after it was rated
+                    status, winner = "voided", None
+                elif kind > 0.94:  # adjudicated the other way
+                    winner = "b" if won else "a"
+                    if sa is not None:
+                        sa, sb = sb, sa
+            rows.append((ladder, event_id, a, b, length, day, status, winner, sa, sb, how,
+                         row_seq, at, at, ids[a], ids[b], kind))
+        # a live match gets its id when it starts: ids are not in seq order
+        order = sorted(range(len(rows)), key=lambda i: i + rng.randrange(6))
+        for i in order:
+            r = rows[i]
+            mid = conn.execute(
+                "INSERT INTO matches (ladder, event_id, side_a, side_b, length, played_on, status, "
+                "winner, score_a, score_b, how, seq, created_at, finished_at) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id", r[:14]).fetchone()[0]
+            conn.executemany("INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
+                             [(mid, r[14], "a"), (mid, r[15], "b")])
+            if r[6] == "voided" or r[16] > 0.94:
+                conn.execute(
+                    "INSERT INTO corrections (match_id, kind, old_status, old_winner, new_status, "
+                    "new_winner, reason, by_player, at) VALUES (?, ?, 'finished', ?, ?, ?, ?, ?, ?)",
+                    (mid, "void" if r[6] == "voided" else "adjudicate", r[7], r[6], r[7],
+                     "test", admin, r[12]))
+        conn.execute("UPDATE counters SET value = ? WHERE name = 'seq'", (seq,))
+    conn.close()
+
+
+async def generic(db: Path, ladder: str, options: LadderOptions) -> tuple[list[Any], list[Any]]:
+    """The reference: ratings and history rows from the generic replay path."""
+    conn = await connect(str(db))
+    try:
+        async with conn.execute("SELECT id, name FROM players") as cur:
+            ids = {row["name"]: row["id"] async for row in cur}
+        book, history = replay_ladder(ladder, options, await ladder_units(conn, ladder), ids)
+    finally:
+        await conn.close()
+    return sorted(rating_row(ladder, s, ids) for s in book.standings.values()), history
+
+
+def fast(db: Path, ladder: str, options: LadderOptions) -> tuple[list[Any], list[Any]]:
+    conn = sqlite3.connect(db)
+    try:
+        ids = dict(conn.execute("SELECT name, id FROM players"))
+        replay = FibsReplay(ladder, options, ids)
+        history = list(replay.history(fibs_log(conn, ladder)))
+    finally:
+        conn.close()
+    return replay.rating_rows(), history
+
+
+def stored(db: Path, ladder: str) -> tuple[list[Any], list[Any]]:
+    return (sql(db, "SELECT * FROM ratings WHERE ladder = ? ORDER BY player_id", (ladder,)),
+            sql(db, "SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
+                    "WHERE ladder = ? ORDER BY id", (ladder,)))
+
+
+def exact(rows: list[Any]) -> list[str]:
+    return [repr(tuple(r)) for r in rows]
+
+
+async def replay_cli(db: Path, config: Path, *args: str) -> tuple[int, str]:
+    done = await run_cli_async(["replay", "--db", str(db), "--config", str(config), *args],
+                               db.parent)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    path = tmp_path / "replay.toml"
+    path.write_text(CONFIG, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_fast_path_gives_the_generic_rows_bit_for_bit(db_path: Path, seed: int) -> None:
+    write_log(db_path, seed)
+    for ladder, options in LADDERS.items():
+        want_ratings, want_history = await generic(db_path, ladder, options)
+        got_ratings, got_history = fast(db_path, ladder, options)
+        assert len(want_history) > 400  # two rows per rated match, hundreds of matches
+        assert exact(got_history) == exact(want_history)
+        assert exact(got_ratings) == exact(want_ratings)
+
+
+async def test_replay_rewrites_exactly_and_check_agrees(db_path: Path, config_file: Path) -> None:
+    write_log(db_path, 4)
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 1 and "rating history differs from the log (0 stored rows" in out  # nothing yet
+    code, out = await replay_cli(db_path, config_file)
+    assert code == 0, out
+    first = {ladder: stored(db_path, ladder) for ladder in LADDERS}
+    for ladder, options in LADDERS.items():
+        ratings, history = await generic(db_path, ladder, options)
+        assert exact(first[ladder][1]) == exact(history)
+        assert exact(sorted(first[ladder][0])) == exact(ratings)
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 0, out
+    # a second rewrite stores the same values again
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    for ladder in LADDERS:
+        assert exact(stored(db_path, ladder)[0]) == exact(first[ladder][0])
+        assert exact(stored(db_path, ladder)[1]) == exact(first[ladder][1])
+
+
+async def test_rewrite_with_the_history_indexes_rebuilt(db_path: Path, config_file: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same rows when the history indexes are dropped and built again (big ladders)."""
+    write_log(db_path, 5)
+    indexes = sql(db_path, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'history' "
+                           "AND type = 'index' ORDER BY name")
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    want = {ladder: stored(db_path, ladder) for ladder in LADDERS}
+    monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
+    config = dataclasses.replace(load_config(config_file), database=str(db_path))
+    out = io.StringIO()
+    assert await replay_module.run(config, False, out) == 0
+    assert sql(db_path, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'history' "
+                        "AND type = 'index' ORDER BY name") == indexes
+    for ladder in LADDERS:
+        assert exact(stored(db_path, ladder)[0]) == exact(want[ladder][0])
+        assert exact(stored(db_path, ladder)[1]) == exact(want[ladder][1])
+    assert "replay: rewrote" in out.getvalue()
+    assert await replay_module.run(config, True, out) == 0, out.getvalue()
+    assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
+
+
+async def test_a_row_the_fast_path_refuses_goes_the_generic_way(db_path: Path,
+                                                                config_file: Path) -> None:
+    write_log(db_path, 6)
+    conn = sqlite3.connect(db_path)
+    with conn:  # a rated-looking row the generic path skips (unrated reason): no history for it
+        seq = conn.execute("UPDATE counters SET value = value + 1 RETURNING value").fetchone()[0]
+        conn.execute(
+            "INSERT INTO matches (ladder, side_a, side_b, length, played_on, status, winner, "
+            "score_a, score_b, how, unrated_reason, seq, created_at, finished_at) VALUES "
+            "('backgammon', 'alice', 'Bob', 3, '2026-02-01', 'finished', 'a', 3, 0, 'event', "
+            "'forfeit', ?, '2026-03-02T00:00:00Z', '2026-03-02T00:00:00Z')", (seq,))
+    conn.close()
+    with pytest.raises(NotPlainFibs):
+        fast(db_path, "backgammon", LADDERS["backgammon"])
+    code, out = await replay_cli(db_path, config_file)
+    assert code == 0, out
+    for ladder, options in LADDERS.items():
+        ratings, history = await generic(db_path, ladder, options)
+        assert exact(stored(db_path, ladder)[1]) == exact(history)
+        assert exact(stored(db_path, ladder)[0]) == exact(ratings)
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 0, out
+
+
+async def test_check_finds_a_changed_or_missing_history_row(db_path: Path,
+                                                            config_file: Path) -> None:
+    write_log(db_path, 7)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    rows = len(stored(db_path, "backgammon")[1])
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("UPDATE history SET after = after + 1e-9 WHERE id = (SELECT max(id) FROM "
+                     "history WHERE ladder = 'backgammon')")
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 1
+    assert f"backgammon: rating history differs from the log ({rows} stored rows, {rows} " \
+           "replayed)" in out
+    assert "hypergammon" not in out
+    with conn:
+        conn.execute("DELETE FROM history WHERE id = (SELECT min(id) FROM history "
+                     "WHERE ladder = 'hypergammon')")
+    conn.close()
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 1 and "hypergammon: rating history differs from the log" in out
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
+
+
+async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:
+    """Live matches, event results, a void and an adjudication, as the server logs them."""
+    players = [await lobby.player(n) for n in ("ann", "Ben", "cat", "Dan")]
+    admin = await lobby.admin()
+    played = []
+    for i in range(12):
+        a, b = players[i % 4], players[(i + 1 + i // 4) % 4]
+        mid = await start_match(a, b, length=1 + 2 * (i % 4))
+        if i % 3:
+            await b.call("resign")
+        else:
+            await a.call("report win", score_a=1 + 2 * (i % 4), score_b=0)
+            await b.call("confirm", match=mid)
+        played.append(mid)
+    eid = (await admin.call("event create", name="club", ladder="backgammon"))["id"]
+    rows = [f"club,{today()},{a},{b},{sa},{sb},{n}," for a, b, sa, sb, n in
+            (("ann", "cat", 5, 2, 5), ("Dan", "Ben", 0, 3, 3), ("cat", "Dan", 1, 0, 1))]
+    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("void", match=played[4], reason="wrong players")
+    await admin.call("adjudicate", match=played[0], winner="Ben")
+    await admin.call("adjudicate", match=played[2], winner="Dan")
+    await lobby.stop()
+    want_ratings, want_history = await generic(lobby.db, "backgammon", LadderOptions("fibs"))
+    got_ratings, got_history = fast(lobby.db, "backgammon", LadderOptions("fibs"))
+    assert len(want_history) == 2 * (12 - 1 + 3)
+    assert exact(got_history) == exact(want_history)
+    assert exact(got_ratings) == exact(want_ratings)
+    assert exact(stored(lobby.db, "backgammon")[1]) == exact(want_history)  # what the server wrote
