@@ -315,13 +315,14 @@ class PekloHistory:
         at = np.searchsorted(self._keys, keys)
         found = at < self._keys.size
         found[found] = self._keys[at[found]] == keys[found]
-        won, lost = self._won.copy(), self._lost.copy()
-        won[at[found]] += batch.won[found]
-        lost[at[found]] += batch.lost[found]
         fresh = ~found
         out._keys = np.insert(self._keys, at[fresh], keys[fresh])
-        out._won = np.insert(won, at[fresh], batch.won[fresh])
-        out._lost = np.insert(lost, at[fresh], batch.lost[fresh])
+        out._won = np.insert(self._won, at[fresh], batch.won[fresh])
+        out._lost = np.insert(self._lost, at[fresh], batch.lost[fresh])
+        # pairs that had met before: add to their rows, wherever the inserts moved them
+        moved = at[found] + np.searchsorted(at[fresh], at[found], side="right")
+        out._won[moved] += batch.won[found]
+        out._lost[moved] += batch.lost[found]
         return out
 
     def add(self, games: Iterable[tuple[str, str, int, int]]) -> None:
