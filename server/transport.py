@@ -194,11 +194,12 @@ class Transport:
         queue = Outbox(lim.outgoing_queue)
         self.connections.add(ws)
 
-        def send(message: dict[str, Any]) -> None:
+        def send(message: dict[str, Any], direct: bool = True) -> None:
             if session.closed:
                 return
             frame = encode_frame(message)
-            if len(frame) <= DIRECT_FRAME_SIZE and queue.idle and ws.protocol.state is State.OPEN \
+            if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
+                    and ws.protocol.state is State.OPEN \
                     and ws.transport.get_write_buffer_size() <= DIRECT_WRITE_LIMIT:
                 # Straight to the socket (what websockets' broadcast does): no task switch and
                 # no send lock for the usual case of a client that keeps up.
@@ -221,7 +222,8 @@ class Transport:
             except asyncio.QueueFull:
                 self._close_later(ws, code, reason)
 
-        session = Session(send=send, close=close, address=address)
+        session = Session(send=send, close=close, address=address,
+                          queue=lambda message: send(message, direct=False))
         self.sessions[ws] = session
         writer = asyncio.create_task(self._drain(ws, queue))
         bucket = TokenBucket(lim.messages_per_second, lim.burst)
