@@ -240,10 +240,17 @@ class Served:
         return process_cpu(self.pid)
 
 
-def _env() -> dict[str, str]:
-    # PYTHONPATH: the repository's packages even if the editable install predates them.
+def bench_env() -> dict[str, str]:
+    """The environment for a `matchlobby` subprocess: the repository's packages on PYTHONPATH,
+    even if the editable install predates them."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def matchlobby_command() -> list[str]:
+    """The `matchlobby` command of the venv (or `python -m server.cli` without one)."""
+    exe = ROOT / ".venv" / "bin" / "matchlobby"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "server.cli"]
 
 
 @contextlib.asynccontextmanager
@@ -251,7 +258,7 @@ async def _subprocess(cmd: list[str], tmp: Path, log_name: str, port: int, label
                       ) -> AsyncIterator[Served]:
     stderr = open(tmp / log_name, "wb")  # noqa: SIM115  (closed below)
     proc = await asyncio.create_subprocess_exec(
-        *cmd, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=tmp, env=_env(),
+        *cmd, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=tmp, env=bench_env(),
         preexec_fn=raise_nofile)
     try:
         assert proc.stdout is not None
@@ -398,7 +405,7 @@ async def client_workers(count: int, tmp: Path) -> AsyncIterator[Workers]:
             procs.append(await asyncio.create_subprocess_exec(
                 sys.executable, str(Path(__file__).resolve()), "worker",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                env=_env(), preexec_fn=raise_nofile, limit=2**26))
+                env=bench_env(), preexec_fn=raise_nofile, limit=2**26))
         yield Workers([Worker(p, i) for i, p in enumerate(procs)])
     finally:
         for p in procs:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench._harness import free_port  # noqa: E402
+from bench._harness import bench_env, free_port, matchlobby_command  # noqa: E402
 from clients import LobbyClient  # noqa: E402
 from ratings_plugin.systems.cas.peklo import solve_peklo  # noqa: E402
 
@@ -44,22 +44,12 @@ ADMIN, PASSWORD = "director", "bench-password"
 CONFIG = "[password_hashing]\nn = 1024\n[limits]\nmessages_per_second = 1e6\nburst = 1000000\n"
 
 
-def matchlobby() -> list[str]:
-    exe = ROOT / ".venv" / "bin" / "matchlobby"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "server.cli"]
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-
-
 def build_history(db: Path, config: Path, games: int, players: int, events: int,
                   seed: int) -> None:
     """A database holding ``games`` rated ČAS games in ``events`` closed events."""
-    done = subprocess.run([*matchlobby(), "user", "add", ADMIN, "--admin", "--db", str(db),
+    done = subprocess.run([*matchlobby_command(), "user", "add", ADMIN, "--admin", "--db", str(db),
                            "--config", str(config)], input=PASSWORD + "\n", text=True,
-                          capture_output=True, env=env(), check=False)
+                          capture_output=True, env=bench_env(), check=False)
     if done.returncode:
         raise SystemExit(done.stderr)
     rng = np.random.default_rng(seed)
@@ -198,9 +188,9 @@ async def run(args: argparse.Namespace) -> None:
     port = free_port()
     t = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        *matchlobby(), "serve", "--db", str(db), "--port", str(port), "--config", str(config),
+        *matchlobby_command(), "serve", "--db", str(db), "--port", str(port), "--config", str(config),
         stdout=asyncio.subprocess.PIPE, stderr=open(tmp / "server.log", "wb"),  # noqa: SIM115
-        cwd=tmp, env=env())
+        cwd=tmp, env=bench_env())
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 600)
     if b"listening" not in line:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import os
 import shutil
 import sqlite3
 import statistics
@@ -59,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench._harness import bench_env, matchlobby_command  # noqa: E402
 from ratings_plugin.systems import fibs  # noqa: E402
 from server.storage import SCHEMA_VERSION, connect, migrate  # noqa: E402
 
@@ -67,16 +67,6 @@ BUILD_VERSION = 1
 LADDER = "backgammon"
 LENGTHS = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
 LENGTH_P = np.array([30, 2, 15, 2, 20, 2, 15, 2, 5, 2, 5], dtype=float) / 100
-
-
-def matchlobby() -> list[str]:
-    exe = ROOT / ".venv" / "bin" / "matchlobby"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "server.cli"]
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
 def player_names(players: int) -> list[str]:
@@ -219,8 +209,8 @@ def build_log(db: Path, matches: int, players: int, seed: int) -> dict[str, int]
 
 def run_cli(db: Path, *extra: str) -> tuple[float, subprocess.CompletedProcess[str]]:
     t = time.perf_counter()
-    done = subprocess.run([*matchlobby(), "replay", "--db", str(db), *extra], text=True,
-                          capture_output=True, env=env(), cwd=db.parent, check=False)
+    done = subprocess.run([*matchlobby_command(), "replay", "--db", str(db), *extra], text=True,
+                          capture_output=True, env=bench_env(), cwd=db.parent, check=False)
     return time.perf_counter() - t, done
 
 
