@@ -83,8 +83,7 @@ def history_rows(ladder: str, unit: RatedUnit, changes: Sequence[Change],
 
 
 def rating_row(ladder: str, s: Standing, ids: Mapping[str, int]) -> RatingRow:
-    return (ladder, ids[s.player], float(s.rating), s.games, s.experience, s.paluba, s.dansa,
-            float(s.peklo), s.last_played.isoformat() if s.last_played else None)
+    return next(rating_rows(ladder, (s,), ids))
 
 
 def rating_rows(ladder: str, standings: Iterable[Standing], ids: Mapping[str, int]

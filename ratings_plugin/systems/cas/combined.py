@@ -70,7 +70,7 @@ def combine(
     dansa_ratings: Mapping[str, int],
     peklo_elos: Mapping[str, float],
 ) -> dict[str, CasRating]:
-    """The ladder strength of every player: round((N_P + N_D + N_Pk) / 3), exactly.
+    """The ladder strength of every player: (N_P + N_D + N_Pk) / 3 rounded half away from zero, exactly.
 
     See :func:`strengths` for how it is computed.
     """
