@@ -28,6 +28,7 @@ from server.domain import DomainEvent
 from server.limits import LoginThrottle
 from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
 from server.storage import CommitFailed, Database, now
+from server.writer import write_later
 
 log = logging.getLogger(__name__)
 AWAY_AFTER = 600.0
@@ -164,7 +165,8 @@ class Lobby:
         self.players: dict[str, Player] = {}
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
-        self.invitations: dict[str, dict[str, Invitation]] = {}
+        self.invitations: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
+        self.invited_by: dict[str, set[str]] = {}  # inviter → invitees (may hold stale keys)
         self.hash_slots = asyncio.Semaphore(2)
         self.known_requests: set[int] = set()
         self.inflight: dict[tuple[int, str],
@@ -276,8 +278,8 @@ class Lobby:
             return
         del self.online[p.key]
         self.invitations.pop(p.key, None)
-        for invites in self.invitations.values():
-            invites.pop(p.key, None)
+        for invitee in self.invited_by.pop(p.key, ()):
+            self.invitations.get(invitee, {}).pop(p.key, None)
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None:
             m.away_since[p.name] = time.monotonic()
@@ -359,8 +361,9 @@ class Lobby:
 
     @staticmethod
     def _key_hash(player_id: int, request_id: str) -> int:
-        digest = hashlib.blake2b(f"{player_id}:{request_id}".encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big")
+        """A stored key's hash, for :attr:`known_requests` (rebuilt at every start, so
+        Python's own per-process hash will do)."""
+        return hash((player_id, request_id))
 
     async def stored_reply(self, key: RequestKey) -> Any | None:
         """The data of an earlier, committed run of the same request, if any.
@@ -387,7 +390,8 @@ class Lobby:
             if key is not None:
                 # Adding early is harmless: a hit only costs one database read.
                 self.known_requests.add(self._key_hash(key.player_id, key.request_id))
-                await conn.execute(
+                await write_later(
+                    conn,
                     "INSERT OR REPLACE INTO requests (player_id, request_id, cmd, args_hash, "
                     "reply, at) VALUES (?, ?, ?, ?, ?, ?)",
                     (key.player_id, key.request_id, key.cmd, key.args_hash, encode(data), now()))

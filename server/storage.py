@@ -1,14 +1,8 @@
-"""SQLite storage through aiosqlite: schema and migrations, one group-committing writer.
+"""SQLite storage through aiosqlite: schema and migrations, the writer and the readers.
 
 Durability rules (DESIGN.md): WAL, ``synchronous=FULL``, writes in ``BEGIN
-IMMEDIATE`` transactions through one writer. Jobs queued while a transaction
-is being written are grouped into the next one (each inside its own
-savepoint, so one failing job does not sink the others); nobody learns a
-job's outcome before the commit that holds it.
-
-Jobs run their statements inline on the event loop (:class:`_Inline`); only
-``BEGIN IMMEDIATE`` (which may wait for the write lock) and ``COMMIT`` (which
-fsyncs) go to aiosqlite's thread.
+IMMEDIATE`` transactions through one writer (server/writer.py groups and
+pipelines them); nobody learns a job's outcome before the commit that holds it.
 """
 
 from __future__ import annotations
@@ -18,14 +12,16 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from server.writer import CommitFailed, GroupWriter, Hooks, _Queued
+
+__all__ = ["CommitFailed", "Database", "connect", "migrate", "now", "rows"]
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Job = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
 SCHEMA_VERSION = 2
 
@@ -154,16 +150,6 @@ def now() -> str:
     return _stamp[1]
 
 
-class CommitFailed(Exception):
-    """The transaction holding a job could not be committed; nothing of it was kept."""
-
-
-@dataclass
-class _Queued:
-    job: Job
-    future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-
-
 async def connect(path: str, check_same_thread: bool = True) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None, check_same_thread=check_same_thread)
     conn.row_factory = aiosqlite.Row
@@ -198,53 +184,25 @@ async def migrate(conn: aiosqlite.Connection) -> int:
     return version
 
 
-class _Inline(aiosqlite.Connection):
-    """The writer's connection as jobs see it: aiosqlite's API, run on the event loop's thread.
-
-    Inside the writer's ``BEGIN IMMEDIATE`` transaction a statement never waits
-    for a lock (the transaction holds the write lock; WAL readers do not block
-    it) and does no fsync, so running it inline costs less than handing it to
-    aiosqlite's thread and back (two thread switches and a self-pipe wake-up
-    per statement, about half the server's CPU time per live match). The
-    writer uses the connection from one thread at a time, never from both.
-    Relies on aiosqlite routing every Connection and Cursor call through
-    ``_execute`` (true since well before 0.20).
-    """
-
-    def __init__(self, conn: sqlite3.Connection, iter_chunk_size: int) -> None:
-        # aiosqlite's own __init__ would start a thread; this proxy needs none.
-        self._running = True
-        self._connection = conn
-        self._iter_chunk_size = iter_chunk_size
-
-    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return fn(*args, **kwargs)
-
-    async def close(self) -> None:
-        """Jobs do not close the writer."""
-
-    def __del__(self) -> None:
-        pass
-
-
-class Database:
-    """One writer connection (group commit) and one reader connection."""
+class Database(Hooks):
+    """One writer connection (:class:`~server.writer.GroupWriter`) and the readers."""
 
     def __init__(self, path: str, batch_max: int = 64) -> None:
+        super().__init__()
         self.path = path
         self.batch_max = batch_max
         self.writer: aiosqlite.Connection | None = None
         self.reader: aiosqlite.Connection | None = None
         self.quick: sqlite3.Connection | None = None
-        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue()
+        self._group: GroupWriter | None = None
         self._task: asyncio.Task[None] | None = None
-        self.on_commit_failure: Callable[[], Awaitable[None]] | None = None
-        self.on_job_failure: Callable[[], Awaitable[None]] | None = None
-        self.on_job_start: Callable[[], None] | None = None
-        self.commits = 0
+
+    @property
+    def commits(self) -> int:
+        return 0 if self._group is None else self._group.commits
 
     async def open(self) -> None:
-        # check_same_thread=False: jobs run on the loop's thread (see _Inline)
+        # check_same_thread=False: jobs run on the loop's thread (see server.writer)
         self.writer = await connect(self.path, check_same_thread=False)
         await migrate(self.writer)
         self.reader = await connect(self.path)
@@ -252,12 +210,14 @@ class Database:
         self.quick = sqlite3.connect(self.path, isolation_level=None)
         self.quick.row_factory = sqlite3.Row
         self.quick.execute("PRAGMA query_only=ON")
-        self._task = asyncio.create_task(self._run(), name="db-writer")
+        self._group = GroupWriter(self.writer, self, self.batch_max)
+        await self._group.start()
+        self._task = asyncio.create_task(self._group.run(), name="db-writer")
 
     async def close(self) -> None:
-        """Finish every queued job, then close both connections."""
-        if self._task is not None:
-            await self._queue.put(None)
+        """Finish every queued job, then close the connections."""
+        if self._task is not None and self._group is not None:
+            await self._group.queue.put(None)
             await self._task
             self._task = None
         for conn in (self.reader, self.writer):
@@ -269,71 +229,12 @@ class Database:
 
     async def write(self, job: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         """Run ``job`` inside the writer's transaction; return once it is committed."""
-        if self._task is None:
+        if self._task is None or self._group is None:
             raise RuntimeError("the database is closed")
         queued = _Queued(job)
-        await self._queue.put(queued)
+        await self._group.queue.put(queued)
         result: T = await queued.future
         return result
-
-    async def _run(self) -> None:
-        assert self.writer is not None
-        conn = self.writer
-        stopping = False
-        while not stopping:
-            first = await self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self.batch_max and not self._queue.empty():
-                nxt = self._queue.get_nowait()
-                if nxt is None:
-                    stopping = True
-                    break
-                batch.append(nxt)
-            await self._run_batch(conn, batch)
-
-    async def _run_batch(self, conn: aiosqlite.Connection, batch: list[_Queued]) -> None:
-        outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
-        try:
-            await conn.execute("BEGIN IMMEDIATE")
-            inline = _Inline(conn._conn, conn._iter_chunk_size)
-            for item in batch:
-                await inline.execute("SAVEPOINT job")
-                if self.on_job_start is not None:
-                    self.on_job_start()
-                try:
-                    result = await item.job(inline)
-                except Exception as e:
-                    await inline.execute("ROLLBACK TO job")
-                    await inline.execute("RELEASE job")
-                    if self.on_job_failure is not None:
-                        await self.on_job_failure()
-                    outcomes.append((item, None, e))
-                    continue
-                await inline.execute("RELEASE job")
-                outcomes.append((item, result, None))
-            await conn.execute("COMMIT")
-            self.commits += 1
-        except Exception as e:
-            log.exception("transaction failed; nothing of it is kept")
-            try:
-                await conn.execute("ROLLBACK")
-            except Exception:
-                log.exception("rollback failed")
-            if self.on_commit_failure is not None:
-                await self.on_commit_failure()
-            for item in batch:
-                if not item.future.done():
-                    item.future.set_exception(CommitFailed(str(e)))
-            return
-        for item, result, error in outcomes:
-            if item.future.done():
-                continue
-            if error is not None:
-                item.future.set_exception(error)
-            else:
-                item.future.set_result(result)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
         """Rows as committed when the query starts (every commit acknowledged so far).
@@ -363,16 +264,6 @@ class Database:
         """The first row of :meth:`fetchall` (the queries look rows up by key)."""
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
-
-
-async def next_seq(conn: aiosqlite.Connection) -> int:
-    """The next number in the order ratings were applied (matches and event closes share it)."""
-    async with conn.execute(
-        "UPDATE counters SET value = value + 1 WHERE name = 'seq' RETURNING value"
-    ) as cur:
-        row = await cur.fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 async def rows(conn: aiosqlite.Connection, sql: str, params: Iterable[Any] = ()) -> list[Any]:

@@ -20,7 +20,8 @@ from server.handlers.matches import check_score, finish
 from server.lobby import Lobby, Player, Session, fail, handler, today
 from server.log import event_unit, ladder_units
 from server.protocol import MAX_LENGTH, MAX_SCORE, push
-from server.storage import next_seq, now
+from server.storage import now
+from server.writer import new_match_id, next_seq
 
 MAX_IMPORT_ROWS = 5000
 
@@ -126,17 +127,16 @@ async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladd
     when = now()
     winner = "a" if game.score_a > game.score_b else "b" if game.score_b > game.score_a else "draw"
     rated_now = ladder.live and game.counts_for("fibs")
-    seq = await next_seq(conn) if rated_now else None
-    async with conn.execute(
-        """INSERT INTO matches (ladder, event_id, side_a, side_b, length, played_on, status, winner,
-           score_a, score_b, how, unrated_reason, seq, created_at, finished_at)
-           VALUES (?, ?, ?, ?, ?, ?, 'finished', ?, ?, ?, 'event', ?, ?, ?, ?)""",
-        (ladder.name, event.id, "+".join(game.side_a), "+".join(game.side_b), game.length,
+    seq = next_seq(conn) if rated_now else None
+    mid = new_match_id(conn)
+    await conn.execute(
+        """INSERT INTO matches (id, ladder, event_id, side_a, side_b, length, played_on, status,
+           winner, score_a, score_b, how, unrated_reason, seq, created_at, finished_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 'finished', ?, ?, ?, 'event', ?, ?, ?, ?)""",
+        (mid, ladder.name, event.id, "+".join(game.side_a), "+".join(game.side_b), game.length,
          game.played_on.isoformat(), winner, game.score_a, game.score_b, game.unrated_reason,
          seq, when, when),
-    ) as cur:
-        mid = cur.lastrowid
-    assert mid is not None
+    )
     await conn.executemany(
         "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
         [(mid, ids[p], "a") for p in game.side_a] + [(mid, ids[p], "b") for p in game.side_b],
@@ -263,7 +263,7 @@ async def event_close(lobby: Lobby, session: Session, args: dict[str, Any]) -> A
             await conn.execute("UPDATE events SET status = 'closed', closed_at = ? WHERE id = ?",
                                (when, event.id))
             return None, set()
-        seq = await next_seq(conn)
+        seq = next_seq(conn)
         await conn.execute(
             "UPDATE events SET status = 'closed', closed_at = ?, seq = ? WHERE id = ?",
             (when, seq, event.id))

@@ -12,7 +12,8 @@ from ratings_plugin.plugin import Outcome
 from server.domain import MatchFinished, RatedUnit
 from server.lobby import Invitation, LiveMatch, Lobby, LobbyError, Session, fail, handler, today
 from server.protocol import push
-from server.storage import next_seq, now
+from server.storage import now
+from server.writer import new_match_id, next_seq, write_later
 
 
 def check_score(length: int | None, winner_score: int, loser_score: int) -> None:
@@ -92,15 +93,16 @@ async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
 
         async def rate(conn: aiosqlite.Connection) -> Outcome | None:
             when = now()
-            seq = await next_seq(conn) if rated else None
-            await conn.execute(
+            seq = next_seq(conn) if rated else None
+            await write_later(
+                conn,
                 """UPDATE matches SET status = 'finished', winner = ?, score_a = ?, score_b = ?,
                    how = ?, seq = ?, finished_at = ?, played_on = ? WHERE id = ?""",
                 (winner_side, stored[0], stored[1], how, seq, when, played_on.isoformat(), m.id),
             )
             if dropper is not None:
-                await conn.execute("UPDATE players SET dropped = dropped + 1 WHERE id = ?",
-                                   (ids[dropper],))
+                await write_later(conn, "UPDATE players SET dropped = dropped + 1 WHERE id = ?",
+                                  (ids[dropper],))
             if seq is None:
                 return None
             unit = RatedUnit(m.ladder, seq, when, (game,), ids, match_id=m.id)
@@ -140,6 +142,7 @@ async def invite(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     length = None if raw == "unlimited" else int(raw)
     lobby.invitations.setdefault(target.key, {})[me.key] = Invitation(
         me.name, target.name, ladder.name, length)
+    lobby.invited_by.setdefault(me.key, set()).add(target.key)
     shown = "unlimited" if length is None else length
     lobby.defer(lobby.sessions_of([target.name]), push("invited", {
         "from": me.name, "ladder": ladder.name, "length": shown}))
@@ -164,13 +167,13 @@ async def join(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     remember = lobby.remembering()
 
     async def job(conn: aiosqlite.Connection) -> int:
-        async with conn.execute(
-            """INSERT INTO matches (ladder, side_a, side_b, length, played_on, status, created_at)
-               VALUES (?, ?, ?, ?, ?, 'playing', ?)""",
-            (inv.ladder, inviter.name, me.name, inv.length, today().isoformat(), now()),
-        ) as cur:
-            mid = cur.lastrowid
-        assert mid is not None
+        mid = new_match_id(conn)
+        await write_later(
+            conn,
+            """INSERT INTO matches (id, ladder, side_a, side_b, length, played_on, status,
+               created_at) VALUES (?, ?, ?, ?, ?, ?, 'playing', ?)""",
+            (mid, inv.ladder, inviter.name, me.name, inv.length, today().isoformat(), now()),
+        )
         await conn.executemany(
             "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
             [(mid, ids[inviter.name], "a"), (mid, ids[me.name], "b")],
@@ -187,8 +190,8 @@ async def join(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     m = LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name)
     lobby.matches[mid] = m
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = mid
-    for invites in lobby.invitations.values():
-        invites.pop(me.key, None)
+    for invitee in lobby.invited_by.pop(me.key, ()):
+        lobby.invitations.get(invitee, {}).pop(me.key, None)
     lobby.invitations.pop(inviter.key, None)
     lobby.defer(lobby.sessions_of([inviter.name]), push("match_started", m.summary()))
     return m.summary()

@@ -1,4 +1,4 @@
-"""The group-committing writer: jobs run inline on the loop, BEGIN/COMMIT on aiosqlite's thread."""
+"""The group-committing writer: jobs on the loop, queued writes and COMMIT on the commit thread."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from typing import Any
 
 import aiosqlite
 
-from server.storage import Database
+from server.storage import CommitFailed, Database, rows
+from server.writer import new_match_id, next_seq, write_later
 
 
 async def _open(tmp_path: Path) -> Database:
     db = Database(str(tmp_path / "w.db"))
     await db.open()
     assert db.writer is not None
-    await db.writer.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
+    await db.writer.execute("CREATE TABLE IF NOT EXISTS t "
+                            "(id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
     return db
 
 
@@ -46,27 +48,96 @@ async def test_jobs_use_the_aiosqlite_api_inline(tmp_path: Path) -> None:
         await db.close()
 
 
-async def test_a_failing_job_is_rolled_back_alone(tmp_path: Path) -> None:
+async def test_a_job_that_raises_is_rolled_back_alone(tmp_path: Path) -> None:
     db = await _open(tmp_path)
 
-    def insert(value: str, then_fail: bool = False) -> Any:
+    def insert(value: str, then_fail: bool = False, read_back: bool = False) -> Any:
         async def job(conn: aiosqlite.Connection) -> str:
-            await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+            async with conn.execute("INSERT INTO t (v) VALUES (?)", (value,)) as cur:
+                if read_back:  # the write runs now, inside the job's savepoint
+                    assert cur.lastrowid is not None
             if then_fail:
-                await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))  # UNIQUE violation
+                raise ValueError(f"{value} fails")
             return value
         return job
 
     try:
         commits = db.commits
         results = await asyncio.gather(
-            db.write(insert("x")), db.write(insert("y", then_fail=True)), db.write(insert("z")),
+            db.write(insert("x")), db.write(insert("y", then_fail=True)),
+            db.write(insert("w", then_fail=True, read_back=True)), db.write(insert("z")),
+            return_exceptions=True)
+        assert results[0] == "x" and results[3] == "z"
+        assert isinstance(results[1], ValueError) and isinstance(results[2], ValueError)
+        assert db.commits == commits + 1  # one group commit for the four jobs
+        rows = await db.fetchall("SELECT v FROM t ORDER BY v")
+        assert [r["v"] for r in rows] == ["x", "z"]
+    finally:
+        await db.close()
+
+
+async def test_a_failing_statement_that_is_read_back_fails_its_job_alone(tmp_path: Path) -> None:
+    db = await _open(tmp_path)
+
+    def insert(value: str, twice: bool = False) -> Any:
+        async def job(conn: aiosqlite.Connection) -> str:
+            await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+            if twice:  # UNIQUE violation, seen by the job when it reads the count
+                await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+                await rows(conn, "SELECT count(*) FROM t")
+            return value
+        return job
+
+    try:
+        results = await asyncio.gather(
+            db.write(insert("x")), db.write(insert("y", twice=True)), db.write(insert("z")),
             return_exceptions=True)
         assert results[0] == "x" and results[2] == "z"
         assert isinstance(results[1], sqlite3.IntegrityError)
-        assert db.commits == commits + 1  # one group commit for the three jobs
-        rows = await db.fetchall("SELECT v FROM t ORDER BY v")
-        assert [r["v"] for r in rows] == ["x", "z"]
+        got = await db.fetchall("SELECT v FROM t ORDER BY v")
+        assert [r["v"] for r in got] == ["x", "z"]
+    finally:
+        await db.close()
+
+
+async def test_a_write_failing_at_commit_keeps_nothing_of_its_transaction(tmp_path: Path) -> None:
+    """Plain writes wait for the commit; one failing there fails the whole transaction."""
+    db = await _open(tmp_path)
+
+    def insert(*values: str) -> Any:
+        async def job(conn: aiosqlite.Connection) -> tuple[str, ...]:
+            for value in values:
+                await conn.execute("INSERT INTO t (v) VALUES (?)", (value,))
+            return values
+        return job
+
+    try:
+        results = await asyncio.gather(
+            db.write(insert("x")), db.write(insert("y", "y")), db.write(insert("z")),
+            return_exceptions=True)
+        assert all(isinstance(r, CommitFailed) for r in results), results
+        assert await db.fetchall("SELECT v FROM t") == []
+        assert await db.write(insert("after")) == ("after",)  # the writer goes on
+        got = await db.fetchall("SELECT v FROM t")
+        assert [r["v"] for r in got] == ["after"]
+    finally:
+        await db.close()
+
+
+async def test_queued_writes_run_before_anything_that_reads(tmp_path: Path) -> None:
+    """A later job, or a later statement of the same job, sees every write queued before it."""
+    db = await _open(tmp_path)
+
+    async def write(conn: aiosqlite.Connection) -> None:
+        await conn.executemany("INSERT INTO t (v) VALUES (?)", ((v,) for v in "abc"))
+        await conn.execute("UPDATE t SET v = 'B' WHERE v = 'b'")
+
+    async def read(conn: aiosqlite.Connection) -> list[str]:
+        return [r[0] for r in await rows(conn, "SELECT v FROM t ORDER BY id")]
+
+    try:
+        results = await asyncio.gather(db.write(write), db.write(read))
+        assert results[1] == ["a", "B", "c"]
     finally:
         await db.close()
 
@@ -99,4 +170,127 @@ async def test_waiting_for_the_write_lock_does_not_block_the_loop(tmp_path: Path
     finally:
         tick_task.cancel()
         other.close()
+        await db.close()
+
+
+# ---- the pipeline: a batch is filled while the one before it commits ---------------------
+
+
+def _put(value: str) -> Any:
+    """A job that only writes: it runs ahead of its transaction."""
+    async def job(conn: aiosqlite.Connection) -> str:
+        await write_later(conn, "INSERT INTO t (v) VALUES (?)", (value,))
+        return value
+    return job
+
+
+async def _stalled(tmp_path: Path, db: Database) -> tuple[sqlite3.Connection, asyncio.Task[Any]]:
+    """A first batch in flight, stuck on BEGIN IMMEDIATE behind another connection's lock."""
+    other = sqlite3.connect(tmp_path / "w.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    first = asyncio.create_task(db.write(_put("first")))
+    await asyncio.sleep(0.2)
+    assert not first.done()
+    return other, first
+
+
+def _committed(tmp_path: Path) -> list[str]:
+    """What another connection sees: only what has been committed."""
+    with sqlite3.connect(tmp_path / "w.db") as look:
+        return [r[0] for r in look.execute("SELECT v FROM t ORDER BY id")]
+
+
+async def test_jobs_run_while_the_batch_before_commits_and_answer_after_their_own(
+        tmp_path: Path) -> None:
+    db = await _open(tmp_path)
+    try:
+        other, first = await _stalled(tmp_path, db)
+        later = [asyncio.create_task(db.write(_put(v))) for v in ("a", "b", "c")]
+        await asyncio.sleep(0.2)
+        assert not any(t.done() for t in later)  # run, but not answered before their commit
+        commits = db.commits
+        other.execute("COMMIT")
+        other.close()
+        assert await first == "first"
+        seen = []
+        for task in later:
+            value = await task
+            seen.append(value)
+            assert value in _committed(tmp_path)  # durable when answered
+        assert seen == ["a", "b", "c"]
+        assert db.commits == commits + 2  # the three filled one batch behind the first
+    finally:
+        await db.close()
+
+
+async def test_a_reading_job_waits_for_the_commit_in_flight_and_sees_it(tmp_path: Path) -> None:
+    db = await _open(tmp_path)
+
+    async def read(conn: aiosqlite.Connection) -> list[str]:
+        return [r[0] for r in await rows(conn, "SELECT v FROM t ORDER BY id")]
+
+    try:
+        other, first = await _stalled(tmp_path, db)
+        reader = asyncio.create_task(db.write(read))
+        await asyncio.sleep(0.1)
+        other.execute("COMMIT")
+        other.close()
+        assert await first == "first"
+        assert await reader == ["first"]
+    finally:
+        await db.close()
+
+
+async def test_a_failed_commit_fails_the_batch_filled_on_top_of_it(tmp_path: Path) -> None:
+    db = await _open(tmp_path)
+    await db.write(_put("taken"))
+
+    async def taken_twice(conn: aiosqlite.Connection) -> None:
+        await write_later(conn, "INSERT INTO t (v) VALUES ('x')")
+        await write_later(conn, "INSERT INTO t (v) VALUES ('taken')")  # UNIQUE: fails at commit
+
+    try:
+        other = sqlite3.connect(tmp_path / "w.db", isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        first = asyncio.create_task(db.write(taken_twice))
+        await asyncio.sleep(0.2)
+        later = [asyncio.create_task(db.write(_put(v))) for v in ("a", "b")]
+        await asyncio.sleep(0.1)
+        other.execute("COMMIT")
+        other.close()
+        results = await asyncio.gather(first, *later, return_exceptions=True)
+        assert all(isinstance(r, CommitFailed) for r in results), results
+        assert _committed(tmp_path) == ["taken"]
+        assert await db.write(_put("after")) == "after"
+        assert _committed(tmp_path) == ["taken", "after"]
+    finally:
+        await db.close()
+
+
+async def test_numbers_are_handed_out_in_memory_given_back_and_kept(tmp_path: Path) -> None:
+    """``seq`` and match ids: no gaps from a job that raised, the same after a restart."""
+    db = await _open(tmp_path)
+
+    def numbers(fail: bool = False) -> Any:
+        async def job(conn: aiosqlite.Connection) -> tuple[int, int]:
+            got = (next_seq(conn), new_match_id(conn))
+            if fail:
+                raise ValueError("after taking numbers")
+            return got
+        return job
+
+    try:
+        assert await db.write(numbers()) == (1, 1)
+        results = await asyncio.gather(db.write(numbers()), db.write(numbers(fail=True)),
+                                       db.write(numbers()), return_exceptions=True)
+        assert results[0] == (2, 2) and isinstance(results[1], ValueError)
+        assert results[2] == (3, 3)  # the failed job's numbers were given back
+    finally:
+        await db.close()
+    db = await _open(tmp_path)
+    try:
+        assert await db.write(numbers()) == (4, 1)  # seq is stored; no match row was inserted
+        with sqlite3.connect(tmp_path / "w.db") as look:
+            assert look.execute("SELECT value FROM counters WHERE name = 'seq'").fetchone() == (4,)
+    finally:
         await db.close()
