@@ -146,10 +146,6 @@ class LadderBook:
         self.accept(new, games)
         return new
 
-    def _touch(self, s: Standing, games: int, when: date) -> Standing:
-        last = when if s.last_played is None else max(s.last_played, when)
-        return replace(s, games=s.games + games, last_played=last)
-
     def _compute_fibs(self, games: Sequence[Game]) -> dict[str, Standing]:
         work: dict[str, Standing] = {}
         opts = self.options.fibs
@@ -161,10 +157,8 @@ class LadderBook:
                 na, nb = fibs.rate_match(fibs_value(sa), fibs_value(sb), g.length, opts)
             else:
                 nb, na = fibs.rate_match(fibs_value(sb), fibs_value(sa), g.length, opts)
-            work[a] = self._touch(replace(sa, rating=na.rating, experience=na.experience), 1,
-                                  g.played_on)
-            work[b] = self._touch(replace(sb, rating=nb.rating, experience=nb.experience), 1,
-                                  g.played_on)
+            work[a] = _played(sa, na, g.played_on)
+            work[b] = _played(sb, nb, g.played_on)
         return work
 
     def _compute_p4p(self, games: Sequence[Game]) -> dict[str, Standing]:
@@ -319,3 +313,10 @@ def _later(a: date | None, b: date | None) -> date | None:
     if b is None:
         return a
     return max(a, b)
+
+
+def _played(s: Standing, after: fibs.FibsRating, when: date) -> Standing:
+    """``s`` after one more FIBS match (one copy: a live match makes two per result)."""
+    last = when if s.last_played is None else max(s.last_played, when)
+    return replace(s, rating=after.rating, experience=after.experience, games=s.games + 1,
+                   last_played=last)

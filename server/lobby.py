@@ -554,5 +554,13 @@ def fan_out(targets: Collection[Session], message: dict[str, Any]) -> None:
             (s.queue if bulk and s.queue is not None else s.send)(message)
 
 
+_day: tuple[int, date] = (-1, date.min)
+
+
 def today() -> date:
-    return datetime.now(UTC).date()
+    """Today's UTC date (worked out once a second)."""
+    global _day
+    second = int(time.time())
+    if second != _day[0]:
+        _day = (second, datetime.fromtimestamp(second, UTC).date())
+    return _day[1]

@@ -7,6 +7,7 @@ with validated, typed arguments.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -206,6 +207,11 @@ def lookup(name: str) -> CommandSpec:
     return spec
 
 
+@functools.cache
+def _known_args(spec: CommandSpec) -> frozenset[str]:
+    return frozenset(a.name for a in spec.args) | {f.name for f in spec.flags}
+
+
 def bind(spec: CommandSpec, positional: list[Any], named: dict[str, Any]) -> dict[str, Any]:
     """Match arguments to the spec, check required ones and convert every value."""
     args: dict[str, Any] = {}
@@ -214,7 +220,7 @@ def bind(spec: CommandSpec, positional: list[Any], named: dict[str, Any]) -> dic
                             f"Too many arguments. Usage: {spec.usage}", cmd=spec.name)
     for arg, value in zip(spec.args, positional, strict=False):
         named.setdefault(arg.name, value)
-    known = {a.name for a in spec.args} | {f.name for f in spec.flags}
+    known = _known_args(spec)
     for key in named:
         if key not in known:
             raise ProtocolError("bad_request",

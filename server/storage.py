@@ -232,7 +232,7 @@ class Database(Hooks):
         if self._task is None or self._group is None:
             raise RuntimeError("the database is closed")
         queued = _Queued(job)
-        await self._group.queue.put(queued)
+        self._group.queue.put_nowait(queued)  # unbounded
         result: T = await queued.future
         return result
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -61,11 +62,12 @@ def _deferrable(sql: str) -> bool:
     return known
 
 
-@dataclass
 class _Queued:
-    job: Job
-    future: asyncio.Future[Any] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future())
+    __slots__ = ("future", "job")
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
 
 class Counters:
@@ -310,8 +312,39 @@ class _Batch:
     jobs: JobConnection | None = None
     items: list[_Queued] = field(default_factory=list)
     outcomes: list[tuple[_Queued, Any, BaseException | None]] = field(default_factory=list)
-    future: asyncio.Future[None] | None = None  # its commit, once handed to the commit thread
+    landed: asyncio.Future[None] | None = None  # done when its commit has landed
     seq: int | None = None  # the ``seq`` counter to store with it, when it moved
+
+
+class _CommitThread:
+    """One thread for commits: ``fn(arg)`` there, then ``done(arg, error)`` on the loop.
+
+    Lighter than an executor (no concurrent future to chain into an asyncio
+    one); the completion call is what hands the next batch over.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._main, name="db-commit", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        while (work := self.jobs.get()) is not None:
+            loop, fn, arg, done = work
+            error: BaseException | None = None
+            try:
+                fn(arg)
+            except BaseException as e:  # reported to the loop, which fails the batch
+                error = e
+            loop.call_soon_threadsafe(done, arg, error)
+
+    def run(self, fn: Callable[[Any], None], arg: Any,
+            done: Callable[[Any, BaseException | None], None]) -> None:
+        self.jobs.put((asyncio.get_running_loop(), fn, arg, done))
+
+    def stop(self) -> None:
+        self.jobs.put(None)
+        self.thread.join()
 
 
 class GroupWriter:
@@ -334,7 +367,7 @@ class GroupWriter:
         self.in_job = False
         self.failed = False
         self.commits = 0
-        self.committer = ThreadPoolExecutor(1, thread_name_prefix="db-commit")
+        self.committer = _CommitThread()
         self.committed_seq = 0  # as stored by the last batch handed over
 
     async def start(self) -> None:
@@ -373,7 +406,7 @@ class GroupWriter:
                 elif self.flying is None and self.filling is not None:
                     self._submit()
         finally:
-            self.committer.shutdown()
+            self.committer.stop()
 
     async def _run_one(self, item: _Queued) -> None:
         if self.filling is None:
@@ -442,8 +475,8 @@ class GroupWriter:
         seq = self.counters.values["seq"]
         if seq != self.committed_seq:
             b.seq = self.committed_seq = seq
-        b.future = asyncio.get_running_loop().run_in_executor(self.committer, self._commit, b)
-        b.future.add_done_callback(self._landed)
+        b.landed = asyncio.get_running_loop().create_future()
+        self.committer.run(self._commit, b, self._landed)
         self.flying = b
 
     def _commit(self, b: _Batch) -> None:
@@ -466,11 +499,11 @@ class GroupWriter:
                     log.exception("rollback failed")
             raise
 
-    def _landed(self, future: asyncio.Future[None]) -> None:
+    def _landed(self, b: _Batch, error: BaseException | None) -> None:
         """The commit in flight is done: its replies go out, the next batch goes in."""
-        b, self.flying = self.flying, None
-        assert b is not None and b.future is future
-        error = future.exception()
+        assert b is self.flying and b.landed is not None
+        self.flying = None
+        b.landed.set_result(None)
         if error is not None:
             self._fail(b, error)
             if self.filling is not None and not self.in_job:  # nothing of it has run yet
@@ -490,8 +523,8 @@ class GroupWriter:
     async def _drain(self) -> None:
         """Wait until the commit in flight has landed."""
         b = self.flying
-        if b is not None and b.future is not None:
-            await asyncio.wait([b.future])
+        if b is not None and b.landed is not None:
+            await b.landed
 
     def _fail(self, b: _Batch, error: BaseException) -> None:
         if not isinstance(error, CommitFailed):
