@@ -37,6 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+from websockets.asyncio.connection import broadcast
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's install holds
     sys.path.insert(0, str(ROOT))
@@ -462,7 +465,7 @@ class Conn:
                         self.ladder_at = clock()
                     continue
                 at = time.perf_counter()
-                message = json.loads(frame)
+                message = orjson.loads(frame)
                 self.reply_bytes = len(frame)
                 future = self.pending.pop(message.get("id"), None)
                 if future is not None and not future.done():
@@ -477,7 +480,7 @@ class Conn:
         future: asyncio.Future[tuple[float, dict[str, Any]]] = \
             asyncio.get_running_loop().create_future()
         self.pending[rid] = future
-        await self.ws.send(frame)
+        broadcast((self.ws,), frame)  # written at once, as the server writes; no send lock
         return await asyncio.wait_for(future, timeout)
 
 
