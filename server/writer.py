@@ -391,7 +391,10 @@ class GroupWriter:
                         await self._recover()
                     await self._run_one(item)
                     if self.filling is not None and len(self.filling.items) >= self.batch_max:
-                        await self._drain()  # full: it goes as soon as the flight lands
+                        if self.flying is None and not self.failed:
+                            self._submit()
+                        else:
+                            await self._drain()  # full: it goes as soon as the flight lands
                     if self.queue.empty():
                         break
                     item = self.queue.get_nowait()

@@ -294,3 +294,18 @@ async def test_numbers_are_handed_out_in_memory_given_back_and_kept(tmp_path: Pa
             assert look.execute("SELECT value FROM counters WHERE name = 'seq'").fetchone() == (4,)
     finally:
         await db.close()
+
+
+async def test_a_batch_holds_at_most_batch_max_jobs(tmp_path: Path) -> None:
+    db = Database(str(tmp_path / "w.db"), batch_max=4)
+    await db.open()
+    assert db.writer is not None
+    await db.writer.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)")
+    try:
+        commits = db.commits
+        values = [f"v{i}" for i in range(10)]
+        assert await asyncio.gather(*(db.write(_put(v)) for v in values)) == values
+        assert db.commits - commits >= 3  # 10 jobs, at most 4 a transaction
+        assert _committed(tmp_path) == values
+    finally:
+        await db.close()
