@@ -9,12 +9,13 @@ Jobs are coroutines over aiosqlite's API, run on the event loop's thread
 (:class:`JobConnection`). A batch starts *ahead of its transaction*: jobs that
 only write (through :func:`write_later` or ``executemany``) queue their
 statements, so the batch runs while the batch before it is still being
-committed on aiosqlite's thread, and its ``BEGIN IMMEDIATE``, writes and
+committed on the commit thread, and its ``BEGIN IMMEDIATE``, writes and
 ``COMMIT`` follow there as one step. That is what lets a live match's Python
 work overlap the fsync of the matches before it. A job that reads (a
-``SELECT``, ``RETURNING``, a ``lastrowid``) first waits for the commits in
-flight, begins its batch's transaction and runs every write queued before it,
-so it sees exactly what it would have seen had each statement run at once.
+``SELECT``, ``RETURNING``, a ``lastrowid``) first waits for the commit in
+flight, begins its batch's transaction (on aiosqlite's thread, as it may wait
+for the write lock) and runs every write queued before it, so it sees exactly
+what it would have seen had each statement run at once.
 
 A batch is filled while the one before it commits, and is committed only if
 that one was (it was computed on top of its effects): after a failure both
