@@ -315,33 +315,23 @@ class _Batch:
     outcomes: list[tuple[_Queued, Any, BaseException | None]] = field(default_factory=list)
     landed: asyncio.Future[None] | None = None  # done when its commit has landed
     seq: int | None = None  # the ``seq`` counter to store with it, when it moved
+    next: _Batch | None = None  # the batch the commit thread took on right after it
 
 
 class _CommitThread:
-    """One thread for commits: ``fn(arg)`` there, then ``done(arg, error)`` on the loop.
-
-    Lighter than an executor (no concurrent future to chain into an asyncio
-    one); the completion call is what hands the next batch over.
-    """
+    """One thread for commits, fed through a queue (lighter than an executor)."""
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._main, name="db-commit", daemon=True)
         self.thread.start()
 
     def _main(self) -> None:
         while (work := self.jobs.get()) is not None:
-            loop, fn, arg, done = work
-            error: BaseException | None = None
-            try:
-                fn(arg)
-            except BaseException as e:  # reported to the loop, which fails the batch
-                error = e
-            loop.call_soon_threadsafe(done, arg, error)
+            work()
 
-    def run(self, fn: Callable[[Any], None], arg: Any,
-            done: Callable[[Any, BaseException | None], None]) -> None:
-        self.jobs.put((asyncio.get_running_loop(), fn, arg, done))
+    def run(self, work: Callable[[], None]) -> None:
+        self.jobs.put(work)
 
     def stop(self) -> None:
         self.jobs.put(None)
@@ -352,9 +342,11 @@ class GroupWriter:
     """Runs queued jobs in batches, one transaction each, filling a batch while the one
     before it commits (at most one commit in flight, so batches grow with the load).
 
-    Commits run on a thread of their own. When one lands, the batch filled
-    meanwhile is handed over at once, from the completion callback, without
-    waiting for this task's turn on a busy event loop.
+    Commits run on a thread of their own. When one is done, that thread takes
+    the batch filled meanwhile at once (unless a job of it is running), so the
+    next commit does not wait for the event loop to hear of the last one; the
+    replies go out when the loop does (:meth:`_landed`). ``filling``,
+    ``in_job`` and ``flying`` are shared with it under ``lock``.
     """
 
     def __init__(self, conn: aiosqlite.Connection, hooks: Hooks, batch_max: int = 64) -> None:
@@ -370,8 +362,11 @@ class GroupWriter:
         self.commits = 0
         self.committer = _CommitThread()
         self.committed_seq = 0  # as stored by the last batch handed over
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
         await self._in_thread(self.counters.load, self.raw)
         self.committed_seq = self.counters.values["seq"]
 
@@ -392,14 +387,14 @@ class GroupWriter:
                         await self._recover()
                     await self._run_one(item)
                     if self.filling is not None and len(self.filling.items) >= self.batch_max:
-                        if self.flying is None and not self.failed:
+                        if self.flying is None:
                             self._submit()
                         else:
-                            await self._drain()  # full: it goes as soon as the flight lands
+                            await self._drain(one=True)  # full: it goes when the flight lands
                     if self.queue.empty():
                         break
                     item = self.queue.get_nowait()
-                if self.flying is None and self.filling is not None and not self.failed:
+                if self.flying is None:
                     self._submit()
                 if item is None:
                     break
@@ -407,29 +402,36 @@ class GroupWriter:
                 await self._drain()
                 if self.failed:
                     await self._recover()
-                elif self.flying is None and self.filling is not None:
+                else:
                     self._submit()
         finally:
             self.committer.stop()
 
     async def _run_one(self, item: _Queued) -> None:
-        if self.filling is None:
-            self.filling = self._new_batch()
-        b = self.filling
-        self.in_job = True
+        with self.lock:
+            if self.filling is None:
+                self.filling = self._new_batch()
+            b = self.filling
+            self.in_job = True
         try:
             await self._run_job(b, item)
         except Exception as e:
-            self.filling = None
+            with self.lock:
+                self.filling = None
             await self._abandon(b, e)
         finally:
-            self.in_job = False
-        if self.failed and self.filling is not None:  # computed on top of a failed commit
-            b, self.filling = self.filling, None
-            await self._abandon(b, CommitFailed("an earlier transaction failed"))
+            with self.lock:
+                self.in_job = False
+        if self.failed:
+            with self.lock:
+                later, self.filling = self.filling, None
+            if later is not None:  # computed on top of a failed commit
+                await self._abandon(later, CommitFailed("an earlier transaction failed"))
 
     def _new_batch(self) -> _Batch:
         b = _Batch(_Writes(self.raw, self.counters))
+        assert self.loop is not None
+        b.landed = self.loop.create_future()
         b.jobs = JobConnection(self.raw, self.conn._iter_chunk_size, b.writes,
                                lambda: self._begin(b))
         return b
@@ -472,16 +474,44 @@ class GroupWriter:
         self._fail(b, error)
 
     def _submit(self) -> None:
-        """Hand the filled batch to the commit thread."""
-        b, self.filling = self.filling, None
-        assert b is not None and self.flying is None
+        """Hand the filled batch to the idle commit thread (when there is one to hand)."""
+        with self.lock:
+            b = self.filling
+            if (b is None or not b.items or self.flying is not None or self.in_job
+                    or self.failed):
+                return
+            self.filling = None
+            self._stamp(b)
+            self.flying = b
         b.writes.release()
+        self.committer.run(lambda: self._commit_on(b))
+
+    def _stamp(self, b: _Batch) -> None:
+        """The ``seq`` counter goes with the batch that moved it (under ``lock``)."""
         seq = self.counters.values["seq"]
         if seq != self.committed_seq:
             b.seq = self.committed_seq = seq
-        b.landed = asyncio.get_running_loop().create_future()
-        self.committer.run(self._commit, b, self._landed)
-        self.flying = b
+
+    def _commit_on(self, first: _Batch) -> None:
+        """On the commit thread: commit ``first``, then each batch filled meanwhile."""
+        b: _Batch | None = first
+        while b is not None:
+            error: BaseException | None = None
+            try:
+                self._commit(b)
+            except BaseException as e:  # reported to the loop, which fails the batch
+                error = e
+            if error is None:
+                with self.lock:
+                    f = self.filling
+                    if (f is not None and f.items and not self.in_job and not self.failed
+                            and not f.writes.begun):  # begun: the loop hands it over
+                        self.filling = None
+                        self._stamp(f)
+                        b.next = f
+            assert self.loop is not None
+            self.loop.call_soon_threadsafe(self._landed, b, error)
+            b = b.next
 
     def _commit(self, b: _Batch) -> None:
         """On the commit thread: the batch's queued writes and ``COMMIT``."""
@@ -504,14 +534,18 @@ class GroupWriter:
             raise
 
     def _landed(self, b: _Batch, error: BaseException | None) -> None:
-        """The commit in flight is done: its replies go out, the next batch goes in."""
-        assert b is self.flying and b.landed is not None
-        self.flying = None
+        """On the loop, when a commit is done: its replies go out, the next batch goes in."""
+        with self.lock:
+            assert b is self.flying and b.landed is not None
+            self.flying = b.next
         b.landed.set_result(None)
         if error is not None:
             self._fail(b, error)
-            if self.filling is not None and not self.in_job:  # nothing of it has run yet
-                later, self.filling = self.filling, None
+            with self.lock:
+                later = None if self.in_job else self.filling  # nothing of it has run yet
+                if later is not None:
+                    self.filling = None
+            if later is not None:
                 self._fail(later, CommitFailed("an earlier transaction failed"))
             return
         self.commits += 1
@@ -521,14 +555,14 @@ class GroupWriter:
                     item.future.set_exception(err)
                 else:
                     item.future.set_result(result)
-        if self.filling is not None and self.filling.items and not self.in_job:
-            self._submit()
+        self._submit()
 
-    async def _drain(self) -> None:
-        """Wait until the commit in flight has landed."""
-        b = self.flying
-        if b is not None and b.landed is not None:
+    async def _drain(self, one: bool = False) -> None:
+        """Wait until no commit is in flight (``one``: until the one in flight has landed)."""
+        while (b := self.flying) is not None and b.landed is not None:
             await b.landed
+            if one:
+                return
 
     def _fail(self, b: _Batch, error: BaseException) -> None:
         if not isinstance(error, CommitFailed):
@@ -541,8 +575,9 @@ class GroupWriter:
     async def _recover(self) -> None:
         """After a failed transaction: reload what the failed jobs changed in memory."""
         await self._drain()
-        self.counters.load(self.raw)  # no commit is in flight
-        self.committed_seq = self.counters.values["seq"]
+        with self.lock:
+            self.counters.load(self.raw)  # no commit is in flight
+            self.committed_seq = self.counters.values["seq"]
         if self.hooks.on_commit_failure is not None:
             await self.hooks.on_commit_failure()
         self.failed = False
