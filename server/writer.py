@@ -386,7 +386,8 @@ class GroupWriter:
                     if self.failed:
                         await self._recover()
                     await self._run_one(item)
-                    if self.filling is not None and len(self.filling.items) >= self.batch_max:
+                    full = self.filling  # read once: the commit thread may take it meanwhile
+                    if full is not None and len(full.items) >= self.batch_max:
                         if self.flying is None:
                             self._submit()
                         else:
