@@ -96,7 +96,9 @@ export class Lobby {
 
   // Send {"id","cmd","args"}; resolves with the reply's data, rejects with LobbyError.
   call(cmd, args = {}) {
-    if (!this.ready) {
+    // Not ready, or closing: the server has closed it (a newer login, a restart) and the
+    // "close" event is still to come; sending now would only be an error in the console.
+    if (!this.ready || this.ws.readyState !== WebSocket.OPEN) {
       return Promise.reject(new LobbyError("disconnected", "Not connected to the server; retrying."));
     }
     const clean = {};
