@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiosqlite
@@ -27,7 +27,7 @@ from server.config import Config, Ladder
 from server.domain import DomainEvent
 from server.limits import LoginThrottle
 from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
-from server.storage import CommitFailed, Database, now
+from server.storage import CommitFailed, Database, now, today
 from server.writer import write_later
 
 log = logging.getLogger(__name__)
@@ -552,15 +552,3 @@ def fan_out(targets: Collection[Session], message: dict[str, Any]) -> None:
     for s in targets:
         if not s.closed:
             (s.queue if bulk and s.queue is not None else s.send)(message)
-
-
-_day: tuple[int, date] = (-1, date.min)
-
-
-def today() -> date:
-    """Today's UTC date (worked out once a second)."""
-    global _day
-    second = int(time.time())
-    if second != _day[0]:
-        _day = (second, datetime.fromtimestamp(second, UTC).date())
-    return _day[1]

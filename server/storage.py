@@ -12,13 +12,14 @@ import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from datetime import date
 from typing import Any, TypeVar
 
 import aiosqlite
 
-from server.writer import CommitFailed, GroupWriter, Hooks, _Queued
+from server.writer import CommitFailed, GroupWriter, Hooks
 
-__all__ = ["CommitFailed", "Database", "connect", "migrate", "now", "rows"]
+__all__ = ["CommitFailed", "Database", "connect", "migrate", "now", "rows", "today"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -138,16 +139,28 @@ PRAGMAS = (
 )
 
 
-_stamp: tuple[int, str] = (-1, "")
+_stamp: tuple[int, str, date] = (-1, "", date.min)
 
 
-def now() -> str:
-    """UTC timestamps as DESIGN.md shows them: ``2026-11-30T10:15:02Z`` (made once a second)."""
+def _clock() -> tuple[int, str, date]:
+    """The second now, as a timestamp and as a date: worked out once a second."""
     global _stamp
     second = int(time.time())
     if second != _stamp[0]:
-        _stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
-    return _stamp[1]
+        at = time.gmtime(second)
+        _stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", at),
+                  date(at.tm_year, at.tm_mon, at.tm_mday))
+    return _stamp
+
+
+def now() -> str:
+    """UTC timestamps as DESIGN.md shows them: ``2026-11-30T10:15:02Z``."""
+    return _clock()[1]
+
+
+def today() -> date:
+    """Today's UTC date."""
+    return _clock()[2]
 
 
 async def connect(path: str, check_same_thread: bool = True) -> aiosqlite.Connection:
@@ -231,9 +244,7 @@ class Database(Hooks):
         """Run ``job`` inside the writer's transaction; return once it is committed."""
         if self._task is None or self._group is None:
             raise RuntimeError("the database is closed")
-        queued = _Queued(job)
-        self._group.queue.put_nowait(queued)  # unbounded
-        result: T = await queued.future
+        result: T = await self._group.write(job)
         return result
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:

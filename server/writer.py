@@ -367,12 +367,14 @@ class GroupWriter:
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        await self._in_thread(self.counters.load, self.raw)
+        self.counters.load(self.raw)  # nothing runs on the connection yet
         self.committed_seq = self.counters.values["seq"]
 
-    async def _in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        run = cast(Callable[..., Awaitable[T]], self.conn._execute)
-        return await run(fn, *args)
+    async def write(self, job: Job) -> Any:
+        """Queue ``job``; its result once the commit holding it is done."""
+        queued = _Queued(job)
+        self.queue.put_nowait(queued)  # unbounded
+        return await queued.future
 
     @property
     def raw(self) -> sqlite3.Connection:

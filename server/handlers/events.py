@@ -17,10 +17,10 @@ from server.config import Ladder
 from server.domain import EventClosed, LadderCorrected, MatchFinished, RatedUnit
 from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
-from server.lobby import Lobby, Player, Session, fail, handler, today
+from server.lobby import Lobby, Player, Session, fail, handler
 from server.log import event_unit, ladder_units
 from server.protocol import MAX_LENGTH, MAX_SCORE, push
-from server.storage import now
+from server.storage import now, today
 from server.writer import new_match_id, next_seq
 
 MAX_IMPORT_ROWS = 5000

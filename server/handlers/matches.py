@@ -10,9 +10,9 @@ import aiosqlite
 from ratings_plugin.games import Game
 from ratings_plugin.plugin import Outcome
 from server.domain import MatchFinished, RatedUnit
-from server.lobby import Invitation, LiveMatch, Lobby, LobbyError, Session, fail, handler, today
+from server.lobby import Invitation, LiveMatch, Lobby, LobbyError, Session, fail, handler
 from server.protocol import push
-from server.storage import now
+from server.storage import now, today
 from server.writer import new_match_id, next_seq, write_later
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from server.lobby import AWAY_AFTER, Lobby, Player, Session, fail, handler, today
+from server.lobby import AWAY_AFTER, Lobby, Player, Session, fail, handler
+from server.storage import today
 
 
 def status_of(lobby: Lobby, name: str) -> str:
