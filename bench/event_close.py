@@ -39,6 +39,8 @@ import numpy as np  # noqa: E402
 from bench._harness import bench_env, free_port, matchlobby_command  # noqa: E402
 from clients import LobbyClient  # noqa: E402
 from ratings_plugin.systems.cas.peklo import solve_peklo  # noqa: E402
+from server import peklo_store  # noqa: E402
+from server.storage import SCHEMA_VERSION  # noqa: E402
 
 ADMIN, PASSWORD = "director", "bench-password"
 CONFIG = "[password_hashing]\nn = 1024\n[limits]\nmessages_per_second = 1e6\nburst = 1000000\n"
@@ -99,11 +101,13 @@ def build_history(db: Path, config: Path, games: int, players: int, events: int,
     paluba = np.clip(np.round(100 + 40 * strength), 0, None).astype(int)
     dansa = np.round(1500 + 200 * strength).astype(int)
     peklo = 1500 + 200 * strength / np.log(2)
+    rated = [i for i in range(players) if played[i]]
     conn.executemany(
-        "INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa, peklo, "
-        "last_played) VALUES ('scrabble', ?, ?, ?, 0, ?, ?, ?, ?)",
-        [(ids[i], 500.0, int(played[i]), int(paluba[i]), int(dansa[i]), float(peklo[i]), last)
-         for i in range(players) if played[i]])
+        "INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa, "
+        "last_played) VALUES ('scrabble', ?, ?, ?, 0, ?, ?, ?)",
+        [(ids[i], 500.0, int(played[i]), int(paluba[i]), int(dansa[i]), last) for i in rated])
+    conn.execute(peklo_store.UPSERT,
+                 peklo_store.encode("scrabble", ((ids[i], float(peklo[i])) for i in rated)))
     conn.commit()
     conn.close()
 
@@ -172,8 +176,8 @@ async def run(args: argparse.Namespace) -> None:
     t = time.perf_counter()
     cached = None
     if args.cache_dir:
-        cached = Path(args.cache_dir) / (f"history-{args.games}-{args.players}-"
-                                         f"{args.history_events}-{args.seed}.db")
+        cached = Path(args.cache_dir) / (f"history-schema{SCHEMA_VERSION}-{args.games}-"
+                                         f"{args.players}-{args.history_events}-{args.seed}.db")
     if cached is not None and cached.exists():
         shutil.copyfile(cached, db)
         print(f"set-up: copied {cached} ({args.games:,} games among {args.players:,} players "

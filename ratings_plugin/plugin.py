@@ -16,10 +16,11 @@ import aiosqlite
 
 from ratings_plugin.games import Game
 from ratings_plugin.ladder import LadderBook, LadderOptions, Standing, ranked_rows
+from server import peklo_store
 from server.domain import DomainEvent, EventClosed, LadderCorrected, MatchFinished, RatedUnit
 
 HistoryRow = tuple[str, int, float | None, float, int | None, int | None, str]
-RatingRow = tuple[str, int, float, int, int, int, int, float, str | None]
+RatingRow = tuple[str, int, float, int, int, int, int, str | None]  # Peklo: server/peklo_store.py
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,26 @@ def rating_rows(ladder: str, standings: Iterable[Standing], ids: Mapping[str, in
             if played is None:
                 played = iso[day] = day.isoformat()
         yield (ladder, ids[s.player], float(s.rating), s.games, s.experience, s.paluba, s.dansa,
-               float(s.peklo), played)
+               played)
+
+
+def peklo_row(ladder: str, standings: Iterable[Standing], ids: Mapping[str, int]
+              ) -> tuple[str, bytes, bytes]:
+    """The ladder's stored Peklo values (one row for the whole ladder: see server/peklo_store.py)."""
+    return peklo_store.encode(ladder, ((ids[s.player], float(s.peklo)) for s in standings))
+
+
+async def write_ladder(conn: aiosqlite.Connection, ladder: str, options: LadderOptions,
+                       standings: Iterable[Standing], ids: Mapping[str, int]) -> list[RatingRow]:
+    """Replace everything stored of ``ladder``'s standings (not its history) with ``standings``."""
+    standings = list(standings)
+    rows = sorted(rating_row(ladder, s, ids) for s in standings)
+    await conn.execute("DELETE FROM ratings WHERE ladder = ?", (ladder,))
+    await conn.execute(peklo_store.DELETE, (ladder,))
+    await conn.executemany(UPSERT, rows)
+    if options.system == "cas" and standings:
+        await conn.executemany(peklo_store.UPSERT, [peklo_row(ladder, standings, ids)])
+    return rows
 
 
 def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
@@ -116,10 +136,10 @@ def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
 
 
 UPSERT = """INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa,
-    peklo, last_played) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    last_played) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (ladder, player_id) DO UPDATE SET rating = excluded.rating,
     games = excluded.games, experience = excluded.experience, paluba = excluded.paluba,
-    dansa = excluded.dansa, peklo = excluded.peklo, last_played = excluded.last_played"""
+    dansa = excluded.dansa, last_played = excluded.last_played"""
 INSERT_HISTORY = """INSERT INTO history (ladder, player_id, before, after, match_id, event_id, at)
     VALUES (?, ?, ?, ?, ?, ?, ?)"""
 
@@ -145,6 +165,8 @@ class RatingsPlugin:
         from server.log import cas_history  # the log format is the server's
 
         self.books = {name: LadderBook(opts) for name, opts in self.options.items()}
+        async with conn.execute(peklo_store.SELECT) as cur:
+            stored_peklo = peklo_store.by_ladder(await cur.fetchall())
         async with conn.execute(
             "SELECT r.*, p.name FROM ratings r JOIN players p ON p.id = r.player_id"
         ) as cur:
@@ -152,11 +174,13 @@ class RatingsPlugin:
                 book = self.books.get(row["ladder"])
                 if book is None:
                     continue
+                values = stored_peklo.get(row["ladder"])
                 s = Standing(
                     player=row["name"], rating=row["rating"], games=row["games"],
                     last_played=date.fromisoformat(row["last_played"]) if row["last_played"] else None,
                     experience=row["experience"], paluba=row["paluba"], dansa=row["dansa"],
-                    peklo=row["peklo"],
+                    peklo=peklo_store.DEFAULT if values is None
+                    else values.get(row["player_id"], peklo_store.DEFAULT),
                 )
                 book.standings[s.player] = s
         async with conn.execute("SELECT id, name FROM players") as cur:
@@ -177,7 +201,15 @@ class RatingsPlugin:
         self.ids.update(unit.player_ids)
         book = self.books[unit.ladder]
         new, changes = rate_unit(book, unit)
-        await conn.executemany(UPSERT, rating_rows(unit.ladder, new.values(), self.ids))
+        if book.options.system == "cas":
+            # A close returns the whole ladder, but only Peklo moved for those outside
+            # ``changes`` (LadderBook._compute_cas): their rows stay as stored.
+            await conn.executemany(UPSERT, rating_rows(
+                unit.ladder, (new[c.player] for c in changes), self.ids))
+            await conn.executemany(peklo_store.UPSERT,
+                                   [peklo_row(unit.ladder, new.values(), self.ids)])
+        else:
+            await conn.executemany(UPSERT, rating_rows(unit.ladder, new.values(), self.ids))
         await conn.executemany(INSERT_HISTORY, history_rows(unit.ladder, unit, changes, self.ids))
         book.accept(new, unit.games)
         return Outcome(unit.ladder, new, changes)
@@ -186,11 +218,10 @@ class RatingsPlugin:
         self.ids.update(event.player_ids)
         for unit in event.units:
             self.ids.update(unit.player_ids)
-        book, history = replay_ladder(event.ladder, self.options[event.ladder], event.units, self.ids)
-        await conn.execute("DELETE FROM ratings WHERE ladder = ?", (event.ladder,))
+        options = self.options[event.ladder]
+        book, history = replay_ladder(event.ladder, options, event.units, self.ids)
+        await write_ladder(conn, event.ladder, options, book.standings.values(), self.ids)
         await conn.execute("DELETE FROM history WHERE ladder = ?", (event.ladder,))
-        await conn.executemany(UPSERT, [rating_row(event.ladder, s, self.ids)
-                                        for s in book.standings.values()])
         await conn.executemany(INSERT_HISTORY, history)
         old = self.published.get(event.ladder, {})
         changes = [

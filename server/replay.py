@@ -29,12 +29,22 @@ from typing import Any, TextIO
 import aiosqlite
 
 from ratings_plugin.fibs_replay import FibsReplay, NotPlainFibs
-from ratings_plugin.plugin import INSERT_HISTORY, UPSERT, RatingRow, rating_row, replay_ladder
+from ratings_plugin.plugin import (
+    INSERT_HISTORY,
+    UPSERT,
+    RatingRow,
+    rating_row,
+    replay_ladder,
+    write_ladder,
+)
+from server import peklo_store
 from server.config import Config, Ladder
 from server.log import fibs_log, has_event_units, ladder_units
 from server.storage import connect, migrate
 
-RATING_COLUMNS = ("rating", "games", "experience", "paluba", "dansa", "peklo", "last_played")
+# A ratings row's values as compared, and Peklo's (stored apart: server/peklo_store.py) last.
+RATING_COLUMNS = ("rating", "games", "experience", "paluba", "dansa", "last_played")
+COMPARED = (*RATING_COLUMNS, "peklo")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
 CHUNK = 32768  # history rows compared or written at a time
@@ -60,12 +70,16 @@ async def _ids(conn: aiosqlite.Connection) -> dict[str, int]:
         return {row["name"]: row["id"] async for row in cur}
 
 
+# The replayed ratings rows and Peklo values (player id → value) of a ladder.
+Replayed = tuple[list[RatingRow], dict[int, float]]
+
+
 async def _generic(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int]
-                   ) -> tuple[list[RatingRow], list[Any]]:
+                   ) -> tuple[Replayed, list[Any]]:
     units = await ladder_units(conn, ladder.name)
     book, history = replay_ladder(ladder.name, ladder.options, units, ids)
     ratings = sorted(rating_row(ladder.name, s, ids) for s in book.standings.values())
-    return ratings, history
+    return (ratings, {ids[p]: s.peklo for p, s in book.standings.items()}), history
 
 
 # ---- --check ----------------------------------------------------------------------------------
@@ -90,7 +104,7 @@ def _compare(stored: Iterator[tuple[Any, ...]], replayed: Iterator[tuple[Any, ..
 
 
 def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]
-                ) -> tuple[list[RatingRow], HistoryCheck]:
+                ) -> tuple[Replayed, HistoryCheck]:
     replay = FibsReplay(ladder.name, ladder.options, ids)
     stored = raw.cursor()
     stored.row_factory = None
@@ -101,20 +115,20 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]
     finally:
         stored.close()
         log.close()
-    return replay.rating_rows(), result
+    return (replay.rating_rows(), {}), result  # FIBS: every Peklo value is the default
 
 
 async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int]
-                        ) -> tuple[list[RatingRow], HistoryCheck]:
+                        ) -> tuple[Replayed, HistoryCheck]:
     if _fast(conn, ladder):
         try:
             return _check_fibs(_raw(conn), ladder, ids)
         except NotPlainFibs:
             pass
-    ratings, history = await _generic(conn, ladder, ids)
+    replayed, history = await _generic(conn, ladder, ids)
     stored_history = [tuple(r) for r in await (await conn.execute(
         STORED_HISTORY, (ladder.name,))).fetchall()]
-    return ratings, (stored_history == [tuple(h) for h in history], len(stored_history),
+    return replayed, (stored_history == [tuple(h) for h in history], len(stored_history),
                      len(history))
 
 
@@ -126,30 +140,38 @@ async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
         expected = {ladder.name: await _check_ladder(conn, ladder, ids)
                     for ladder in config.ladders}
         names = {pid: name for name, pid in ids.items()}
+        stored_peklo = peklo_store.by_ladder(await (await conn.execute(
+            peklo_store.SELECT)).fetchall())
         problems = 0
-        for ladder, (ratings, (same, n_stored, n_replayed)) in expected.items():
+        for ladder, ((ratings, peklos), (same, n_stored, n_replayed)) in expected.items():
+            values = stored_peklo.get(ladder, {})
             stored = {
-                r["player_id"]: tuple(r[c] for c in RATING_COLUMNS)
+                r["player_id"]: (*(r[c] for c in RATING_COLUMNS),
+                                 values.get(r["player_id"], peklo_store.DEFAULT))
                 for r in await (await conn.execute(
                     "SELECT * FROM ratings WHERE ladder = ?", (ladder,))).fetchall()
             }
-            replayed = {row[1]: tuple(row[2:]) for row in ratings}
+            replayed = {row[1]: (*row[2:], peklos.get(row[1], peklo_store.DEFAULT))
+                        for row in ratings}
             for pid in sorted(set(stored) | set(replayed)):
                 a, b = stored.get(pid), replayed.get(pid)
                 if a != b:
                     problems += 1
                     print(f"{ladder}: {names.get(pid, pid)}: stored {_show(a)}, "
                           f"replayed {_show(b)}", file=out)
+            for pid in sorted(set(values) - set(stored)):
+                problems += 1
+                print(f"{ladder}: {names.get(pid, pid)}: a stored Peklo value "
+                      f"({values[pid]}) without a rating", file=out)
             if not same:
                 problems += 1
                 print(f"{ladder}: rating history differs from the log "
                       f"({n_stored} stored rows, {n_replayed} replayed)", file=out)
-        for ladder_row in await (await conn.execute(
-                "SELECT DISTINCT ladder FROM ratings")).fetchall():
-            if ladder_row[0] not in expected:
-                print(f"{ladder_row[0]}: stored ratings for a ladder that is not configured",
-                      file=out)
-                problems += 1
+        stored_ladders = {row[0] for row in await (await conn.execute(
+            "SELECT DISTINCT ladder FROM ratings")).fetchall()} | set(stored_peklo)
+        for ladder in sorted(stored_ladders - set(expected)):
+            print(f"{ladder}: stored ratings for a ladder that is not configured", file=out)
+            problems += 1
     finally:
         await conn.execute("ROLLBACK")
     return problems
@@ -158,7 +180,7 @@ async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
 def _show(values: tuple[Any, ...] | None) -> str:
     if values is None:
         return "nothing"
-    return ", ".join(f"{c} {v}" for c, v in zip(RATING_COLUMNS, values, strict=True))
+    return ", ".join(f"{c} {v}" for c, v in zip(COMPARED, values, strict=True))
 
 
 # ---- rewrite ----------------------------------------------------------------------------------
@@ -203,6 +225,7 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     for name, _ in indexes:
         raw.execute(f'DROP INDEX "{name}"')
     raw.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
+    raw.execute(peklo_store.DELETE, (ladder.name,))  # FIBS: every value is the default
     raw.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
     log = fibs_log(raw, ladder.name)
     try:
@@ -237,10 +260,10 @@ async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mappi
         else:
             raw.execute("RELEASE fibs_replay")
             return count
-    ratings, history = await _generic(conn, ladder, ids)
-    await conn.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
+    units = await ladder_units(conn, ladder.name)
+    book, history = replay_ladder(ladder.name, ladder.options, units, ids)
+    ratings = await write_ladder(conn, ladder.name, ladder.options, book.standings.values(), ids)
     await conn.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
-    await conn.executemany(UPSERT, ratings)
     await conn.executemany(INSERT_HISTORY, history)
     return len(ratings)
 

@@ -13,10 +13,13 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import date
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from server import peklo_store
 from server.writer import CommitFailed, GroupWriter, Hooks
 
 __all__ = ["CommitFailed", "Database", "connect", "migrate", "now", "rows", "today"]
@@ -24,9 +27,27 @@ __all__ = ["CommitFailed", "Database", "connect", "migrate", "now", "rows", "tod
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-MIGRATIONS: dict[int, str] = {
+
+
+async def _peklo_rows(conn: aiosqlite.Connection) -> None:
+    """Schema 3: Peklo values move from a ``ratings`` column to ``peklo`` (server/peklo_store.py).
+
+    Only values other than :data:`~server.peklo_store.DEFAULT` are moved: an
+    absent player has that value, so every standing reads back as it was.
+    """
+    await conn.execute(peklo_store.TABLE)
+    async with conn.execute("SELECT ladder, player_id, peklo FROM ratings WHERE peklo != ? "
+                            "ORDER BY ladder, player_id", (peklo_store.DEFAULT,)) as cur:
+        moved = [tuple(r) for r in await cur.fetchall()]
+    for ladder, values in groupby(moved, key=itemgetter(0)):
+        await conn.execute(peklo_store.UPSERT,
+                           peklo_store.encode(ladder, ((pid, elo) for _, pid, elo in values)))
+    await conn.execute("ALTER TABLE ratings DROP COLUMN peklo")
+
+
+MIGRATIONS: dict[int, str | Callable[[aiosqlite.Connection], Awaitable[None]]] = {
     1: """
     CREATE TABLE players (
         id INTEGER PRIMARY KEY,
@@ -129,6 +150,7 @@ MIGRATIONS: dict[int, str] = {
     ) WITHOUT ROWID;
     CREATE INDEX requests_at ON requests (at);
     """,
+    3: _peklo_rows,
 }
 
 PRAGMAS = (
@@ -186,9 +208,13 @@ async def migrate(conn: aiosqlite.Connection) -> int:
         version += 1
         await conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    await conn.execute(statement)
+            step = MIGRATIONS[version]
+            if isinstance(step, str):
+                for statement in step.split(";"):
+                    if statement.strip():
+                        await conn.execute(statement)
+            else:
+                await step(conn)
             await conn.execute(f"PRAGMA user_version = {version}")
             await conn.execute("COMMIT")
         except BaseException:
