@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Iterator, Mapping
-from itertools import islice
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain, islice
 from typing import Any, TextIO
 
 import aiosqlite
@@ -32,6 +32,7 @@ from ratings_plugin.fibs_replay import FibsReplay, NotPlainFibs
 from ratings_plugin.plugin import (
     INSERT_HISTORY,
     UPSERT,
+    HistoryRow,
     RatingRow,
     rating_row,
     replay_ladder,
@@ -48,6 +49,8 @@ COMPARED = (*RATING_COLUMNS, "peklo")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
 CHUNK = 32768  # history rows compared or written at a time
+ROWS_PER_INSERT = 50
+INSERT_HISTORY_GROUP = INSERT_HISTORY + ", (?, ?, ?, ?, ?, ?, ?)" * (ROWS_PER_INSERT - 1)
 # A ladder rewrite smaller than this keeps the history indexes up to date (see _history_indexes).
 REBUILD_MIN_ROWS = 20_000
 # For the replay's own connection only: room for the history indexes while they are rewritten.
@@ -186,7 +189,14 @@ def _show(values: tuple[Any, ...] | None) -> str:
 # ---- rewrite ----------------------------------------------------------------------------------
 
 
-def _history_indexes(raw: sqlite3.Connection, ladder: str) -> list[tuple[str, str]]:
+def _history_rows(raw: sqlite3.Connection, ladder: str) -> tuple[int, int]:
+    """This ladder's rows of ``history`` and the table's."""
+    old = raw.execute("SELECT count(*) FROM history WHERE ladder = ?", (ladder,)).fetchone()[0]
+    return old, raw.execute("SELECT count(*) FROM history").fetchone()[0]
+
+
+def _history_indexes(raw: sqlite3.Connection, ladder: str, old: int, total: int
+                     ) -> list[tuple[str, str]]:
     """The indexes of ``history`` (name, ``CREATE INDEX``) when rebuilding them beats keeping them.
 
     Keeping an index up to date costs a B-tree search per deleted and per
@@ -199,8 +209,6 @@ def _history_indexes(raw: sqlite3.Connection, ladder: str) -> list[tuple[str, st
     exactly as the schema made them; DDL is transactional, so a rollback
     brings them back too.
     """
-    old = raw.execute("SELECT count(*) FROM history WHERE ladder = ?", (ladder,)).fetchone()[0]
-    total = raw.execute("SELECT count(*) FROM history").fetchone()[0]
     new = 2 * raw.execute("SELECT count(*) FROM matches WHERE ladder = ? AND seq IS NOT NULL",
                           (ladder,)).fetchone()[0]
     churn = old + new
@@ -221,19 +229,25 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     deleted and the same rows inserted, in the same order.
     """
     replay = FibsReplay(ladder.name, ladder.options, ids)
-    indexes = _history_indexes(raw, ladder.name)
+    old, total = _history_rows(raw, ladder.name)
+    indexes = _history_indexes(raw, ladder.name, old, total)
     for name, _ in indexes:
         raw.execute(f'DROP INDEX "{name}"')
     raw.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
     raw.execute(peklo_store.DELETE, (ladder.name,))  # FIBS: every value is the default
-    raw.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
+    if old == total:
+        # The same rows go, but without a WHERE SQLite frees the table's pages
+        # wholesale instead of deleting row by row (2 s for 2M rows here).
+        raw.execute("DELETE FROM history")
+    else:
+        raw.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
     log = fibs_log(raw, ladder.name)
     try:
         history = replay.history(log)
         # In chunks: reading the log and writing the history by turns keeps each in the
         # page cache a while (measured ~5 % faster than one executemany over the stream).
         while chunk := list(islice(history, CHUNK)):
-            raw.executemany(INSERT_HISTORY, chunk)
+            _insert_history(raw, chunk)
     finally:
         log.close()
     for _, statement in indexes:
@@ -241,6 +255,20 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     rows = replay.rating_rows()
     raw.executemany(UPSERT, rows)
     return len(rows)
+
+
+def _insert_history(raw: sqlite3.Connection, rows: Sequence[HistoryRow]) -> None:
+    """``executemany(INSERT_HISTORY, rows)``, :data:`ROWS_PER_INSERT` rows per statement.
+
+    The same rows in the same order, so the same ids; the ``sqlite3`` module's
+    work per statement (reset, step, the next item) is then paid once per
+    group: 2M rows took 4.0 s instead of 6.0–6.8 s on the bench machine.
+    """
+    full = len(rows) - len(rows) % ROWS_PER_INSERT
+    flat = chain.from_iterable
+    raw.executemany(INSERT_HISTORY_GROUP, (tuple(flat(rows[i:i + ROWS_PER_INSERT]))
+                                           for i in range(0, full, ROWS_PER_INSERT)))
+    raw.executemany(INSERT_HISTORY, rows[full:])
 
 
 async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int]
