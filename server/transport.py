@@ -19,7 +19,7 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
-from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
+from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -45,6 +45,51 @@ CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 Outgoing = bytes | tuple[int, str] | None
+
+
+class CorkedConnection(ServerConnection):
+    """A connection whose pending frames leave in one write (one ``send`` system call).
+
+    websockets writes each frame it has buffered with its own
+    ``transport.write``; a reply and the pushes that go with it (``resign``:
+    the reply, ``match_finished``, the rating changes) would each cost a
+    system call on the server and a wake-up on the client.
+    """
+
+    def send_data(self) -> None:
+        writes = self.protocol.writes
+        if len(writes) > 1 and all(writes):  # an empty item stands for end of stream
+            self.protocol.writes = [b"".join(writes)]
+        super().send_data()
+
+
+class Cork:
+    """Frames sent directly during one pass of the event loop, written at its end.
+
+    :meth:`send` frames the message into the connection's buffer; one
+    callback, scheduled by the first frame of the pass, then writes every
+    connection's buffer once (:class:`CorkedConnection`). The frames leave in
+    the order they were sent, as websockets writes its buffer in order
+    whoever flushes it (a close, or the connection's queued writer, may
+    flush before the callback).
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[ServerConnection, None] = {}
+
+    def send(self, ws: ServerConnection, frame: bytes) -> None:
+        ws.protocol.send_text(frame)
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending[ws] = None
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for ws in pending:
+            try:
+                ws.send_data()
+            except Exception as e:  # as websockets' broadcast: one connection's failure is its own
+                log.warning("could not write to a connection: %s", e)
 
 
 class Outbox:
@@ -104,6 +149,7 @@ class Transport:
         self._watchdog: asyncio.Task[None] | None = None
         self.per_address: Counter[str] = Counter()
         self._closing: set[asyncio.Task[None]] = set()
+        self.cork = Cork()
 
     @property
     def max_message(self) -> int:
@@ -132,6 +178,7 @@ class Transport:
             max_size=lim.max_message * HARD_LIMIT_FACTOR,
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
+            create_connection=CorkedConnection,
             logger=WS_LOG,
             ssl=self._ssl_context(),
             # Off by default: lobby frames are a few hundred bytes, where deflate
@@ -199,11 +246,12 @@ class Transport:
                 return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
-                    and ws.protocol.state is State.OPEN \
+                    and ws.protocol.state is State.OPEN and ws.send_in_progress is None \
                     and ws.transport.get_write_buffer_size() <= DIRECT_WRITE_LIMIT:
-                # Straight to the socket (what websockets' broadcast does): no task switch and
-                # no send lock for the usual case of a client that keeps up.
-                broadcast((ws,), frame, text=True)
+                # Straight to the socket at the end of this pass of the loop (what websockets'
+                # broadcast does, corked): no task switch and no send lock for the usual case
+                # of a client that keeps up.
+                self.cork.send(ws, frame)
                 return
             try:
                 queue.put_nowait(frame)

@@ -1,0 +1,94 @@
+"""Corked writes (server/transport.py): the frames sent to a connection during one pass of the
+event loop leave in one write, in the order they were sent, whoever flushes them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from server.transport import Cork, CorkedConnection
+
+writes: list[bytes] = []
+
+
+class CountedConnection(CorkedConnection):
+    """Records what reaches the socket (the real transport underneath still sends it)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        write = self.transport.write
+
+        def counted(data: Any) -> None:
+            writes.append(bytes(data))
+            write(data)
+
+        self.transport.write = counted  # type: ignore[method-assign]
+
+
+async def test_a_pass_of_frames_leaves_in_one_write_and_in_order() -> None:
+    cork = Cork()
+
+    async def handler(ws: ServerConnection) -> None:
+        async for message in ws:
+            writes.clear()
+            if message == "mixed":
+                cork.send(ws, b"first")
+                await ws.send("second")  # flushes the corked frame before its own
+                cork.send(ws, b"third")
+                cork.send(ws, b"fourth")
+            else:
+                for i in range(int(message)):
+                    cork.send(ws, f"frame {i}".encode())
+
+    # compression off, as the lobby's default: the frames' text is then visible in the writes
+    async with serve(handler, "127.0.0.1", 0, create_connection=CountedConnection,
+                     compression=None) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        async with connect(f"ws://127.0.0.1:{port}", compression=None) as client:
+            await client.send("3")
+            assert [await client.recv() for _ in range(3)] == ["frame 0", "frame 1", "frame 2"]
+            assert len(writes) == 1 and writes[0].endswith(b"frame 2")
+
+            await client.send("1")
+            assert await client.recv() == "frame 0"
+            assert len(writes) == 1
+
+            await client.send("mixed")
+            assert [await client.recv() for _ in range(4)] == ["first", "second", "third", "fourth"]
+            assert len(writes) == 2  # "first" and "second" together, then the rest of the pass
+            assert writes[0].endswith(b"second") and b"first" in writes[0]
+
+
+async def test_a_connection_gone_before_the_flush_does_not_stop_the_others() -> None:
+    cork = Cork()
+    connections: list[ServerConnection] = []
+
+    async def handler(ws: ServerConnection) -> None:
+        connections.append(ws)
+        async for message in ws:
+            if message != "go":
+                continue
+            gone, other = connections
+            cork.send(gone, b"lost")
+            cork.send(other, b"kept")
+            gone.transport.abort()  # before the pass ends and the frames are written
+
+    async with serve(handler, "127.0.0.1", 0, create_connection=CorkedConnection,
+                     compression=None) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        url = f"ws://127.0.0.1:{port}"
+        async with connect(url, compression=None) as first:
+            while len(connections) < 1:
+                await asyncio.sleep(0.01)
+            async with connect(url, compression=None) as second:
+                while len(connections) < 2:
+                    await asyncio.sleep(0.01)
+                await first.send("go")
+                assert await second.recv() == "kept"
+                with pytest.raises(ConnectionClosed):
+                    await first.recv()
