@@ -27,10 +27,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
+import re
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, TypeVar, cast
 
 import aiosqlite
@@ -61,6 +63,53 @@ def _deferrable(sql: str) -> bool:
         if len(_deferrable_cache) < 4096:
             _deferrable_cache[sql] = known
     return known
+
+
+# ``INSERT [OR …] INTO table [(columns)] VALUES (?, …) [ON CONFLICT …]``: one row of ``?``
+# marks, nothing else around it; a few rows of it can go as one statement.
+_ONE_ROW = re.compile(
+    r'^\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+[\w."]+\s*(?:\([^()]*\))?\s*'
+    r"VALUES\s*(\((?:\s*\?\s*,)*\s*\?\s*\))\s*(?:ON\s+CONFLICT\b.*)?$",
+    re.IGNORECASE | re.DOTALL)
+GROUP_MAX = 64  # rows in one such statement (64 × 9 marks: far below SQLite's limit)
+_row_marks: dict[str, tuple[int, int, int] | None] = {}  # sql → (start, end, marks) of the row
+_grouped_sql: dict[tuple[str, int], str] = {}
+
+
+def _grouped(sql: str, rows: list[Any]) -> tuple[str, tuple[Any, ...]] | None:
+    """``executemany(sql, rows)`` as one statement of ``len(rows)`` VALUES rows, when it can be.
+
+    The commit thread runs each statement with a round trip for the GIL
+    (released while SQLite steps): a finished live match's two ratings rows,
+    two history rows and two players of a match each cost one instead of two.
+    SQLite inserts the rows of a multi-row VALUES one after the other, with the
+    same conflict handling, so the rows, their ids and the changes counted are
+    those of the rows one by one; a statement that fails keeps none of its rows,
+    but a failing write fails its job or transaction either way. Rows that do
+    not all match the marks are left to ``executemany`` (and its error).
+    """
+    if not 2 <= len(rows) <= GROUP_MAX:
+        return None
+    if sql in _row_marks:
+        shape = _row_marks[sql]
+    else:
+        found = _ONE_ROW.match(sql)
+        shape = None if found is None else (found.start(1), found.end(1),
+                                             found.group(1).count("?"))
+        if len(_row_marks) < 4096:
+            _row_marks[sql] = shape
+    if shape is None:
+        return None
+    start, end, marks = shape
+    if not all(type(r) is tuple and len(r) == marks for r in rows):
+        return None
+    key = (sql, len(rows))
+    text = _grouped_sql.get(key)
+    if text is None:
+        text = sql[:end] + (", " + sql[start:end]) * (len(rows) - 1) + sql[end:]
+        if len(_grouped_sql) < 4096:
+            _grouped_sql[key] = text
+    return text, tuple(chain.from_iterable(rows))
 
 
 class _Queued:
@@ -138,7 +187,12 @@ class _Writes:
 
     def queue(self, sql: str, params: Any, many: bool) -> _Later:
         later = _Later(self)
-        self.items.append((sql, list(params) if many else params, many, later))
+        if many:
+            params = list(params)
+            grouped = _grouped(sql, params)
+            if grouped is not None:
+                (sql, params), many = grouped, False
+        self.items.append((sql, params, many, later))
         return later
 
     def begin_job(self) -> None:
