@@ -61,6 +61,7 @@ def rate_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], l
     candidates = [p for p, s in new.items()
                   if p in played or (o := standings.get(p)) is None or o.rating != s.rating]
     changes: list[Change] = []
+    cause = unit.cause  # made afresh on each access; the changes of one unit share it
     for player in sorted(candidates, key=str.casefold):
         s = new[player]
         old = standings.get(player)
@@ -69,7 +70,7 @@ def rate_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], l
         else:
             old_rating = old.rating
         if player in played or old_rating != s.rating:
-            changes.append(Change(player, old_rating, s.rating, unit.cause))
+            changes.append(Change(player, old_rating, s.rating, cause))
     return new, changes
 
 
@@ -107,7 +108,9 @@ def rating_rows(ladder: str, standings: Iterable[Standing], ids: Mapping[str, in
 def peklo_row(ladder: str, standings: Iterable[Standing], ids: Mapping[str, int]
               ) -> tuple[str, bytes, bytes]:
     """The ladder's stored Peklo values (one row for the whole ladder: see server/peklo_store.py)."""
-    return peklo_store.encode(ladder, ((ids[s.player], float(s.peklo)) for s in standings))
+    standings = list(standings)
+    return peklo_store.encode_columns(ladder, [ids[s.player] for s in standings],
+                                      [float(s.peklo) for s in standings])
 
 
 async def write_ladder(conn: aiosqlite.Connection, ladder: str, options: LadderOptions,

@@ -37,10 +37,16 @@ _SWAP = sys.byteorder != "little"
 
 def encode(ladder: str, values: Iterable[tuple[int, float]]) -> tuple[str, bytes, bytes]:
     """The ``peklo`` row of ``ladder`` holding ``values`` (player id, Peklo value)."""
-    ids, elos = array("q"), array("d")
-    for pid, elo in values:
-        ids.append(pid)
-        elos.append(elo)
+    pairs = list(values)
+    return encode_columns(ladder, [pid for pid, _ in pairs], [elo for _, elo in pairs])
+
+
+def encode_columns(ladder: str, player_ids: list[int], values: list[float]
+                   ) -> tuple[str, bytes, bytes]:
+    """:func:`encode` from the two columns (a ČAS close encodes a whole ladder)."""
+    if len(player_ids) != len(values):
+        raise ValueError("as many Peklo values as player ids are needed")
+    ids, elos = array("q", player_ids), array("d", values)
     if _SWAP:
         ids.byteswap()
         elos.byteswap()
