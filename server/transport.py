@@ -1,7 +1,8 @@
 """The WebSocket transport: accepts connections, limits them, turns frames into lobby calls.
 
 It makes no game or rating decisions. A frame for a client that keeps up is
-written straight to its socket; once the socket's buffer backs up, frames wait
+written straight to its socket (with the others of the same pass of the event
+loop, in one write: :class:`Cork`); once the socket's buffer backs up, frames wait
 in the connection's bounded outgoing queue, drained by its own task, so one
 slow reader never holds up the fan-out to everyone else: when its queue is
 full it is disconnected instead.
