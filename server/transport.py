@@ -1,8 +1,8 @@
 """The WebSocket transport: accepts connections, limits them, turns frames into lobby calls.
 
 It makes no game or rating decisions. A frame for a client that keeps up is
-written straight to its socket (with the others of the same pass of the event
-loop, in one write: :class:`Cork`); once the socket's buffer backs up, frames wait
+written straight to its socket (with the others caused by the same request,
+in one write: :class:`Cork`); once the socket's buffer backs up, frames wait
 in the connection's bounded outgoing queue, drained by its own task, so one
 slow reader never holds up the fan-out to everyone else: when its queue is
 full it is disconnected instead.
@@ -65,14 +65,16 @@ class CorkedConnection(ServerConnection):
 
 
 class Cork:
-    """Frames sent directly during one pass of the event loop, written at its end.
+    """Frames sent directly, held until the task sending them is done, then written together.
 
-    :meth:`send` frames the message into the connection's buffer; one
-    callback, scheduled by the first frame of the pass, then writes every
-    connection's buffer once (:class:`CorkedConnection`). The frames leave in
-    the order they were sent, as websockets writes its buffer in order
-    whoever flushes it (a close, or the connection's queued writer, may
-    flush before the callback).
+    :meth:`send` frames the message into the connection's buffer and
+    :meth:`flush` writes every such buffer once (:class:`CorkedConnection`).
+    The connection's handler flushes when it has answered a frame (the reply
+    and the pushes it caused), so nothing waits for other tasks; a callback
+    scheduled by the first held frame flushes what was sent anywhere else
+    (at the latest at the loop's next pass). The frames leave in the order
+    they were sent, as websockets writes its buffer in order whoever flushes
+    it (a close, or the connection's queued writer, may flush first).
     """
 
     def __init__(self) -> None:
@@ -81,10 +83,12 @@ class Cork:
     def send(self, ws: ServerConnection, frame: bytes) -> None:
         ws.protocol.send_text(frame)
         if not self._pending:
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self.flush)
         self._pending[ws] = None
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        if not self._pending:
+            return
         pending, self._pending = self._pending, {}
         for ws in pending:
             try:
@@ -306,6 +310,7 @@ class Transport:
                     send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
                 await self.lobby.handle_frame(session, frame)
+                self.cork.flush()  # the reply and its pushes leave now, together
             await self._read_out(ws)
         except ConnectionClosed:
             if not session.closed:  # the peer went away: nothing queued can reach it any more

@@ -1,5 +1,6 @@
-"""Corked writes (server/transport.py): the frames sent to a connection during one pass of the
-event loop leave in one write, in the order they were sent, whoever flushes them."""
+"""Corked writes (server/transport.py): the frames sent to a connection until the next flush (the
+handler's, after a request, or at the loop's next pass) leave in one write, in the order they were
+sent, whoever flushes them."""
 
 from __future__ import annotations
 
@@ -32,11 +33,18 @@ class CountedConnection(CorkedConnection):
 
 async def test_a_pass_of_frames_leaves_in_one_write_and_in_order() -> None:
     cork = Cork()
+    flushed: list[int] = []
 
     async def handler(ws: ServerConnection) -> None:
         async for message in ws:
             writes.clear()
-            if message == "mixed":
+            if message == "flush":
+                cork.send(ws, b"one")
+                cork.send(ws, b"two")
+                cork.flush()  # written now, before the handler waits again
+                flushed.append(len(writes))
+                cork.send(ws, b"three")  # written by the callback, at the loop's next pass
+            elif message == "mixed":
                 cork.send(ws, b"first")
                 await ws.send("second")  # flushes the corked frame before its own
                 cork.send(ws, b"third")
@@ -62,6 +70,10 @@ async def test_a_pass_of_frames_leaves_in_one_write_and_in_order() -> None:
             assert [await client.recv() for _ in range(4)] == ["first", "second", "third", "fourth"]
             assert len(writes) == 2  # "first" and "second" together, then the rest of the pass
             assert writes[0].endswith(b"second") and b"first" in writes[0]
+
+            await client.send("flush")
+            assert [await client.recv() for _ in range(3)] == ["one", "two", "three"]
+            assert flushed == [1] and len(writes) == 2 and writes[0].endswith(b"two")
 
 
 async def test_a_connection_gone_before_the_flush_does_not_stop_the_others() -> None:
