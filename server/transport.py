@@ -79,12 +79,18 @@ class Cork:
 
     def __init__(self) -> None:
         self._pending: dict[ServerConnection, None] = {}
+        self._scheduled = False  # a fallback flush is due (one at a time, however many send)
 
     def send(self, ws: ServerConnection, frame: bytes) -> None:
         ws.protocol.send_text(frame)
-        if not self._pending:
-            asyncio.get_running_loop().call_soon(self.flush)
         self._pending[ws] = None
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._fallback)
+
+    def _fallback(self) -> None:
+        self._scheduled = False
+        self.flush()
 
     def flush(self) -> None:
         if not self._pending:
