@@ -23,7 +23,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import chain, islice
+from itertools import islice
 from typing import Any, TextIO
 
 import aiosqlite
@@ -42,6 +42,7 @@ from server import peklo_store
 from server.config import Config, Ladder
 from server.log import fibs_log, has_event_units, ladder_units
 from server.storage import connect, migrate
+from server.writer import grouped
 
 # A ratings row's values as compared, and Peklo's (stored apart: server/peklo_store.py) last.
 RATING_COLUMNS = ("rating", "games", "experience", "paluba", "dansa", "last_played")
@@ -49,8 +50,7 @@ COMPARED = (*RATING_COLUMNS, "peklo")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
 CHUNK = 32768  # history rows compared or written at a time
-ROWS_PER_INSERT = 50
-INSERT_HISTORY_GROUP = INSERT_HISTORY + ", (?, ?, ?, ?, ?, ?, ?)" * (ROWS_PER_INSERT - 1)
+ROWS_PER_INSERT = 50  # at most server.writer.GROUP_MAX
 # A ladder rewrite smaller than this keeps the history indexes up to date (see _history_indexes).
 REBUILD_MIN_ROWS = 20_000
 # For the replay's own connection only: room for the history indexes while they are rewritten.
@@ -260,15 +260,18 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
 def _insert_history(raw: sqlite3.Connection, rows: Sequence[HistoryRow]) -> None:
     """``executemany(INSERT_HISTORY, rows)``, :data:`ROWS_PER_INSERT` rows per statement.
 
-    The same rows in the same order, so the same ids; the ``sqlite3`` module's
-    work per statement (reset, step, the next item) is then paid once per
-    group: 2M rows took 4.0 s instead of 6.0–6.8 s on the bench machine.
+    The same rows in the same order, so the same ids (as the writer groups a
+    job's rows: :func:`server.writer.grouped`); the ``sqlite3`` module's work
+    per statement (reset, step, the next item) is then paid once per group:
+    2M rows took 4.0 s instead of 6.0–6.8 s on the bench machine.
     """
-    full = len(rows) - len(rows) % ROWS_PER_INSERT
-    flat = chain.from_iterable
-    raw.executemany(INSERT_HISTORY_GROUP, (tuple(flat(rows[i:i + ROWS_PER_INSERT]))
-                                           for i in range(0, full, ROWS_PER_INSERT)))
-    raw.executemany(INSERT_HISTORY, rows[full:])
+    for i in range(0, len(rows), ROWS_PER_INSERT):
+        part = rows[i:i + ROWS_PER_INSERT]
+        one = grouped(INSERT_HISTORY, part)
+        if one is None:
+            raw.executemany(INSERT_HISTORY, part)
+        else:
+            raw.execute(*one)
 
 
 async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int]
