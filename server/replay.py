@@ -40,7 +40,7 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
-from server.log import fibs_log, has_event_units, ladder_units
+from server.log import fetched, fibs_log, has_event_units, ladder_units
 from server.storage import connect, migrate
 from server.writer import grouped
 
@@ -55,6 +55,18 @@ ROWS_PER_INSERT = 50  # at most server.writer.GROUP_MAX
 REBUILD_MIN_ROWS = 20_000
 # For the replay's own connection only: room for the history indexes while they are rewritten.
 CACHE_PRAGMA = "PRAGMA cache_size = -262144"  # KiB: 256 MiB
+REWRITE_PRAGMAS = (
+    # This SQLite is built with SECURE_DELETE: every deleted row and dropped
+    # index page is zeroed and written out. FAST still overwrites deleted
+    # content where that costs no extra I/O.
+    "PRAGMA secure_delete = FAST",
+    # With enforcement on, SQLite deletes a child table's rows one by one, even
+    # without a WHERE (1.3-1.8 s for 2M history rows against 0.15 s on the bench
+    # machine). The rewrite only deletes rows nothing refers to (ratings, Peklo
+    # values, history) and inserts rows whose player ids it read from
+    # ``players`` inside the same write transaction, so no key can dangle.
+    "PRAGMA foreign_keys = OFF",
+)
 
 
 def _raw(conn: aiosqlite.Connection) -> sqlite3.Connection:
@@ -114,7 +126,7 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]
     stored.execute(STORED_HISTORY, (ladder.name,))
     log = fibs_log(raw, ladder.name)
     try:
-        result = _compare(stored, replay.history(log))
+        result = _compare(fetched(stored), replay.history(fetched(log)))
     finally:
         stored.close()
         log.close()
@@ -236,14 +248,14 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     raw.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
     raw.execute(peklo_store.DELETE, (ladder.name,))  # FIBS: every value is the default
     if old == total:
-        # The same rows go, but without a WHERE SQLite frees the table's pages
-        # wholesale instead of deleting row by row (2 s for 2M rows here).
+        # The same rows go, but without a WHERE (and with foreign keys off:
+        # REWRITE_PRAGMAS) SQLite frees the table's pages wholesale.
         raw.execute("DELETE FROM history")
     else:
         raw.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
     log = fibs_log(raw, ladder.name)
     try:
-        history = replay.history(log)
+        history = replay.history(fetched(log))
         # In chunks: reading the log and writing the history by turns keeps each in the
         # page cache a while (measured ~5 % faster than one executemany over the stream).
         while chunk := list(islice(history, CHUNK)):
@@ -300,7 +312,13 @@ async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mappi
 
 
 async def rewrite(conn: aiosqlite.Connection, config: Config) -> int:
-    """Replace ratings and history of every configured ladder with the replayed ones."""
+    """Replace ratings and history of every configured ladder with the replayed ones.
+
+    Sets :data:`REWRITE_PRAGMAS` first, so ``conn`` must be the replay's own
+    (they stay set); they change how the rows are written, never which.
+    """
+    for pragma in REWRITE_PRAGMAS:
+        await conn.execute(pragma)
     await conn.execute("BEGIN IMMEDIATE")
     try:
         ids = await _ids(conn)

@@ -233,6 +233,34 @@ async def test_rewrite_with_the_history_indexes_rebuilt(db_path: Path, config_fi
     assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
 
 
+async def test_rewrite_of_the_whole_history_table(db_path: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ladder holding every history row: emptied wholesale, foreign keys still whole.
+
+    The rewrite runs with foreign-key enforcement off (server/replay.py,
+    REWRITE_PRAGMAS), so this checks what enforcement would have: every
+    player id it wrote is in ``players``.
+    """
+    write_log(db_path, 7)
+    one = tmp_path / "one.toml"
+    one.write_text(CONFIG.split("[[ladders]]")[0] + "[[ladders]]" + CONFIG.split("[[ladders]]")[1],
+                   encoding="utf-8")
+    assert (await replay_cli(db_path, one))[0] == 0
+    before = exact(sql(db_path, "SELECT * FROM history ORDER BY id"))
+    assert len(before) > 400 and {r[1] for r in sql(db_path, "SELECT * FROM history")} == {
+        "backgammon"}
+    monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
+    config = dataclasses.replace(load_config(one), database=str(db_path))
+    out = io.StringIO()
+    assert await replay_module.run(config, False, out) == 0, out.getvalue()
+    assert exact(sql(db_path, "SELECT * FROM history ORDER BY id")) == before
+    _, want = await generic(db_path, "backgammon", LADDERS["backgammon"])
+    assert exact(stored(db_path, "backgammon")[1]) == exact(want)
+    assert sql(db_path, "PRAGMA foreign_key_check") == []
+    assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
+    assert await replay_module.run(config, True, out) == 0, out.getvalue()
+
+
 async def test_a_row_the_fast_path_refuses_goes_the_generic_way(db_path: Path,
                                                                 config_file: Path) -> None:
     write_log(db_path, 6)
