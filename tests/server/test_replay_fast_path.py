@@ -309,6 +309,35 @@ async def test_check_finds_a_changed_or_missing_history_row(db_path: Path,
     assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
 
 
+@pytest.mark.parametrize(("change", "which"), [
+    # the columns the fast path's check compares in SQL ...
+    ("at = '2026-03-01T23:59:59Z'", "1"),
+    ("event_id = (SELECT min(id) FROM events)", "event_id IS NULL"),
+    ("event_id = NULL", "event_id IS NOT NULL"),
+    # ... and in Python
+    ("match_id = match_id + 1", "1"),
+    ("player_id = player_id + 1", "1"),
+    ("before = before - 0.5", "1"),
+])
+async def test_check_finds_each_changed_column(db_path: Path, config_file: Path, change: str,
+                                               which: str) -> None:
+    write_log(db_path, 8)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    conn = sqlite3.connect(db_path)
+    with conn:
+        changed = conn.execute(
+            f"UPDATE history SET {change} WHERE id = (SELECT id FROM history "
+            f"WHERE ladder = 'backgammon' AND {which} ORDER BY id LIMIT 1 OFFSET 5)"
+        ).rowcount
+    conn.close()
+    assert changed == 1
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 1 and "backgammon: rating history differs from the log" in out, out
+    assert "hypergammon" not in out
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
+
+
 async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:
     """Live matches, event results, a void and an adjudication, as the server logs them."""
     players = [await lobby.player(n) for n in ("ann", "Ben", "cat", "Dan")]
