@@ -177,13 +177,12 @@ class RatingsPlugin:
                 book = self.books.get(row["ladder"])
                 if book is None:
                     continue
-                values = stored_peklo.get(row["ladder"])
+                values = stored_peklo.get(row["ladder"], {})
                 s = Standing(
                     player=row["name"], rating=row["rating"], games=row["games"],
                     last_played=date.fromisoformat(row["last_played"]) if row["last_played"] else None,
                     experience=row["experience"], paluba=row["paluba"], dansa=row["dansa"],
-                    peklo=peklo_store.DEFAULT if values is None
-                    else values.get(row["player_id"], peklo_store.DEFAULT),
+                    peklo=values.get(row["player_id"], peklo_store.DEFAULT),
                 )
                 book.standings[s.player] = s
         async with conn.execute("SELECT id, name FROM players") as cur:

@@ -30,7 +30,6 @@ T = TypeVar("T")
 SCHEMA_VERSION = 3
 
 
-
 async def _peklo_rows(conn: aiosqlite.Connection) -> None:
     """Schema 3: Peklo values move from a ``ratings`` column to ``peklo`` (server/peklo_store.py).
 
