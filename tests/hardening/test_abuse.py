@@ -131,7 +131,9 @@ def results(event: str, game: int, count: int) -> str:
 async def test_a_slow_reader_is_disconnected_and_the_others_carry_on(
         serve: Callable[[Limits], ServerThread]) -> None:
     queue = 200
-    server = serve(Limits(outgoing_queue=queue))
+    # The admin sends three requests an event close, for as many closes as the slow reader's
+    # socket buffers take to fill (26 on a quiet run): not the message rate under test here.
+    server = serve(Limits(outgoing_queue=queue, messages_per_second=1000.0, burst=1000))
     slow = await raw(server.url, sock=slow_socket(server.port), max_queue=1)
     assert (await reply_to(slow, {"cmd": "watch", "args": {"ladder": "scrabble"}}))["ok"]
     # ... and from now on it reads nothing
