@@ -261,22 +261,40 @@ async def test_rewrite_of_the_whole_history_table(db_path: Path, tmp_path: Path,
     assert await replay_module.run(config, True, out) == 0, out.getvalue()
 
 
-async def test_a_row_the_fast_path_refuses_goes_the_generic_way(db_path: Path,
-                                                                config_file: Path) -> None:
+@pytest.mark.parametrize("refused", ["backgammon", "hypergammon"])
+async def test_a_row_the_fast_path_refuses_goes_the_generic_way(
+        db_path: Path, config_file: Path, refused: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refused row is the log's last: the fast path has written that ladder's other rows.
+
+    Refused on the second FIBS ladder, the rewrite begins again after the
+    first one was written: nothing of the first attempt may stay, or stay
+    twice, and the history indexes the fast path dropped come back.
+    """
     write_log(db_path, 6)
+    indexes = sql(db_path, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'history' "
+                           "AND type = 'index' ORDER BY name")
+    assert (await replay_cli(db_path, config_file))[0] == 0
     conn = sqlite3.connect(db_path)
     with conn:  # a rated-looking row the generic path skips (unrated reason): no history for it
         seq = conn.execute("UPDATE counters SET value = value + 1 RETURNING value").fetchone()[0]
         conn.execute(
             "INSERT INTO matches (ladder, side_a, side_b, length, played_on, status, winner, "
             "score_a, score_b, how, unrated_reason, seq, created_at, finished_at) VALUES "
-            "('backgammon', 'alice', 'Bob', 3, '2026-02-01', 'finished', 'a', 3, 0, 'event', "
-            "'forfeit', ?, '2026-03-02T00:00:00Z', '2026-03-02T00:00:00Z')", (seq,))
+            "(?, 'alice', 'Bob', 3, '2026-02-01', 'finished', 'a', 3, 0, 'event', "
+            "'forfeit', ?, '2026-03-02T00:00:00Z', '2026-03-02T00:00:00Z')", (refused, seq))
+        # and a stored value off on each ladder, which only a rewrite that was kept mends
+        conn.execute("UPDATE history SET after = after + 1 WHERE id IN "
+                     "(SELECT max(id) FROM history GROUP BY ladder)")
     conn.close()
     with pytest.raises(NotPlainFibs):
-        fast(db_path, "backgammon", LADDERS["backgammon"])
-    code, out = await replay_cli(db_path, config_file)
-    assert code == 0, out
+        fast(db_path, refused, LADDERS[refused])
+    monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
+    config = dataclasses.replace(load_config(config_file), database=str(db_path))
+    out = io.StringIO()
+    assert await replay_module.run(config, False, out) == 0, out.getvalue()
+    assert sql(db_path, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'history' "
+                        "AND type = 'index' ORDER BY name") == indexes
+    assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
     for ladder, options in LADDERS.items():
         ratings, history = await generic(db_path, ladder, options)
         assert exact(stored(db_path, ladder)[1]) == exact(history)
