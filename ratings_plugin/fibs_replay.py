@@ -35,6 +35,10 @@ from ratings_plugin.systems.fibs import rate_ratings
 # match id, event id, finished at, side A, side B, length, score A, score B,
 # played on (ISO date), unrated reason.
 FibsLogRow = tuple[int, int | None, str, str, str, int | None, int, int, str, str | None]
+# The two history rows of one match (FibsReplay.pairs): the first player's id, rating before and
+# after (the two in str.casefold order of their names), the second's, then the match's id,
+# event id and finished at.
+HistoryPair = tuple[int, float, float, int, float, float, int, int | None, str]
 
 
 class NotPlainFibs(Exception):
@@ -63,6 +67,16 @@ class FibsReplay:
         not rate as a plain singles match.
         """
         ladder = self.ladder
+        for first, before1, after1, second, before2, after2, mid, eid, at in self.pairs(log):
+            yield (ladder, first, before1, after1, mid, eid, at)
+            yield (ladder, second, before2, after2, mid, eid, at)
+
+    def pairs(self, log: Iterable[FibsLogRow]) -> Iterator[HistoryPair]:
+        """:meth:`history`'s two rows of each match as one tuple, without what they share twice.
+
+        For the rewrite, which binds the ladder once a statement and a
+        match's id, event and time once for its two rows.
+        """
         state = self._state
         get = state.get
         start = self.options.fibs.start_rating
@@ -98,11 +112,9 @@ class FibsReplay:
             if day > pb[3]:
                 pb[3] = day
             if pb[5] < pa[5]:
-                yield (ladder, pb[4], rb, nb, mid, eid, at)
-                yield (ladder, pa[4], ra, na, mid, eid, at)
+                yield (pb[4], rb, nb, pa[4], ra, na, mid, eid, at)
             else:
-                yield (ladder, pa[4], ra, na, mid, eid, at)
-                yield (ladder, pb[4], rb, nb, mid, eid, at)
+                yield (pa[4], ra, na, pb[4], rb, nb, mid, eid, at)
 
     def _new(self, name: str, start: float) -> list[Any]:
         pid = self.ids.get(name)
