@@ -4,13 +4,13 @@ Each ladder is replayed with :func:`ratings_plugin.plugin.replay_ladder` over
 :func:`server.log.ladder_units`, except a FIBS ladder of single matches (every
 FIBS ladder the server writes), which takes the fast path
 (:class:`ratings_plugin.fibs_replay.FibsReplay`): the log is streamed from a
-synchronous cursor in ``seq`` order and the history rows are written with
-``executemany`` (rewrite) or compared with the stored ones (``--check``) a
-chunk at a time, never all held at once. Both paths give the same rows, bit
-for bit; a log row the fast path does not take sends that ladder back to the
-generic path (a rewrite rolls back and begins again: :func:`rewrite`). A rewrite that
-replaces a large share of ``history`` drops its indexes and builds them again
-afterwards (:func:`_history_indexes`).
+synchronous cursor in ``seq`` order and the history rows are written
+(rewrite: :func:`_insert_history`) or compared with the stored ones
+(``--check``) a chunk at a time, never all held at once. Both paths give the
+same rows, bit for bit; a log row the fast path does not take sends that
+ladder back to the generic path (a rewrite rolls back and begins again:
+:func:`rewrite`). A rewrite that replaces a large share of ``history`` drops
+its indexes and builds them again afterwards (:func:`_history_indexes`).
 
 The fast path uses the ``sqlite3`` connection under the ``aiosqlite`` one
 (opened with ``check_same_thread=False``), on this thread, only between awaited
@@ -258,7 +258,7 @@ def _history_indexes(raw: sqlite3.Connection, ladder: str, old: int, total: int
 
 
 def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]) -> int:
-    """The generic rewrite's statements, with the history streamed into ``executemany``.
+    """The generic rewrite's statements, with the history streamed in (:func:`_insert_history`).
 
     The generic rewrite upserts the ratings before it inserts the history; the
     ratings are only known here once the history has been written, and since
