@@ -60,6 +60,11 @@ PAIRS_PER_INSERT = 50  # matches whose history rows go in one INSERT (_insert_hi
 REBUILD_MIN_ROWS = 20_000
 # For the replay's own connection only: room for the history indexes while they are rewritten.
 CACHE_PRAGMA = "PRAGMA cache_size = -262144"  # KiB: 256 MiB
+# --check only: read the file's pages through a memory map (SQLite maps it read-only) instead of a
+# read() and a copy each. --check reads the log and the whole history once: a million matches on
+# the bench machine, six runs alternating, medians 10.4 s against 11.6 s. The rewrite, which
+# writes most of what it reads, gained nothing from it.
+CHECK_PRAGMA = "PRAGMA mmap_size = 1073741824"  # bytes: 1 GiB of address space
 REWRITE_PRAGMAS = (
     # This SQLite is built with SECURE_DELETE: every deleted row and dropped
     # index page is zeroed and written out. FAST still overwrites deleted
@@ -386,6 +391,7 @@ async def run(config: Config, check_only: bool, out: TextIO = sys.stdout) -> int
         await migrate(conn)
         await conn.execute(CACHE_PRAGMA)
         if check_only:
+            await conn.execute(CHECK_PRAGMA)
             problems = await check(conn, config, out)
             if problems:
                 print(f"replay --check: {problems} difference(s) between the log and the stored "
