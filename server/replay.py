@@ -49,9 +49,10 @@ COMPARED = (*RATING_COLUMNS, "peklo")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
 # The FIBS fast path's --check (_check_fibs): what Python compares, and what SQL does.
-STORED_FIBS_HISTORY = ("SELECT player_id, before, after, match_id FROM history WHERE ladder = ? "
-                       "ORDER BY id")
-FIBS_HISTORY_MATCHES = """SELECT EXISTS (SELECT 1 FROM history h LEFT JOIN matches m
+# {scan} is "" or "NOT INDEXED" (_history_scan).
+STORED_FIBS_HISTORY = ("SELECT player_id, before, after, match_id FROM history {scan} "
+                       "WHERE ladder = ? ORDER BY id")
+FIBS_HISTORY_MATCHES = """SELECT EXISTS (SELECT 1 FROM history h {scan} LEFT JOIN matches m
     ON m.id = h.match_id WHERE h.ladder = ?
     AND (h.event_id IS NOT m.event_id OR h.at IS NOT m.finished_at))"""
 CHUNK = 32768  # history rows compared or written at a time
@@ -142,9 +143,10 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]
     million-match check on the bench machine.
     """
     replay = FibsReplay(ladder.name, ladder.options, ids)
+    scan = _history_scan(raw, ladder.name)
     stored = raw.cursor()
     stored.row_factory = None
-    stored.execute(STORED_FIBS_HISTORY, (ladder.name,))
+    stored.execute(STORED_FIBS_HISTORY.format(scan=scan), (ladder.name,))
     log = fibs_log(raw, ladder.name)
     try:
         same, n_stored, n_replayed = _compare(fetched(stored), _compared(replay.pairs(fetched(log))))
@@ -152,9 +154,23 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]
         stored.close()
         log.close()
     if same:
-        same = not raw.execute(FIBS_HISTORY_MATCHES, (ladder.name,)).fetchone()[0]
+        same = not raw.execute(FIBS_HISTORY_MATCHES.format(scan=scan),
+                               (ladder.name,)).fetchone()[0]
     # FIBS: every Peklo value is the default
     return (replay.rating_rows(), {}), (same, n_stored, n_replayed)
+
+
+def _history_scan(raw: sqlite3.Connection, ladder: str) -> str:
+    """``NOT INDEXED`` when ``ladder`` has at least half the rows of ``history``, else nothing.
+
+    Through ``history_ladder`` each row costs a search of the table by id;
+    reading the whole table in id order and skipping the other ladders' rows
+    costs none. For a ladder of all 2M rows on the bench machine: reading them
+    1.45 s against 1.85 s, the SQL pass 0.65 s against 0.85 s, for 0.2 s of
+    counting.
+    """
+    rows, total = _history_rows(raw, ladder)
+    return "NOT INDEXED" if 2 * rows >= total else ""
 
 
 def _compared(pairs: Iterable[HistoryPair]) -> Iterator[tuple[int, float, float, int]]:

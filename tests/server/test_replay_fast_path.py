@@ -327,7 +327,22 @@ async def test_check_finds_a_changed_or_missing_history_row(db_path: Path,
     assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
 
 
-@pytest.mark.parametrize(("change", "which"), [
+async def test_the_two_ladders_are_checked_through_both_plans(db_path: Path,
+                                                             config_file: Path) -> None:
+    """On the log of the next test, one FIBS ladder has most history rows and is read with a
+    table scan, the other through ``history_ladder``: its cases check both plans."""
+    write_log(db_path, 8)
+    config = dataclasses.replace(load_config(config_file), database=str(db_path))
+    assert await replay_module.run(config, False, io.StringIO()) == 0
+    raw = sqlite3.connect(db_path)
+    try:
+        assert {replay_module._history_scan(raw, ladder) for ladder in LADDERS} == {
+            "", "NOT INDEXED"}
+    finally:
+        raw.close()
+
+
+CHANGES = [
     # the columns the fast path's check compares in SQL ...
     ("at = '2026-03-01T23:59:59Z'", "1"),
     ("event_id = (SELECT min(id) FROM events)", "event_id IS NULL"),
@@ -336,22 +351,29 @@ async def test_check_finds_a_changed_or_missing_history_row(db_path: Path,
     ("match_id = match_id + 1", "1"),
     ("player_id = player_id + 1", "1"),
     ("before = before - 0.5", "1"),
-])
+]
+
+
+@pytest.mark.parametrize(("change", "which", "ladder"), [
+    (change, which, ladder) for ladder in LADDERS for change, which in CHANGES
+    # only backgammon has event results
+    if ladder == "backgammon" or which != "event_id IS NOT NULL"])
 async def test_check_finds_each_changed_column(db_path: Path, config_file: Path, change: str,
-                                               which: str) -> None:
+                                               which: str, ladder: str) -> None:
     write_log(db_path, 8)
     assert (await replay_cli(db_path, config_file))[0] == 0
     conn = sqlite3.connect(db_path)
     with conn:
         changed = conn.execute(
             f"UPDATE history SET {change} WHERE id = (SELECT id FROM history "
-            f"WHERE ladder = 'backgammon' AND {which} ORDER BY id LIMIT 1 OFFSET 5)"
+            f"WHERE ladder = ? AND {which} ORDER BY id LIMIT 1 OFFSET 5)", (ladder,)
         ).rowcount
     conn.close()
     assert changed == 1
     code, out = await replay_cli(db_path, config_file, "--check")
-    assert code == 1 and "backgammon: rating history differs from the log" in out, out
-    assert "hypergammon" not in out
+    assert code == 1 and f"{ladder}: rating history differs from the log" in out, out
+    other, = set(LADDERS) - {ladder}
+    assert other not in out
     assert (await replay_cli(db_path, config_file))[0] == 0
     assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
 
