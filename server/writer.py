@@ -30,7 +30,7 @@ import queue
 import re
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, TypeVar, cast
@@ -76,7 +76,7 @@ _row_marks: dict[str, tuple[int, int, int] | None] = {}  # sql → (start, end, 
 _grouped_sql: dict[tuple[str, int], str] = {}
 
 
-def grouped(sql: str, rows: Sequence[Any]) -> tuple[str, tuple[Any, ...]] | None:
+def _grouped(sql: str, rows: list[Any]) -> tuple[str, tuple[Any, ...]] | None:
     """``executemany(sql, rows)`` as one statement of ``len(rows)`` VALUES rows, when it can be.
 
     The commit thread runs each statement with a round trip for the GIL
@@ -189,9 +189,9 @@ class _Writes:
         later = _Later(self)
         if many:
             params = list(params)
-            one = grouped(sql, params)
-            if one is not None:
-                (sql, params), many = one, False
+            grouped = _grouped(sql, params)
+            if grouped is not None:
+                (sql, params), many = grouped, False
         self.items.append((sql, params, many, later))
         return later
 

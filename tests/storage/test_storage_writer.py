@@ -10,7 +10,7 @@ from typing import Any
 import aiosqlite
 
 from server.storage import CommitFailed, Database, rows
-from server.writer import GROUP_MAX, grouped, new_match_id, next_seq, write_later
+from server.writer import GROUP_MAX, _grouped, new_match_id, next_seq, write_later
 
 
 async def _open(tmp_path: Path) -> Database:
@@ -313,25 +313,25 @@ async def test_a_batch_holds_at_most_batch_max_jobs(tmp_path: Path) -> None:
 
 def test_a_few_rows_of_an_insert_become_one_statement_and_nothing_else_does() -> None:
     sql = "INSERT INTO r (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
-    one = grouped(sql, [(1, "a"), (2, "b"), (1, "c")])
-    assert one == ("INSERT INTO r (k, v) VALUES (?, ?), (?, ?), (?, ?) "
+    grouped = _grouped(sql, [(1, "a"), (2, "b"), (1, "c")])
+    assert grouped == ("INSERT INTO r (k, v) VALUES (?, ?), (?, ?), (?, ?) "
                        "ON CONFLICT (k) DO UPDATE SET v = excluded.v", (1, "a", 2, "b", 1, "c"))
-    assert grouped(sql, [(1, "a")]) is None  # one row: nothing to gain
-    assert grouped(sql, [(i, "x") for i in range(GROUP_MAX + 1)]) is None
-    assert grouped(sql, [(1, "a"), (2,)]) is None  # left to executemany and its error
-    assert grouped(sql, [{"k": 1}, {"k": 2}]) is None
-    assert grouped("UPDATE r SET v = ? WHERE k = ?", [("a", 1), ("b", 2)]) is None
-    assert grouped("INSERT INTO r (k, v) SELECT ?, ?", [(1, "a"), (2, "b")]) is None
-    assert grouped("INSERT INTO r (k, v) VALUES (?, 'x')", [(1,), (2,)]) is None
-    assert grouped("INSERT INTO r (k) SELECT k FROM s WHERE k IN (VALUES (?))", [(1,), (2,)]) \
+    assert _grouped(sql, [(1, "a")]) is None  # one row: nothing to gain
+    assert _grouped(sql, [(i, "x") for i in range(GROUP_MAX + 1)]) is None
+    assert _grouped(sql, [(1, "a"), (2,)]) is None  # left to executemany and its error
+    assert _grouped(sql, [{"k": 1}, {"k": 2}]) is None
+    assert _grouped("UPDATE r SET v = ? WHERE k = ?", [("a", 1), ("b", 2)]) is None
+    assert _grouped("INSERT INTO r (k, v) SELECT ?, ?", [(1, "a"), (2, "b")]) is None
+    assert _grouped("INSERT INTO r (k, v) VALUES (?, 'x')", [(1,), (2,)]) is None
+    assert _grouped("INSERT INTO r (k) SELECT k FROM s WHERE k IN (VALUES (?))", [(1,), (2,)]) \
         is None  # a VALUES that is not the inserted row
-    assert grouped("INSERT INTO r (k, v) VALUES (?, ?) RETURNING id", [(1, "a"), (2, "b")]) \
+    assert _grouped("INSERT INTO r (k, v) VALUES (?, ?) RETURNING id", [(1, "a"), (2, "b")]) \
         is None
-    assert grouped("insert or replace into r values (?, ?)", [(1, "a"), (2, "b")]) == (
+    assert _grouped("insert or replace into r values (?, ?)", [(1, "a"), (2, "b")]) == (
         "insert or replace into r values (?, ?), (?, ?)", (1, "a", 2, "b"))
 
 
-async def testgrouped_rows_are_written_as_executemany_writes_them(tmp_path: Path) -> None:
+async def test_grouped_rows_are_written_as_executemany_writes_them(tmp_path: Path) -> None:
     schema = ("CREATE TABLE r (id INTEGER PRIMARY KEY, k INTEGER UNIQUE, v TEXT, n REAL); "
               "CREATE TABLE log (what TEXT); "
               "CREATE TRIGGER r_ins AFTER INSERT ON r BEGIN INSERT INTO log VALUES "
@@ -379,7 +379,7 @@ async def testgrouped_rows_are_written_as_executemany_writes_them(tmp_path: Path
         await db.close()
 
 
-async def testgrouped_rows_that_break_a_constraint_keep_none_of_the_batch(tmp_path: Path) -> None:
+async def test_grouped_rows_that_break_a_constraint_keep_none_of_the_batch(tmp_path: Path) -> None:
     db = await _open(tmp_path)
     try:
         async def fine(conn: aiosqlite.Connection) -> None:
