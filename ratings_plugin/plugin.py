@@ -203,9 +203,10 @@ class RatingsPlugin:
         self.ids.update(unit.player_ids)
         book = self.books[unit.ladder]
         new, changes = rate_unit(book, unit)
-        if book.options.system == "cas":
+        if book.options.system == "cas" and new:
             # A close returns the whole ladder, but only Peklo moved for those outside
-            # ``changes`` (LadderBook._compute_cas): their rows stay as stored.
+            # ``changes`` (LadderBook._compute_cas): their rows stay as stored. A close
+            # with no rated game returns nothing, and must not replace the Peklo row.
             await conn.executemany(UPSERT, rating_rows(
                 unit.ladder, (new[c.player] for c in changes), self.ids))
             await conn.executemany(peklo_store.UPSERT,

@@ -222,3 +222,31 @@ async def test_a_cas_event_closed_after_a_restart_agrees_with_the_log(harness: H
     await admin.call("event close", event=second["id"])
     done = await run_cli_async(["replay", "--check", "--db", str(harness.db)], harness.db.parent)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def test_a_cas_event_with_no_rated_game_keeps_the_ladder(harness: Harness) -> None:
+    """Closing an empty event, or one of unrated games only, rates nothing: every stored
+    value (Peklo's too) survives it and a restart, and a replay agrees."""
+    await harness.start()
+    admin = await harness.admin()
+    header = "event,date,side_a,side_b,score_a,score_b,length,rated\n"
+    first = await admin.call("event create", name="Spring", ladder="scrabble")
+    rows = "".join(f"Spring,{today()},{a},{b},{sa},{sb},,\n" for a, b, sa, sb in (
+        ("ann", "ben", 420, 380), ("cid", "dee", 300, 300), ("ann", "cid", 350, 390)))
+    await admin.call("event import", event=first["id"], csv=header + rows)
+    await admin.call("event close", event=first["id"])
+    table = await admin.call("ladder", ladder="scrabble", all=True)
+    assert len({p["peklo"] for p in table["players"]}) > 1  # solved, not all the start value
+    empty = await admin.call("event create", name="Rained off", ladder="scrabble")
+    assert (await admin.call("event close", event=empty["id"]))["changes"] == []
+    forfeits = await admin.call("event create", name="Forfeits", ladder="scrabble")
+    await admin.call("event import", event=forfeits["id"],
+                     csv=header + f"Forfeits,{today()},ann,dee,0,0,,no:forfeit\n")
+    assert (await admin.call("event close", event=forfeits["id"]))["changes"] == []
+    assert await admin.call("ladder", ladder="scrabble", all=True) == table
+    await harness.stop()
+    await harness.start()
+    admin = await harness.admin()
+    assert await admin.call("ladder", ladder="scrabble", all=True) == table
+    done = await run_cli_async(["replay", "--check", "--db", str(harness.db)], harness.db.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
