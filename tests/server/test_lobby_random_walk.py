@@ -3,8 +3,9 @@
 The fuzz tests (tests/hardening) send every shape of frame; this walk sends
 plausible sequences instead, so that the deep states are reached: live matches
 ended by every route (resign, claimed win confirmed or disputed, abort,
-decline), admin corrections, and events on every rated ladder with a few games,
-none, or only unrated ones. Every reply must be ``ok`` or a documented refusal.
+decline), admin corrections of live and event games, and events on every ladder with
+a few games (recorded one by one or imported), none, or only unrated ones.
+Every reply must be ``ok`` or a documented refusal.
 Every few dozen steps the server is stopped, ``matchlobby replay --check``
 must agree with the stored ratings, and after a restart the ladders,
 histories and profiles shown must be the ones shown before (what the server
@@ -30,7 +31,7 @@ from server.config import Config, Limits, default_ladders
 
 PLAYERS = ("alice", "bob", "carol", "dave")
 ERROR_CODES = {"bad_request", "not_logged_in", "forbidden", "not_found", "conflict"}
-EVENT_LADDERS = ("scrabble", "foosball-singles", "foosball-doubles")
+EVENT_LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
 CHECKPOINTS = 5  # restarts and replays in one walk
 SCENARIOS = 30  # matches or events between two checkpoints
 
@@ -63,6 +64,7 @@ class Walk:
         self.players = players
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self.last_match: int | None = None
+        self.event_games: list[int] = []
 
     async def send(self, client: LobbyClient, cmd: str, **args: Any) -> dict[str, Any]:
         reply = await client.request(cmd, args)
@@ -110,22 +112,57 @@ class Walk:
     async def event(self) -> None:
         rng = self.rng
         ladder = rng.choice(EVENT_LADDERS)
-        created = await self.send(self.admin, "event create", name=f"Day {rng.randrange(1000)}",
-                                  ladder=ladder, date=f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}")
+        name, day = f"Day {rng.randrange(1000)}", f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}"
+        created = await self.send(self.admin, "event create", name=name, ladder=ladder, date=day)
         eid = created["data"]["id"]
         unrated_only = rng.random() < 0.25
-        for _ in range(rng.choice([0, 0, 1, 2, 3, 5])):
-            if ladder == "foosball-doubles":
-                p = rng.sample(PLAYERS, 4)
-                sides = {"side_a": f"{p[0]}+{p[1]}", "side_b": f"{p[2]}+{p[3]}"}
-            else:
-                sides = dict(zip(("side_a", "side_b"), rng.sample(PLAYERS, 2), strict=True))
-            top = 500 if ladder == "scrabble" else 10
-            extra = {"unrated": "forfeit"} if unrated_only or rng.random() < 0.1 else {}
-            await self.send(self.admin, "event result", event=eid, **sides,
-                            score_a=rng.randint(0, top), score_b=rng.randint(0, top), **extra)
+        games = [self.game(ladder, unrated_only) for _ in range(rng.choice([0, 0, 1, 2, 3, 5]))]
+        if games and rng.random() < 0.3:
+            header = "event,date,side_a,side_b,score_a,score_b,length,rated\n"
+            rows = "".join(f"{name},{day},{g['side_a']},{g['side_b']},{g['score_a']},{g['score_b']},"
+                           f"{g.get('length', '')},{'no:forfeit' if 'unrated' in g else ''}\n"
+                           for g in games)
+            imported = await self.send(self.admin, "event import", event=eid, csv=header + rows)
+            if imported["ok"]:
+                self.event_games += [g["match"] for g in imported["data"]["games"]]
+        else:
+            for g in games:
+                recorded = await self.send(self.admin, "event result", event=eid, **g)
+                if recorded["ok"]:
+                    self.event_games.append(recorded["data"]["match"])
+        if self.event_games and rng.random() < 0.2:
+            await self.correct(rng.choice(self.event_games))
         if rng.random() < 0.85:
             await self.send(self.admin, "event close", event=eid)
+        if self.event_games and rng.random() < 0.2:
+            await self.correct(rng.choice(self.event_games))
+
+    def game(self, ladder: str, unrated: bool) -> dict[str, Any]:
+        """One game's ``event result`` arguments (an FIBS event's games are rated at once)."""
+        rng = self.rng
+        if ladder == "foosball-doubles":
+            p = rng.sample(PLAYERS, 4)
+            game: dict[str, Any] = {"side_a": f"{p[0]}+{p[1]}", "side_b": f"{p[2]}+{p[3]}"}
+        else:
+            game = dict(zip(("side_a", "side_b"), rng.sample(PLAYERS, 2), strict=True))
+        if ladder == "backgammon":
+            length = game["length"] = rng.choice([1, 3, 7])
+            scores = [length, rng.randrange(length)]
+            rng.shuffle(scores)
+            game.update(score_a=scores[0], score_b=scores[1])
+        else:
+            top = 500 if ladder == "scrabble" else 10
+            game.update(score_a=rng.randint(0, top), score_b=rng.randint(0, top))
+        if unrated or rng.random() < 0.1:
+            game["unrated"] = "forfeit"
+        return game
+
+    async def correct(self, match: int) -> None:
+        """Void an event's game, or hand it to a player (of either side, or neither)."""
+        if self.rng.random() < 0.5:
+            await self.send(self.admin, "void", match=match, reason="walk")
+        else:
+            await self.send(self.admin, "adjudicate", match=match, winner=self.rng.choice(PLAYERS))
 
 
 async def views(client: LobbyClient) -> dict[str, Any]:
@@ -176,5 +213,5 @@ async def test_a_random_walk_survives_restarts_and_replays(walker: Harness, seed
     # the walk reached the states it is for
     for reached in (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok"),
                     ("void", "ok"), ("adjudicate", "ok"), ("event close", "ok"),
-                    ("event result", "ok")):
+                    ("event result", "ok"), ("event import", "ok")):
         assert outcomes[reached] > 0, (reached, outcomes)
