@@ -63,7 +63,7 @@ class Walk:
         self.admin = admin
         self.players = players
         self.outcomes: Counter[tuple[str, str]] = Counter()
-        self.last_match: int | None = None
+        self.disputed: list[tuple[int, str, str]] = []  # match, its two players
         self.event_games: list[int] = []
 
     async def send(self, client: LobbyClient, cmd: str, **args: Any) -> dict[str, Any]:
@@ -82,32 +82,51 @@ class Walk:
         i, j = rng.sample(range(len(PLAYERS)), 2)
         a, b = self.players[i], self.players[j]
         length = rng.choice([1, 3, 5, 7, "unlimited"])
-        await self.send(a, "invite", name=PLAYERS[j], ladder="backgammon", length=length)
+        invite = {"name": PLAYERS[j], "ladder": "backgammon", "length": length}
+        if not (await self.send(a, "invite", **invite))["ok"]:
+            await self.settle(a, b)  # one of them is still in a match
+            if not (await self.send(a, "invite", **invite))["ok"]:
+                return
         if rng.random() < 0.1:
             await self.send(b, "decline", name=PLAYERS[i])
             return
         joined = await self.send(b, "join", name=PLAYERS[i])
-        if joined["ok"]:
-            self.last_match = joined["data"]["match"]
+        if not joined["ok"]:
+            return
+        match = joined["data"]["match"]
         end = rng.random()
         if end < 0.45:
             await self.send(rng.choice([a, b]), "resign")
         elif end < 0.8:
             winner, loser = rng.sample([a, b], 2)
-            score = rng.choice([{}, {"score_a": 5, "score_b": 2}, {"score_a": 2, "score_b": 5},
-                                {"score_a": 3, "score_b": 3}])
-            await self.send(winner, "report win", **score)
-            if self.last_match is not None:
-                await self.send(loser, rng.choice(["confirm", "dispute"]), match=self.last_match)
+            top = length if isinstance(length, int) else 9
+            scores = rng.choice([{}, {"score_a": top, "score_b": rng.randrange(top)},
+                                 {"score_a": rng.randrange(top), "score_b": top},
+                                 {"score_a": 3, "score_b": 3}])
+            await self.send(winner, "report win", **scores)
+            answer = rng.choice(["confirm", "dispute"])
+            if (await self.send(loser, answer, match=match))["ok"] and answer == "dispute":
+                self.disputed.append((match, PLAYERS[i], PLAYERS[j]))
         else:
             await self.send(a, "abort")
             await self.send(b, "abort")
-        if self.last_match is not None and rng.random() < 0.2:
+        if rng.random() < 0.2:
             if rng.random() < 0.5:
-                await self.send(self.admin, "void", match=self.last_match, reason="walk")
+                await self.send(self.admin, "void", match=match, reason="walk")
             else:
-                await self.send(self.admin, "adjudicate", match=self.last_match,
+                await self.send(self.admin, "adjudicate", match=match,
                                 winner=rng.choice([PLAYERS[i], PLAYERS[j]]))
+
+    async def settle(self, *players: LobbyClient) -> None:
+        """The admin decides the disputed matches; ``players`` resign any they still play."""
+        for match, a, b in self.disputed:
+            if self.rng.random() < 0.3:
+                await self.send(self.admin, "void", match=match, reason="walk")
+            else:
+                await self.send(self.admin, "adjudicate", match=match, winner=self.rng.choice([a, b]))
+        self.disputed.clear()
+        for p in players:
+            await self.send(p, "resign")
 
     async def event(self) -> None:
         rng = self.rng
