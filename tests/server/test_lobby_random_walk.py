@@ -3,8 +3,9 @@
 The fuzz tests (tests/hardening) send every shape of frame; this walk sends
 plausible sequences instead, so that the deep states are reached: live matches
 ended by every route (resign, claimed win confirmed or disputed, abort,
-decline), admin corrections of live and event games, and events on every ladder with
-a few games (recorded one by one or imported), none, or only unrated ones.
+decline, a drop and the opponent's claim), admin corrections of live and event
+games, and events on every ladder with a few games (recorded one by one or
+imported), none, or only unrated ones.
 Every reply must be ``ok`` or a documented refusal.
 Every few dozen steps the server is stopped, ``matchlobby replay --check``
 must agree with the stored ratings, and after a restart the ladders,
@@ -16,6 +17,7 @@ only until the next close with games: hence the checks along the way.
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -34,13 +36,14 @@ ERROR_CODES = {"bad_request", "not_logged_in", "forbidden", "not_found", "confli
 EVENT_LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
 CHECKPOINTS = 5  # restarts and replays in one walk
 SCENARIOS = 30  # matches or events between two checkpoints
+DROP_TIMEOUT = 0.2  # seconds a dropped player's opponent waits before a claim
 
 
 class WalkHarness(Harness):
     """The walk sends as fast as replies come back, which the per-connection rate limit
     refuses: its server has that limit lifted."""
 
-    async def start(self, drop_timeout: float = 600.0) -> RunningServer:
+    async def start(self, drop_timeout: float = DROP_TIMEOUT) -> RunningServer:
         return await self.serve(Config(
             database=str(self.db), password=FAST_HASHING, drop_timeout=drop_timeout,
             limits=Limits(messages_per_second=1e6, burst=1_000_000)))
@@ -56,12 +59,14 @@ async def walker(db_path: Path, fast_config: Path) -> AsyncIterator[Harness]:
 
 
 class Walk:
-    """The clients of one walk and what their replies were."""
+    """One walk: its clients, the disputed matches the admin has yet to decide, and what
+    the replies were."""
 
-    def __init__(self, rng: random.Random, admin: LobbyClient, players: list[LobbyClient]) -> None:
+    def __init__(self, harness: Harness, rng: random.Random) -> None:
+        self.harness = harness
         self.rng = rng
-        self.admin = admin
-        self.players = players
+        self.admin: LobbyClient
+        self.players: list[LobbyClient] = []
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self.disputed: list[tuple[int, str, str]] = []  # match, its two players
         self.event_games: list[int] = []
@@ -76,6 +81,16 @@ class Walk:
             self.outcomes[cmd, code] += 1
         client.drain_pushes()
         return reply
+
+    async def log_in(self) -> None:
+        """Everyone on new connections: after a start or a restart (live matches are kept)."""
+        self.players = []
+        for name in PLAYERS:
+            client = await self.harness.client()
+            await client.request("register", {"name": name, "password": PASSWORD})
+            assert (await client.login(name, PASSWORD))["player"] == name
+            self.players.append(client)
+        self.admin = await self.harness.admin()
 
     async def match(self) -> None:
         rng = self.rng
@@ -107,15 +122,29 @@ class Walk:
             answer = rng.choice(["confirm", "dispute"])
             if (await self.send(loser, answer, match=match))["ok"] and answer == "dispute":
                 self.disputed.append((match, PLAYERS[i], PLAYERS[j]))
-        else:
+        elif end < 0.92:
             await self.send(a, "abort")
             await self.send(b, "abort")
+        else:
+            await self.drop(i, b, match)
         if rng.random() < 0.2:
             if rng.random() < 0.5:
                 await self.send(self.admin, "void", match=match, reason="walk")
             else:
                 await self.send(self.admin, "adjudicate", match=match,
                                 winner=rng.choice([PLAYERS[i], PLAYERS[j]]))
+
+    async def drop(self, i: int, opponent: LobbyClient, match: int) -> None:
+        """Player ``i`` drops; the opponent claims the match, too early or in time, and player
+        ``i`` comes back (to resign the match if it was not claimed)."""
+        await self.players[i].close()
+        if self.rng.random() < 0.5:
+            await asyncio.sleep(DROP_TIMEOUT * 1.5)
+        await self.send(opponent, "claim", match=match)
+        back = await self.harness.client()
+        assert (await back.login(PLAYERS[i], PASSWORD))["player"] == PLAYERS[i]
+        self.players[i] = back
+        await self.send(back, "resign")
 
     async def settle(self, *players: LobbyClient) -> None:
         """The admin decides the disputed matches; ``players`` resign any they still play."""
@@ -213,24 +242,17 @@ async def restart_and_replay(harness: Harness, watcher: LobbyClient) -> LobbyCli
 async def test_a_random_walk_survives_restarts_and_replays(walker: Harness, seed: int) -> None:
     harness = walker
     await harness.start()
-    rng = random.Random(seed)
+    walk = Walk(harness, random.Random(seed))
     watcher = await harness.client()
-    outcomes: Counter[tuple[str, str]] = Counter()
     for _ in range(CHECKPOINTS):
-        # a restart logs everyone out: each leg logs in again (a live match is kept)
-        players = []
-        for name in PLAYERS:
-            client = await harness.client()
-            await client.request("register", {"name": name, "password": PASSWORD})
-            assert (await client.login(name, PASSWORD))["player"] == name
-            players.append(client)
-        walk = Walk(rng, await harness.admin(), players)
+        await walk.log_in()
         for _ in range(SCENARIOS):
-            await (walk.match() if rng.random() < 0.55 else walk.event())
-        outcomes.update(walk.outcomes)
+            await (walk.match() if walk.rng.random() < 0.55 else walk.event())
         watcher = await restart_and_replay(harness, watcher)
+    outcomes = walk.outcomes
     # the walk reached the states it is for
     for reached in (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok"),
+                    ("claim", "ok"), ("claim", "conflict"),
                     ("void", "ok"), ("adjudicate", "ok"), ("event close", "ok"),
                     ("event result", "ok"), ("event import", "ok")):
         assert outcomes[reached] > 0, (reached, outcomes)
