@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lobbykit import FAST_HASHING, PASSWORD, Harness, run_cli_async
+from lobbykit import FAST_HASHING, PASSWORD, Harness, add_user, run_cli_async
 
 from clients import LobbyClient
 from server.app import RunningServer
@@ -36,6 +36,11 @@ ERROR_CODES = {"bad_request", "not_logged_in", "forbidden", "not_found", "confli
 EVENT_LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
 CHECKPOINTS = 5  # restarts and replays in one walk
 SCENARIOS = 30  # matches or events between two checkpoints
+# What every walk must have reached (a command and its outcome), or it tested too little.
+REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok"),
+           ("claim", "ok"), ("claim", "conflict"), ("void", "ok"), ("adjudicate", "ok"),
+           ("event close", "ok"), ("event result", "ok"), ("event import", "ok"))
+CROWDS = (PLAYERS, ("erin", "fred", "gina", "hugo"), ("ivan", "jane", "kurt", "lara"))
 DROP_TIMEOUT = 0.2  # seconds a dropped player's opponent waits before a claim
 
 
@@ -62,9 +67,12 @@ class Walk:
     """One walk: its clients, the disputed matches the admin has yet to decide, and what
     the replies were."""
 
-    def __init__(self, harness: Harness, rng: random.Random) -> None:
+    def __init__(self, harness: Harness, rng: random.Random, names: tuple[str, ...] = PLAYERS,
+                 admin: tuple[str, str] | None = None) -> None:
         self.harness = harness
         self.rng = rng
+        self.names = names
+        self.admin_login = admin  # the harness's admin when None
         self.admin: LobbyClient
         self.players: list[LobbyClient] = []
         self.outcomes: Counter[tuple[str, str]] = Counter()
@@ -85,27 +93,31 @@ class Walk:
     async def log_in(self) -> None:
         """Everyone on new connections: after a start or a restart (live matches are kept)."""
         self.players = []
-        for name in PLAYERS:
+        for name in self.names:
             client = await self.harness.client()
             await client.request("register", {"name": name, "password": PASSWORD})
             assert (await client.login(name, PASSWORD))["player"] == name
             self.players.append(client)
-        self.admin = await self.harness.admin()
+        if self.admin_login is None:
+            self.admin = await self.harness.admin()
+        else:
+            self.admin = await self.harness.client()
+            assert (await self.admin.login(*self.admin_login))["role"] == "admin"
 
     async def match(self) -> None:
         rng = self.rng
-        i, j = rng.sample(range(len(PLAYERS)), 2)
+        i, j = rng.sample(range(len(self.names)), 2)
         a, b = self.players[i], self.players[j]
         length = rng.choice([1, 3, 5, 7, "unlimited"])
-        invite = {"name": PLAYERS[j], "ladder": "backgammon", "length": length}
+        invite = {"name": self.names[j], "ladder": "backgammon", "length": length}
         if not (await self.send(a, "invite", **invite))["ok"]:
             await self.settle(a, b)  # one of them is still in a match
             if not (await self.send(a, "invite", **invite))["ok"]:
                 return
         if rng.random() < 0.1:
-            await self.send(b, "decline", name=PLAYERS[i])
+            await self.send(b, "decline", name=self.names[i])
             return
-        joined = await self.send(b, "join", name=PLAYERS[i])
+        joined = await self.send(b, "join", name=self.names[i])
         if not joined["ok"]:
             return
         match = joined["data"]["match"]
@@ -121,7 +133,7 @@ class Walk:
             await self.send(winner, "report win", **scores)
             answer = rng.choice(["confirm", "dispute"])
             if (await self.send(loser, answer, match=match))["ok"] and answer == "dispute":
-                self.disputed.append((match, PLAYERS[i], PLAYERS[j]))
+                self.disputed.append((match, self.names[i], self.names[j]))
         elif end < 0.92:
             await self.send(a, "abort")
             await self.send(b, "abort")
@@ -132,7 +144,7 @@ class Walk:
                 await self.send(self.admin, "void", match=match, reason="walk")
             else:
                 await self.send(self.admin, "adjudicate", match=match,
-                                winner=rng.choice([PLAYERS[i], PLAYERS[j]]))
+                                winner=rng.choice([self.names[i], self.names[j]]))
 
     async def drop(self, i: int, opponent: LobbyClient, match: int) -> None:
         """Player ``i`` drops; the opponent claims the match, too early or in time, and player
@@ -142,7 +154,7 @@ class Walk:
             await asyncio.sleep(DROP_TIMEOUT * 1.5)
         await self.send(opponent, "claim", match=match)
         back = await self.harness.client()
-        assert (await back.login(PLAYERS[i], PASSWORD))["player"] == PLAYERS[i]
+        assert (await back.login(self.names[i], PASSWORD))["player"] == self.names[i]
         self.players[i] = back
         await self.send(back, "resign")
 
@@ -189,10 +201,10 @@ class Walk:
         """One game's ``event result`` arguments (an FIBS event's games are rated at once)."""
         rng = self.rng
         if ladder == "foosball-doubles":
-            p = rng.sample(PLAYERS, 4)
+            p = rng.sample(self.names, 4)
             game: dict[str, Any] = {"side_a": f"{p[0]}+{p[1]}", "side_b": f"{p[2]}+{p[3]}"}
         else:
-            game = dict(zip(("side_a", "side_b"), rng.sample(PLAYERS, 2), strict=True))
+            game = dict(zip(("side_a", "side_b"), rng.sample(self.names, 2), strict=True))
         if ladder == "backgammon":
             length = game["length"] = rng.choice([1, 3, 7])
             scores = [length, rng.randrange(length)]
@@ -210,15 +222,15 @@ class Walk:
         if self.rng.random() < 0.5:
             await self.send(self.admin, "void", match=match, reason="walk")
         else:
-            await self.send(self.admin, "adjudicate", match=match, winner=self.rng.choice(PLAYERS))
+            await self.send(self.admin, "adjudicate", match=match, winner=self.rng.choice(self.names))
 
 
-async def views(client: LobbyClient) -> dict[str, Any]:
+async def views(client: LobbyClient, names: tuple[str, ...] = PLAYERS) -> dict[str, Any]:
     """What anyone can see of the ladders and the players (not who is online)."""
     seen: dict[str, Any] = {}
     for ladder in default_ladders():
         seen[ladder.name] = await client.call("ladder", ladder=ladder.name, all=True, count=1000)
-    for name in PLAYERS:
+    for name in names:
         seen[f"history {name}"] = await client.call("history", name=name)
         profile = await client.call("whois", name=name)
         seen[f"whois {name}"] = {k: v for k, v in profile.items()
@@ -226,15 +238,16 @@ async def views(client: LobbyClient) -> dict[str, Any]:
     return seen
 
 
-async def restart_and_replay(harness: Harness, watcher: LobbyClient) -> LobbyClient:
+async def restart_and_replay(harness: Harness, watcher: LobbyClient,
+                             names: tuple[str, ...] = PLAYERS) -> LobbyClient:
     """Restart the server: everyone sees what they saw before, and a replay agrees."""
-    before = await views(watcher)
+    before = await views(watcher, names)
     await harness.stop()
     done = await run_cli_async(["replay", "--check", "--db", str(harness.db)], harness.db.parent)
     assert done.returncode == 0, done.stdout + done.stderr
     await harness.start()
     watcher = await harness.client()
-    assert await views(watcher) == before
+    assert await views(watcher, names) == before
     return watcher
 
 
@@ -251,8 +264,32 @@ async def test_a_random_walk_survives_restarts_and_replays(walker: Harness, seed
         watcher = await restart_and_replay(harness, watcher)
     outcomes = walk.outcomes
     # the walk reached the states it is for
-    for reached in (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok"),
-                    ("claim", "ok"), ("claim", "conflict"),
-                    ("void", "ok"), ("adjudicate", "ok"), ("event close", "ok"),
-                    ("event result", "ok"), ("event import", "ok")):
+    for reached in REACHED:
+        assert outcomes[reached] > 0, (reached, outcomes)
+
+
+async def test_three_walks_at_once(walker: Harness, fast_config: Path) -> None:
+    """Three walks of their own players and admins interleave on the same ladders: matches
+    finishing while events close and games are corrected, grouped into shared commits."""
+    harness = walker
+    admins = [("walker2", "walker2-password"), ("walker3", "walker3-password")]
+    for name, password in admins:
+        add_user(harness.db, fast_config, name, password, admin=True)
+    await harness.start()
+    walks = [Walk(harness, random.Random(10 + k), names, admin)
+             for k, (names, admin) in enumerate(zip(CROWDS, [None, *admins], strict=True))]
+    everyone = tuple(n for names in CROWDS for n in names)
+    watcher = await harness.client()
+
+    async def leg(walk: Walk) -> None:
+        for _ in range(SCENARIOS):
+            await (walk.match() if walk.rng.random() < 0.55 else walk.event())
+
+    for _ in range(CHECKPOINTS):
+        for walk in walks:
+            await walk.log_in()
+        await asyncio.gather(*(leg(walk) for walk in walks))
+        watcher = await restart_and_replay(harness, watcher, everyone)
+    outcomes = sum((walk.outcomes for walk in walks), Counter())
+    for reached in REACHED:
         assert outcomes[reached] > 0, (reached, outcomes)
