@@ -42,7 +42,7 @@ from sharedkit import (
 
 from clients import LobbyClient
 from server.app import RunningServer
-from server.config import Config
+from server.config import Config, Limits
 
 __all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
     "ADMIN", "ADMIN_PASSWORD", "CLI_TIMEOUT", "FAST_CONFIG", "FAST_HASHING", "HEADER", "PASSWORD",
@@ -59,10 +59,12 @@ class Harness(LobbyServer[LobbyClient]):
     def __init__(self, db: Path, config_file: Path) -> None:
         super().__init__(db, LobbyClient)
         self.config_file = config_file
+        self.limits = Limits()  # the server's, from the next start on
 
     async def start(self, drop_timeout: float = 600.0) -> RunningServer:
         """Start on a free port (a new one after a restart)."""
-        config = Config(database=str(self.db), password=FAST_HASHING, drop_timeout=drop_timeout)
+        config = Config(database=str(self.db), password=FAST_HASHING, drop_timeout=drop_timeout,
+                        limits=self.limits)
         return await self.serve(config)
 
 

@@ -20,16 +20,14 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lobbykit import FAST_HASHING, PASSWORD, Harness, add_user, run_cli_async
+from lobbykit import PASSWORD, Harness, add_user, run_cli_async
 
 from clients import LobbyClient
-from server.app import RunningServer
-from server.config import Config, Limits, default_ladders
+from server.config import Limits, default_ladders
 
 PLAYERS = ("alice", "bob", "carol", "dave")
 ERROR_CODES = {"bad_request", "not_logged_in", "forbidden", "not_found", "conflict"}
@@ -42,25 +40,8 @@ REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok
            ("event close", "ok"), ("event result", "ok"), ("event import", "ok"))
 CROWDS = (PLAYERS, ("erin", "fred", "gina", "hugo"), ("ivan", "jane", "kurt", "lara"))
 DROP_TIMEOUT = 0.2  # seconds a dropped player's opponent waits before a claim
-
-
-class WalkHarness(Harness):
-    """The walk sends as fast as replies come back, which the per-connection rate limit
-    refuses: its server has that limit lifted."""
-
-    async def start(self, drop_timeout: float = DROP_TIMEOUT) -> RunningServer:
-        return await self.serve(Config(
-            database=str(self.db), password=FAST_HASHING, drop_timeout=drop_timeout,
-            limits=Limits(messages_per_second=1e6, burst=1_000_000)))
-
-
-@pytest.fixture
-async def walker(db_path: Path, fast_config: Path) -> AsyncIterator[Harness]:
-    h = WalkHarness(db_path, fast_config)
-    try:
-        yield h
-    finally:
-        await h.aclose()
+# The walk sends as fast as replies come back, which the per-connection rate limit refuses.
+WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000)
 
 
 class Walk:
@@ -245,16 +226,16 @@ async def restart_and_replay(harness: Harness, watcher: LobbyClient,
     await harness.stop()
     done = await run_cli_async(["replay", "--check", "--db", str(harness.db)], harness.db.parent)
     assert done.returncode == 0, done.stdout + done.stderr
-    await harness.start()
+    await harness.start(DROP_TIMEOUT)
     watcher = await harness.client()
     assert await views(watcher, names) == before
     return watcher
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_a_random_walk_survives_restarts_and_replays(walker: Harness, seed: int) -> None:
-    harness = walker
-    await harness.start()
+async def test_a_random_walk_survives_restarts_and_replays(harness: Harness, seed: int) -> None:
+    harness.limits = WALK_LIMITS
+    await harness.start(DROP_TIMEOUT)
     walk = Walk(harness, random.Random(seed))
     watcher = await harness.client()
     for _ in range(CHECKPOINTS):
@@ -268,14 +249,14 @@ async def test_a_random_walk_survives_restarts_and_replays(walker: Harness, seed
         assert outcomes[reached] > 0, (reached, outcomes)
 
 
-async def test_three_walks_at_once(walker: Harness, fast_config: Path) -> None:
+async def test_three_walks_at_once(harness: Harness, fast_config: Path) -> None:
     """Three walks of their own players and admins interleave on the same ladders: matches
     finishing while events close and games are corrected, grouped into shared commits."""
-    harness = walker
+    harness.limits = WALK_LIMITS
     admins = [("walker2", "walker2-password"), ("walker3", "walker3-password")]
     for name, password in admins:
         add_user(harness.db, fast_config, name, password, admin=True)
-    await harness.start()
+    await harness.start(DROP_TIMEOUT)
     walks = [Walk(harness, random.Random(10 + k), names, admin)
              for k, (names, admin) in enumerate(zip(CROWDS, [None, *admins], strict=True))]
     everyone = tuple(n for names in CROWDS for n in names)
