@@ -203,16 +203,15 @@ class RatingsPlugin:
         self.ids.update(unit.player_ids)
         book = self.books[unit.ladder]
         new, changes = rate_unit(book, unit)
-        if book.options.system == "cas" and new:
+        if book.options.system != "cas":
+            await conn.executemany(UPSERT, rating_rows(unit.ladder, new.values(), self.ids))
+        elif new:  # a close with no rated game returns nothing: the Peklo row stands
             # A close returns the whole ladder, but only Peklo moved for those outside
-            # ``changes`` (LadderBook._compute_cas): their rows stay as stored. A close
-            # with no rated game returns nothing, and must not replace the Peklo row.
+            # ``changes`` (LadderBook._compute_cas): their rows stay as stored.
             await conn.executemany(UPSERT, rating_rows(
                 unit.ladder, (new[c.player] for c in changes), self.ids))
             await conn.executemany(peklo_store.UPSERT,
                                    [peklo_row(unit.ladder, new.values(), self.ids)])
-        else:
-            await conn.executemany(UPSERT, rating_rows(unit.ladder, new.values(), self.ids))
         await conn.executemany(INSERT_HISTORY, history_rows(unit.ladder, unit, changes, self.ids))
         book.accept(new, unit.games)
         return Outcome(unit.ladder, new, changes)
