@@ -102,17 +102,24 @@ FIBS_LOG = """SELECT id, event_id, finished_at, side_a, side_b, length,
          ELSE score_b END,
     played_on, unrated_reason
     FROM matches WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished' ORDER BY seq"""
+# The same rows from a point of the log on: those after a given seq.
+FIBS_LOG_AFTER = FIBS_LOG.replace("ORDER BY seq", "AND seq > ? ORDER BY seq")
 
 
-def fibs_log(conn: sqlite3.Connection, ladder: str) -> sqlite3.Cursor:
+def fibs_log(conn: sqlite3.Connection, ladder: str, after: int | None = None) -> sqlite3.Cursor:
     """A synchronous cursor streaming the rows of :data:`FIBS_LOG` as plain tuples.
 
-    For ``matchlobby replay``'s FIBS fast path; valid only when
-    :func:`has_event_units` is false (a ladder of single-match units).
+    With ``after``, only the rows whose ``seq`` is greater (the rewrite goes
+    on from where its stored history stops agreeing). For ``matchlobby
+    replay``'s FIBS fast path; valid only when :func:`has_event_units` is
+    false (a ladder of single-match units).
     """
     cur = conn.cursor()
     cur.row_factory = None
-    cur.execute(FIBS_LOG, (ladder,))
+    if after is None:
+        cur.execute(FIBS_LOG, (ladder,))
+    else:
+        cur.execute(FIBS_LOG_AFTER, (ladder, after))
     return cur
 
 

@@ -4,9 +4,10 @@ Each ladder is replayed with :func:`ratings_plugin.plugin.replay_ladder` over
 :func:`server.log.ladder_units`, except a FIBS ladder of single matches (every
 FIBS ladder the server writes), which takes the fast path
 (:class:`ratings_plugin.fibs_replay.FibsReplay`): the log is streamed from a
-synchronous cursor in ``seq`` order and the history rows are written
-(rewrite: :func:`_insert_history`) or compared with the stored ones
-(``--check``) a chunk at a time, never all held at once. Both paths give the
+synchronous cursor in ``seq`` order and the history rows are compared with
+the stored ones (``--check``) or written (rewrite: :func:`_insert_history`,
+from the first match where the stored rows stop agreeing:
+:func:`_rewrite_fibs`) a chunk at a time, never all held at once. Both paths give the
 same rows, bit for bit; a log row the fast path does not take sends that
 ladder back to the generic path (a rewrite rolls back and begins again:
 :func:`rewrite`). A rewrite that replaces a large share of ``history`` drops
@@ -23,6 +24,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from itertools import chain, islice
 from typing import Any, TextIO
@@ -46,6 +48,8 @@ from server.storage import connect, migrate
 # A ratings row's values as compared, and Peklo's (stored apart: server/peklo_store.py) last.
 RATING_COLUMNS = ("rating", "games", "experience", "paluba", "dansa", "last_played")
 COMPARED = (*RATING_COLUMNS, "peklo")
+STORED_RATINGS = ("SELECT ladder, player_id, rating, games, experience, paluba, dansa, "
+                  "last_played FROM ratings WHERE ladder = ? ORDER BY player_id")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
 # The FIBS fast path's --check (_check_fibs): what Python compares, and what SQL does.
@@ -254,66 +258,167 @@ def _history_rows(raw: sqlite3.Connection, ladder: str) -> tuple[int, int]:
     return old, raw.execute("SELECT count(*) FROM history").fetchone()[0]
 
 
-def _history_indexes(raw: sqlite3.Connection, ladder: str, old: int, total: int
-                     ) -> list[tuple[str, str]]:
+def _history_indexes(raw: sqlite3.Connection, churn: int, after: int) -> list[tuple[str, str]]:
     """The indexes of ``history`` (name, ``CREATE INDEX``) when rebuilding them beats keeping them.
 
-    Keeping an index up to date costs a B-tree search per deleted and per
-    inserted row (``history_player`` is in player order, so its pages are
-    visited at random: ~40 s for a million-match ladder on the bench machine);
-    building it again sorts the whole table once (~4 s). Rebuilding pays off
-    when this ladder's rows, those deleted and those to be written, are a good
-    share of the table: here, at least a quarter of it after the rewrite. The
-    statements are read back from ``sqlite_master``, so the indexes come back
-    exactly as the schema made them; DDL is transactional, so a rollback
-    brings them back too.
+    ``churn`` is the rows the rewrite deletes and inserts, ``after`` the
+    table's rows once it is done. Keeping an index up to date costs a B-tree
+    search per deleted and per inserted row (``history_player`` is in player
+    order, so its pages are visited at random: ~40 s for a million-match
+    ladder on the bench machine); building it again sorts the whole table
+    once (~4 s). Rebuilding pays off when the churn is a good share of the
+    table: here, at least a quarter of it after the rewrite. The statements
+    are read back from ``sqlite_master``, so the indexes come back exactly as
+    the schema made them; DDL is transactional, so a rollback brings them
+    back too.
     """
-    new = 2 * raw.execute("SELECT count(*) FROM matches WHERE ladder = ? AND seq IS NOT NULL",
-                          (ladder,)).fetchone()[0]
-    churn = old + new
-    if churn < REBUILD_MIN_ROWS or 4 * churn < total - old + new:
+    if churn < REBUILD_MIN_ROWS or 4 * churn < after:
         return []
     return [(row[0], row[1]) for row in raw.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'history' "
         "AND sql IS NOT NULL ORDER BY rowid")]
 
 
-def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]) -> int:
-    """The generic rewrite's statements, with the history streamed in (:func:`_insert_history`).
+@dataclass
+class _Agreed:
+    """How much of a ladder's stored history the replay found right (:func:`_agreed_prefix`).
 
-    The generic rewrite upserts the ratings before it inserts the history; the
-    ratings are only known here once the history has been written, and since
-    the two tables are independent (``ratings`` has no rowid) the rows are the
-    same either way. The history rows get the same ids too: the same rows are
-    deleted and the same rows inserted, in the same order.
+    ``rows`` stored rows (two a match) agree with the replay from the first
+    on; ``head`` holds the replayed matches not yet written, and ``resume``
+    the ``seq`` after which the log is read on (:data:`FROM_START` for the
+    whole log, ``None`` when the log is done).
     """
-    replay = FibsReplay(ladder.name, ladder.options, ids)
-    old, total = _history_rows(raw, ladder.name)
-    indexes = _history_indexes(raw, ladder.name, old, total)
-    for name, _ in indexes:
-        raw.execute(f'DROP INDEX "{name}"')
-    raw.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
-    raw.execute(peklo_store.DELETE, (ladder.name,))  # FIBS: every value is the default
-    if old == total:
+
+    rows: int
+    head: list[HistoryPair]
+    resume: int | None
+
+
+FROM_START = -1  # _Agreed.resume: nothing of the log has been replayed yet
+# The first stored row, in id order, whose event or time is not its match's: the replayed rows
+# take both from their match, so no stored row from there on can be kept.
+FIRST_STRAY_HISTORY = """SELECT min(h.id) FROM history h {scan} LEFT JOIN matches m
+    ON m.id = h.match_id WHERE h.ladder = ?
+    AND (h.event_id IS NOT m.event_id OR h.at IS NOT m.finished_at)"""
+STORED_FIBS_PREFIX = ("SELECT player_id, before, after, match_id FROM history {scan} "
+                      "WHERE ladder = ? AND id < ? ORDER BY id")
+
+
+def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old: int,
+                   total: int) -> _Agreed:
+    """Replay the log while it agrees with the stored history, as ``--check`` compares them.
+
+    Stops at the first match whose two rows differ from the stored ones in
+    any column (or are missing). That match is replayed already (``replay``
+    holds the state after it), so it is handed over with the ``seq`` to go on
+    from, and the log's cursor is closed: the rewrite may drop indexes, which
+    SQLite refuses while a statement is reading.
+    """
+    if not old:
+        return _Agreed(0, [], FROM_START)
+    scan = "NOT INDEXED" if 2 * old >= total else ""
+    stray = raw.execute(FIRST_STRAY_HISTORY.format(scan=scan), (ladder,)).fetchone()[0]
+    stored = raw.cursor()
+    stored.row_factory = None
+    stored.execute(STORED_FIBS_PREFIX.format(scan=scan),
+                   (ladder, sys.maxsize if stray is None else stray))
+    log = fibs_log(raw, ladder)
+    agreed = 0
+    try:
+        rows = fetched(stored)
+        for pair in replay.pairs(fetched(log)):
+            first, before1, after1, second, before2, after2, mid, _, _ = pair
+            if (next(rows, None) != (first, before1, after1, mid)
+                    or next(rows, None) != (second, before2, after2, mid)):
+                seq = raw.execute("SELECT seq FROM matches WHERE id = ?", (mid,)).fetchone()[0]
+                return _Agreed(agreed, [pair], seq)
+            agreed += 2
+        return _Agreed(agreed, [], None)
+    finally:
+        stored.close()
+        log.close()
+
+
+def _delete_history(raw: sqlite3.Connection, ladder: str, agreed: int, old: int,
+                    total: int) -> None:
+    """Delete the ladder's stored rows after the first ``agreed`` (in id order)."""
+    if agreed == old:
+        return
+    if not agreed and old == total:
         # The same rows go, but without a WHERE (and with foreign keys off:
         # REWRITE_PRAGMAS) SQLite frees the table's pages wholesale.
         raw.execute("DELETE FROM history")
+    elif not agreed:
+        raw.execute("DELETE FROM history WHERE ladder = ?", (ladder,))
     else:
-        raw.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
-    log = fibs_log(raw, ladder.name)
-    try:
-        pairs = replay.pairs(fetched(log))
-        # In chunks: reading the log and writing the history by turns keeps each in the
-        # page cache a while (measured ~5 % faster than one executemany over the stream).
-        while chunk := list(islice(pairs, CHUNK // 2)):
-            _insert_history(raw, ladder.name, chunk)
-    finally:
-        log.close()
-    for _, statement in indexes:
-        raw.execute(statement)
+        last = raw.execute("SELECT id FROM history WHERE ladder = ? ORDER BY id LIMIT 1 OFFSET ?",
+                           (ladder, agreed - 1)).fetchone()[0]
+        raw.execute("DELETE FROM history WHERE ladder = ? AND id > ?", (ladder, last))
+
+
+@dataclass
+class Rewritten:
+    """What a ladder's rewrite did: ratings rows written, history rows kept and written."""
+
+    ratings: int = 0
+    kept: int = 0
+    written: int = 0
+
+    def __iadd__(self, other: Rewritten) -> Rewritten:
+        self.ratings += other.ratings
+        self.kept += other.kept
+        self.written += other.written
+        return self
+
+
+def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]) -> Rewritten:
+    """The generic rewrite's result, with only what differs from the stored rows written.
+
+    The history is replayed against the stored rows first
+    (:func:`_agreed_prefix`): the rows that agree, from the first on, stay
+    as they are (ids included); from the first match that differs, the
+    ladder's stored rows are deleted and the replayed ones streamed in
+    (:func:`_insert_history`). After the generic rewrite the ladder's rows,
+    in id order, are the same; only ids may differ, which nothing reads but
+    that order. Auditing a ladder that is right, or mending one whose log
+    changed near its end, then writes little or nothing, where writing all
+    of a million-match ladder's rows and indexes costs ~7 s on the bench
+    machine. The ratings rows are written only if any of them differs.
+    """
+    name = ladder.name
+    replay = FibsReplay(name, ladder.options, ids)
+    old, total = _history_rows(raw, name)
+    agreed = _agreed_prefix(raw, name, replay, old, total)
+    written = 0
+    if agreed.resume is not None:
+        new = 2 * raw.execute("SELECT count(*) FROM matches WHERE ladder = ? AND seq IS NOT NULL",
+                              (name,)).fetchone()[0]
+        indexes = _history_indexes(raw, old + new - 2 * agreed.rows, total - old + new)
+        for index, _ in indexes:
+            raw.execute(f'DROP INDEX "{index}"')
+        _delete_history(raw, name, agreed.rows, old, total)
+        log = fibs_log(raw, name, None if agreed.resume == FROM_START else agreed.resume)
+        try:
+            pairs = chain(agreed.head, replay.pairs(fetched(log)))
+            # In chunks: reading the log and writing the history by turns keeps each in the
+            # page cache a while (measured ~5 % faster than one executemany over the stream).
+            while chunk := list(islice(pairs, CHUNK // 2)):
+                _insert_history(raw, name, chunk)
+                written += 2 * len(chunk)
+        finally:
+            log.close()
+        for _, statement in indexes:
+            raw.execute(statement)
+    else:
+        _delete_history(raw, name, agreed.rows, old, total)
     rows = replay.rating_rows()
-    raw.executemany(UPSERT, rows)
-    return len(rows)
+    cur = raw.cursor()
+    cur.row_factory = None
+    if cur.execute(STORED_RATINGS, (name,)).fetchall() != rows:
+        raw.execute("DELETE FROM ratings WHERE ladder = ?", (name,))
+        raw.executemany(UPSERT, rows)
+    raw.execute(peklo_store.DELETE, (name,))  # FIBS: every value is the default
+    return Rewritten(len(rows), agreed.rows, written)
 
 
 def _insert_history(raw: sqlite3.Connection, ladder: str, pairs: Sequence[HistoryPair]) -> None:
@@ -349,7 +454,7 @@ def _pairs_insert(matches: int) -> str:
 
 
 async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
-                          generic: bool) -> int:
+                          generic: bool) -> Rewritten:
     if not generic and _fast(conn, ladder):
         return _rewrite_fibs(_raw(conn), ladder, ids)
     units = await ladder_units(conn, ladder.name)
@@ -357,13 +462,15 @@ async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mappi
     ratings = await write_ladder(conn, ladder.name, ladder.options, book.standings.values(), ids)
     await conn.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
     await conn.executemany(INSERT_HISTORY, history)
-    return len(ratings)
+    return Rewritten(len(ratings), 0, len(history))
 
 
-async def rewrite(conn: aiosqlite.Connection, config: Config) -> int:
+async def rewrite(conn: aiosqlite.Connection, config: Config) -> Rewritten:
     """Replace ratings and history of every configured ladder with the replayed ones.
 
-    One transaction for all ladders. When the fast path refuses a row
+    A FIBS ladder on the fast path keeps the stored rows that already agree
+    (:func:`_rewrite_fibs`); the others are written whole. One transaction
+    for all ladders. When the fast path refuses a row
     (:class:`NotPlainFibs`) after writing part of its ladder, the whole
     transaction is rolled back and begun again with that ladder on the
     generic path. A savepoint around each ladder would keep the other ladders'
@@ -383,7 +490,7 @@ async def rewrite(conn: aiosqlite.Connection, config: Config) -> int:
         current = None
         try:
             ids = await _ids(conn)
-            count = 0
+            count = Rewritten()
             for ladder in config.ladders:
                 current = ladder.name
                 count += await _rewrite_ladder(conn, ladder, ids, current in generic)
@@ -415,9 +522,10 @@ async def run(config: Config, check_only: bool, out: TextIO = sys.stdout) -> int
                 return 1
             print("replay --check: every rating agrees with the match log", file=out)
             return 0
-        count = await rewrite(conn, config)
-        print(f"replay: rewrote {count} ratings of {len(config.ladders)} ladders from the log",
-              file=out)
+        done = await rewrite(conn, config)
+        print(f"replay: rewrote {done.ratings} ratings of {len(config.ladders)} ladders from the "
+              f"log; history: {done.kept} rows already agreed and were kept, {done.written} "
+              "written", file=out)
         return 0
     finally:
         await conn.close()

@@ -163,6 +163,16 @@ def stored(db: Path, ladder: str) -> tuple[list[Any], list[Any]]:
                     "WHERE ladder = ? ORDER BY id", (ladder,)))
 
 
+def change(db: Path, statement: str, params: tuple[Any, ...] = ()) -> int:
+    """Run one writing statement and commit it; the rows it changed."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            return conn.execute(statement, params).rowcount
+    finally:
+        conn.close()
+
+
 def exact(rows: list[Any]) -> list[str]:
     return [repr(tuple(r)) for r in rows]
 
@@ -219,6 +229,9 @@ async def test_rewrite_with_the_history_indexes_rebuilt(db_path: Path, config_fi
                            "AND type = 'index' ORDER BY name")
     assert (await replay_cli(db_path, config_file))[0] == 0
     want = {ladder: stored(db_path, ladder) for ladder in LADDERS}
+    # the ladder's third stored row off: from its match on, the ladder is written again
+    change(db_path, "UPDATE history SET before = before + 1 WHERE id = (SELECT id FROM history "
+                    "WHERE ladder = 'backgammon' ORDER BY id LIMIT 1 OFFSET 2)")
     monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
     config = dataclasses.replace(load_config(config_file), database=str(db_path))
     out = io.StringIO()
@@ -249,10 +262,13 @@ async def test_rewrite_of_the_whole_history_table(db_path: Path, tmp_path: Path,
     before = exact(sql(db_path, "SELECT * FROM history ORDER BY id"))
     assert len(before) > 400 and {r[1] for r in sql(db_path, "SELECT * FROM history")} == {
         "backgammon"}
+    # the first stored row off: nothing agrees, every row is written again
+    change(db_path, "UPDATE history SET after = after + 1 WHERE id = (SELECT min(id) FROM history)")
     monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
     config = dataclasses.replace(load_config(one), database=str(db_path))
     out = io.StringIO()
     assert await replay_module.run(config, False, out) == 0, out.getvalue()
+    assert f"history: 0 rows already agreed and were kept, {len(before)} written" in out.getvalue()
     assert exact(sql(db_path, "SELECT * FROM history ORDER BY id")) == before
     _, want = await generic(db_path, "backgammon", LADDERS["backgammon"])
     assert exact(stored(db_path, "backgammon")[1]) == exact(want)
@@ -301,6 +317,102 @@ async def test_a_row_the_fast_path_refuses_goes_the_generic_way(
         assert exact(stored(db_path, ladder)[0]) == exact(ratings)
     code, out = await replay_cli(db_path, config_file, "--check")
     assert code == 0, out
+
+
+def damage(db: Path, kind: str, ladder: str, at: int) -> int:
+    """Put ``ladder``'s stored history (or its log) out of step at its ``at``-th row (from 0).
+
+    Returns how many of the ladder's stored rows still agree with the log,
+    from the first on: every whole match before the damaged row.
+    """
+    rows = len(stored(db, ladder)[1])
+    nth = "(SELECT id FROM history WHERE ladder = ? ORDER BY id LIMIT 1 OFFSET ?)"
+    agreed = at - at % 2
+    if kind == "value":
+        assert change(db, f"UPDATE history SET after = after + 0.001 WHERE id = {nth}",
+                      (ladder, at)) == 1
+    elif kind == "time":  # compared in SQL, not in Python
+        assert change(db, f"UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id = {nth}",
+                      (ladder, at)) == 1
+    elif kind == "missing":
+        assert change(db, f"DELETE FROM history WHERE id = {nth}", (ladder, at)) == 1
+    elif kind == "extra":  # a copy of the last row after the ladder's rows
+        assert change(db, "INSERT INTO history (ladder, player_id, before, after, match_id, "
+                          "event_id, at) SELECT ladder, player_id, before, after, match_id, "
+                          "event_id, at FROM history WHERE ladder = ? ORDER BY id DESC LIMIT 1",
+                      (ladder,)) == 1
+        agreed = rows
+    elif kind == "winner":  # the log itself: the match of that row went the other way
+        assert change(db, "UPDATE matches SET winner = CASE winner WHEN 'a' THEN 'b' ELSE 'a' "
+                          "END, score_a = score_b, score_b = score_a WHERE id = (SELECT "
+                          f"match_id FROM history WHERE id = {nth})", (ladder, at)) == 1
+    elif kind == "emptied":
+        change(db, "DELETE FROM history WHERE ladder = ?", (ladder,))
+        agreed = 0
+    else:
+        raise AssertionError(kind)
+    return agreed
+
+
+@pytest.mark.parametrize("kind", ["value", "time", "missing", "extra", "winner", "emptied"])
+@pytest.mark.parametrize("seed", [11, 12])
+async def test_a_rewrite_keeps_the_rows_that_agree(db_path: Path, config_file: Path, kind: str,
+                                                   seed: int) -> None:
+    """Only what differs is written: the rows before the first difference keep their ids.
+
+    The result is still the generic path's, row for row in id order; the
+    other FIBS ladder is left exactly as it was.
+    """
+    rng = random.Random(seed)
+    write_log(db_path, seed)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    ladder, other = rng.sample(sorted(LADDERS), 2)
+    query = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
+    before = {name: exact(sql(db_path, query, (name,))) for name in LADDERS}
+    agreed = damage(db_path, kind, ladder, rng.randrange(len(before[ladder])))
+    code, out = await replay_cli(db_path, config_file)
+    assert code == 0, out
+    kept = agreed + len(before[other])
+    written = len(before[ladder]) - agreed
+    assert f"history: {kept} rows already agreed and were kept, {written} written" in out, out
+    after = {name: exact(sql(db_path, query, (name,))) for name in LADDERS}
+    assert after[other] == before[other]
+    assert after[ladder][:agreed] == before[ladder][:agreed]  # ids included
+    for name, options in LADDERS.items():
+        ratings, history = await generic(db_path, name, options)
+        assert exact(stored(db_path, name)[1]) == exact(history)
+        assert exact(stored(db_path, name)[0]) == exact(ratings)
+    if kind != "winner":  # the log is as it was: so are the values
+        assert [r.split(", ", 1)[1] for r in after[ladder]] == [
+            r.split(", ", 1)[1] for r in before[ladder]]
+    assert sql(db_path, "PRAGMA foreign_key_check") == []
+    assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
+    code, out = await replay_cli(db_path, config_file, "--check")
+    assert code == 0, out
+    code, out = await replay_cli(db_path, config_file)  # all agree now: nothing is written
+    assert code == 0 and f"{sum(map(len, after.values()))} rows already agreed and were kept, " \
+                         "0 written" in out, out
+    assert {name: exact(sql(db_path, query, (name,))) for name in LADDERS} == after
+
+
+async def test_appended_log_is_written_after_the_stored_rows(db_path: Path,
+                                                             config_file: Path) -> None:
+    """Matches logged after the last rewrite: their rows are added, the others stay."""
+    write_log(db_path, 13)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    query = "SELECT * FROM history ORDER BY id"
+    before = exact(sql(db_path, query))
+    write_log(db_path, 14, matches=40)
+    code, out = await replay_cli(db_path, config_file)
+    assert code == 0, out
+    after = exact(sql(db_path, query))
+    assert after[:len(before)] == before and len(after) > len(before) + 100
+    assert f"history: {len(before)} rows already agreed and were kept, " \
+           f"{len(after) - len(before)} written" in out
+    for name, options in LADDERS.items():
+        _, history = await generic(db_path, name, options)
+        assert exact(stored(db_path, name)[1]) == exact(history)
+    assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
 
 
 async def test_check_finds_a_changed_or_missing_history_row(db_path: Path,
