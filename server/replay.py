@@ -21,9 +21,10 @@ the same transaction and snapshot.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain, islice
@@ -42,6 +43,14 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
+from server.history_digest import (
+    CHUNK,
+    STORED_FIBS_ROWS,
+    DigestHelper,
+    StoredChunk,
+    digest_pairs,
+    writers_held,
+)
 from server.log import fetched, fibs_log, has_event_units, ladder_units
 from server.storage import connect, migrate
 
@@ -52,14 +61,11 @@ STORED_RATINGS = ("SELECT ladder, player_id, rating, games, experience, paluba, 
                   "last_played FROM ratings WHERE ladder = ? ORDER BY player_id")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
-# The FIBS fast path's --check (_check_fibs): what Python compares, and what SQL does.
-# {scan} is "" or "NOT INDEXED" (_history_scan).
-STORED_FIBS_HISTORY = ("SELECT player_id, before, after, match_id FROM history {scan} "
-                       "WHERE ladder = ? ORDER BY id")
-FIBS_HISTORY_MATCHES = """SELECT EXISTS (SELECT 1 FROM history h {scan} LEFT JOIN matches m
-    ON m.id = h.match_id WHERE h.ladder = ?
-    AND (h.event_id IS NOT m.event_id OR h.at IS NOT m.finished_at))"""
-CHUNK = 32768  # history rows compared or written at a time
+# A chunk of stored rows (history_digest.STORED_FIBS_ROWS) from a given id on.
+STORED_FIBS_CHUNK = STORED_FIBS_ROWS.replace("ORDER BY", "AND h.id >= ? ORDER BY") + " LIMIT ?"
+# From this many history rows (the table's largest id) the stored side of a FIBS ladder is read by
+# the helper process (server/history_digest.py); below it, starting one costs more than it saves.
+HELPER_MIN_ROWS = 200_000
 PAIRS_PER_INSERT = 50  # matches whose history rows go in one INSERT (_insert_history)
 # A ladder rewrite smaller than this keeps the history indexes up to date (see _history_indexes).
 REBUILD_MIN_ROWS = 20_000
@@ -118,77 +124,118 @@ async def _generic(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str,
 HistoryCheck = tuple[bool, int, int]  # (the same?, stored rows, replayed rows)
 
 
-def _compare(stored: Iterator[tuple[Any, ...]], replayed: Iterator[tuple[Any, ...]]
-             ) -> HistoryCheck:
-    """Compare two row streams in chunks (list equality, as the generic check does)."""
-    same, n_stored, n_replayed = True, 0, 0
-    while True:
-        a = list(islice(stored, CHUNK))
-        b = list(islice(replayed, CHUNK))
-        n_stored += len(a)
-        n_replayed += len(b)
-        if same and a != b:
-            same = False
-        if not a and not b:
-            return same, n_stored, n_replayed
+def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str) -> Iterator[StoredChunk]:
+    """The ladder's stored rows a chunk at a time, read on this connection (no helper)."""
+    cur = raw.cursor()
+    cur.row_factory = None
+    cur.execute(STORED_FIBS_ROWS.format(id="", scan=scan), (ladder,))
+    try:
+        while rows := cur.fetchmany(CHUNK):
+            yield StoredChunk(len(rows), values=rows)
+    finally:
+        cur.close()
 
 
-def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]
-                ) -> tuple[Replayed, HistoryCheck]:
-    """The generic check's comparison, with three of the seven columns compared in SQL.
+def _stored_chunks(raw: sqlite3.Connection, ladder: str, scan: str, helper: DigestHelper | None
+                   ) -> Iterator[StoredChunk]:
+    return _stored_here(raw, ladder, scan) if helper is None else helper.ladder(ladder, scan, CHUNK)
+
+
+def _agreeing(raw: sqlite3.Connection, ladder: str, scan: str, pairs: Iterator[HistoryPair],
+              chunks: Iterator[StoredChunk]) -> tuple[int, list[HistoryPair]]:
+    """How many stored rows, from the first, agree with the replayed ``pairs``; and the pairs
+    replayed past them (those of the chunk holding the first difference).
+
+    A stored row agrees when it equals the replayed row (player, before,
+    after, match) and its event and time are its match's, as the replayed
+    row's are. A chunk whose digest matches the replayed rows' agrees
+    whole; in any other, the stored rows are read and compared one by one.
+    ``pairs`` is consumed up to the end of that chunk (all of it if every
+    row agrees).
+    """
+    agreed = 0
+    for chunk in chunks:
+        part = list(islice(pairs, CHUNK // 2))
+        if (chunk.digest is not None and chunk.rows == 2 * len(part)
+                and chunk.digest == digest_pairs(part)):
+            agreed += chunk.rows
+            continue
+        values = chunk.values
+        if values is None:
+            values = raw.execute(STORED_FIBS_CHUNK.format(id="", scan=scan),
+                                 (ladder, chunk.first_id, chunk.rows)).fetchall()
+        same = _agreeing_pairs(values, part)
+        agreed += 2 * same
+        if same < len(part) or chunk.rows != 2 * len(part):
+            return agreed, part[same:]
+    return agreed, list(islice(pairs, CHUNK // 2))
+
+
+def _agreeing_pairs(values: Sequence[Sequence[Any]], pairs: Sequence[HistoryPair]) -> int:
+    """How many of ``pairs``, from the first, have their two rows in ``values``, in order."""
+    for k, (first, before1, after1, second, before2, after2, mid, _, _) in enumerate(pairs):
+        if (2 * k + 1 >= len(values) or tuple(values[2 * k]) != (first, before1, after1, mid, 0)
+                or tuple(values[2 * k + 1]) != (second, before2, after2, mid, 0)):
+            return k
+    return len(pairs)
+
+
+def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
+                helper: DigestHelper | None) -> tuple[Replayed, HistoryCheck]:
+    """The generic check's comparison of the history, row for row (:func:`_agreeing`).
 
     A fast-path history row is (ladder, player, before, after, match, event,
-    at) with the event and the time of its match as logged. So Python compares
-    the stored (player, before, after, match) sequence with the replayed one,
-    the ``WHERE`` makes the ladder equal, and one SQL pass checks that every
-    stored row's event and time are those of its match
-    (:data:`FIBS_HISTORY_MATCHES`): together, the same rows in the same order.
-    Not making 2M ``at`` strings and ladder names in Python saves ~1 s of a
-    million-match check on the bench machine.
+    at) with the event and the time of its match as logged. So the ``WHERE``
+    makes the ladder equal, SQL checks each stored row's event and time
+    against its match, and Python compares the rest: together, the same
+    rows in the same order. Not making 2M ``at`` strings and ladder names in
+    Python saves ~1 s of a million-match check on the bench machine; the
+    helper, when there is one, reads the stored rows on the other core.
     """
     replay = FibsReplay(ladder.name, ladder.options, ids)
-    scan = _history_scan(raw, ladder.name)
-    stored = raw.cursor()
-    stored.row_factory = None
-    stored.execute(STORED_FIBS_HISTORY.format(scan=scan), (ladder.name,))
+    old, total = _history_rows(raw, ladder.name)
+    scan = _scan(old, total)
+    chunks = _stored_chunks(raw, ladder.name, scan, helper)
     log = fibs_log(raw, ladder.name)
     try:
-        same, n_stored, n_replayed = _compare(fetched(stored), _compared(replay.pairs(fetched(log))))
+        pairs = replay.pairs(fetched(log))
+        agreed, head = _agreeing(raw, ladder.name, scan, pairs, chunks)
+        replayed = agreed + 2 * len(head) + 2 * sum(1 for _ in pairs)
     finally:
-        stored.close()
+        _close(chunks, helper)
         log.close()
-    if same:
-        same = not raw.execute(FIBS_HISTORY_MATCHES.format(scan=scan),
-                               (ladder.name,)).fetchone()[0]
     # FIBS: every Peklo value is the default
-    return (replay.rating_rows(), {}), (same, n_stored, n_replayed)
+    return (replay.rating_rows(), {}), (agreed == old == replayed, old, replayed)
+
+
+def _close(chunks: Iterator[StoredChunk], helper: DigestHelper | None) -> None:
+    """Stop reading stored rows here; the helper's are drained before its next ladder."""
+    if helper is None:
+        chunks.close()  # type: ignore[attr-defined]
 
 
 def _history_scan(raw: sqlite3.Connection, ladder: str) -> str:
-    """``NOT INDEXED`` when ``ladder`` has at least half the rows of ``history``, else nothing.
+    """:func:`_scan` for ``ladder`` as it stands."""
+    return _scan(*_history_rows(raw, ladder))
+
+
+def _scan(rows: int, total: int) -> str:
+    """``NOT INDEXED`` when a ladder of ``rows`` has at least half the ``total`` of ``history``.
 
     Through ``history_ladder`` each row costs a search of the table by id;
     reading the whole table in id order and skipping the other ladders' rows
     costs none. For a ladder of all 2M rows on the bench machine: reading them
-    1.45 s against 1.85 s, the SQL pass 0.65 s against 0.85 s, for 0.2 s of
-    counting.
+    1.45 s against 1.85 s, the SQL pass over events and times 0.65 s against
+    0.85 s, for 0.2 s of counting.
     """
-    rows, total = _history_rows(raw, ladder)
     return "NOT INDEXED" if 2 * rows >= total else ""
 
 
-def _compared(pairs: Iterable[HistoryPair]) -> Iterator[tuple[int, float, float, int]]:
-    """The (player, before, after, match) of each history row, as :data:`STORED_FIBS_HISTORY`."""
-    for first, before1, after1, second, before2, after2, mid, _, _ in pairs:
-        yield first, before1, after1, mid
-        yield second, before2, after2, mid
-
-
-async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int]
-                        ) -> tuple[Replayed, HistoryCheck]:
+async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
+                        helper: DigestHelper | None) -> tuple[Replayed, HistoryCheck]:
     if _fast(conn, ladder):
         try:
-            return _check_fibs(_raw(conn), ladder, ids)
+            return _check_fibs(_raw(conn), ladder, ids, helper)
         except NotPlainFibs:
             pass
     replayed, history = await _generic(conn, ladder, ids)
@@ -198,12 +245,37 @@ async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping
                      len(history))
 
 
+def _helper(config: Config, raw: sqlite3.Connection) -> DigestHelper | None:
+    """A helper process for the stored side, when the history is big enough to pay for one."""
+    largest = raw.execute("SELECT max(id) FROM history").fetchone()[0]
+    if (largest or 0) < HELPER_MIN_ROWS:
+        return None
+    return DigestHelper(os.path.abspath(config.database))
+
+
 async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
     """Compare stored ratings and history with the replayed ones; the number of differences."""
-    await conn.execute("BEGIN")  # one snapshot for the whole comparison
+    helper = _helper(config, _raw(conn))
+    try:
+        return await _check(conn, config, out, helper)
+    finally:
+        if helper is not None:
+            helper.close()
+
+
+async def _check(conn: aiosqlite.Connection, config: Config, out: TextIO,
+                 helper: DigestHelper | None) -> int:
+    if helper is None:
+        await conn.execute("BEGIN")  # one snapshot for the whole comparison
+    else:
+        # The same snapshot for this connection and the helper: no commit can come between.
+        with writers_held(config.database):
+            await conn.execute("BEGIN")
+            await (await conn.execute("SELECT count(*) FROM sqlite_master")).fetchone()
+            helper.snapshot()
     try:
         ids = await _ids(conn)
-        expected = {ladder.name: await _check_ladder(conn, ladder, ids)
+        expected = {ladder.name: await _check_ladder(conn, ladder, ids, helper)
                     for ladder in config.ladders}
         names = {pid: name for name, pid in ids.items()}
         stored_peklo = peklo_store.by_ladder(await (await conn.execute(
@@ -295,48 +367,33 @@ class _Agreed:
 
 
 FROM_START = -1  # _Agreed.resume: nothing of the log has been replayed yet
-# The first stored row, in id order, whose event or time is not its match's: the replayed rows
-# take both from their match, so no stored row from there on can be kept.
-FIRST_STRAY_HISTORY = """SELECT min(h.id) FROM history h {scan} LEFT JOIN matches m
-    ON m.id = h.match_id WHERE h.ladder = ?
-    AND (h.event_id IS NOT m.event_id OR h.at IS NOT m.finished_at)"""
-STORED_FIBS_PREFIX = ("SELECT player_id, before, after, match_id FROM history {scan} "
-                      "WHERE ladder = ? AND id < ? ORDER BY id")
 
 
 def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old: int,
-                   total: int) -> _Agreed:
+                   total: int, helper: DigestHelper | None) -> _Agreed:
     """Replay the log while it agrees with the stored history, as ``--check`` compares them.
 
-    Stops at the first match whose two rows differ from the stored ones in
-    any column (or are missing). That match is replayed already (``replay``
-    holds the state after it), so it is handed over with the ``seq`` to go on
-    from, and the log's cursor is closed: the rewrite may drop indexes, which
-    SQLite refuses while a statement is reading.
+    Stops at the chunk holding the first match whose two rows differ from
+    the stored ones in any column (or are missing). The matches of that
+    chunk from there on are replayed already (``replay`` holds the state
+    after them), so they are handed over with the ``seq`` to go on from, and
+    the log's cursor is closed: the rewrite may drop indexes, which SQLite
+    refuses while a statement is reading.
     """
     if not old:
         return _Agreed(0, [], FROM_START)
-    scan = "NOT INDEXED" if 2 * old >= total else ""
-    stray = raw.execute(FIRST_STRAY_HISTORY.format(scan=scan), (ladder,)).fetchone()[0]
-    stored = raw.cursor()
-    stored.row_factory = None
-    stored.execute(STORED_FIBS_PREFIX.format(scan=scan),
-                   (ladder, sys.maxsize if stray is None else stray))
+    scan = _scan(old, total)
+    chunks = _stored_chunks(raw, ladder, scan, helper)
     log = fibs_log(raw, ladder)
-    agreed = 0
     try:
-        rows = fetched(stored)
-        for pair in replay.pairs(fetched(log)):
-            first, before1, after1, second, before2, after2, mid, _, _ = pair
-            if (next(rows, None) != (first, before1, after1, mid)
-                    or next(rows, None) != (second, before2, after2, mid)):
-                seq = raw.execute("SELECT seq FROM matches WHERE id = ?", (mid,)).fetchone()[0]
-                return _Agreed(agreed, [pair], seq)
-            agreed += 2
-        return _Agreed(agreed, [], None)
+        agreed, head = _agreeing(raw, ladder, scan, replay.pairs(fetched(log)), chunks)
     finally:
-        stored.close()
+        _close(chunks, helper)
         log.close()
+    if not head:
+        return _Agreed(agreed, [], None)
+    seq = raw.execute("SELECT seq FROM matches WHERE id = ?", (head[-1][6],)).fetchone()[0]
+    return _Agreed(agreed, head, seq)
 
 
 def _delete_history(raw: sqlite3.Connection, ladder: str, agreed: int, old: int,
@@ -371,7 +428,8 @@ class Rewritten:
         return self
 
 
-def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int]) -> Rewritten:
+def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
+                  helper: DigestHelper | None) -> Rewritten:
     """The generic rewrite's result, with only what differs from the stored rows written.
 
     The history is replayed against the stored rows first
@@ -388,7 +446,7 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     name = ladder.name
     replay = FibsReplay(name, ladder.options, ids)
     old, total = _history_rows(raw, name)
-    agreed = _agreed_prefix(raw, name, replay, old, total)
+    agreed = _agreed_prefix(raw, name, replay, old, total, helper)
     written = 0
     if agreed.resume is not None:
         new = 2 * raw.execute("SELECT count(*) FROM matches WHERE ladder = ? AND seq IS NOT NULL",
@@ -454,9 +512,9 @@ def _pairs_insert(matches: int) -> str:
 
 
 async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
-                          generic: bool) -> Rewritten:
+                          generic: bool, helper: DigestHelper | None) -> Rewritten:
     if not generic and _fast(conn, ladder):
-        return _rewrite_fibs(_raw(conn), ladder, ids)
+        return _rewrite_fibs(_raw(conn), ladder, ids, helper)
     units = await ladder_units(conn, ladder.name)
     book, history = replay_ladder(ladder.name, ladder.options, units, ids)
     ratings = await write_ladder(conn, ladder.name, ladder.options, book.standings.values(), ids)
@@ -486,24 +544,32 @@ async def rewrite(conn: aiosqlite.Connection, config: Config) -> Rewritten:
         await conn.execute(pragma)
     generic: set[str] = set()
     while True:
-        await conn.execute("BEGIN IMMEDIATE")
+        helper = _helper(config, _raw(conn))
         current = None
         try:
-            ids = await _ids(conn)
-            count = Rewritten()
-            for ladder in config.ladders:
-                current = ladder.name
-                count += await _rewrite_ladder(conn, ladder, ids, current in generic)
-            await conn.execute("COMMIT")
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                if helper is not None:
+                    # No commit can come while this transaction holds the write lock:
+                    # the helper's snapshot is what the transaction starts from.
+                    helper.snapshot()
+                ids = await _ids(conn)
+                count = Rewritten()
+                for ladder in config.ladders:
+                    current = ladder.name
+                    count += await _rewrite_ladder(conn, ladder, ids, current in generic, helper)
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
         except NotPlainFibs:
-            await conn.execute("ROLLBACK")
             if current is None or current in generic:
                 raise
             generic.add(current)
             continue
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
+        finally:
+            if helper is not None:
+                helper.close()
         return count
 
 

@@ -183,6 +183,31 @@ async def replay_cli(db: Path, config: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+async def replay_here(db: Path, config: Path, *args: str) -> tuple[int, str]:
+    """``matchlobby replay`` in this process, so that the fixtures below reach it."""
+    out = io.StringIO()
+    code = await replay_module.run(dataclasses.replace(load_config(config), database=str(db)),
+                                   "--check" in args, out)
+    return code, out.getvalue()
+
+
+@pytest.fixture(params=["read here", "helper process"])
+def stored_side(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of reading the stored history, in chunks small enough for dozens a ladder.
+
+    With the helper (server/history_digest.py) the rows are never read here
+    except in a chunk whose digests differ.
+    """
+    monkeypatch.setattr(replay_module, "CHUNK", 16)
+    if request.param == "helper process":
+        monkeypatch.setattr(replay_module, "HELPER_MIN_ROWS", 0)
+
+        def not_here(*args: Any) -> None:
+            raise AssertionError("the helper reads the stored rows")
+        monkeypatch.setattr(replay_module, "_stored_here", not_here)
+    return str(request.param)
+
+
 @pytest.fixture
 def config_file(tmp_path: Path) -> Path:
     path = tmp_path / "replay.toml"
@@ -355,22 +380,23 @@ def damage(db: Path, kind: str, ladder: str, at: int) -> int:
 
 
 @pytest.mark.parametrize("kind", ["value", "time", "missing", "extra", "winner", "emptied"])
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("ladder", sorted(LADDERS))
 async def test_a_rewrite_keeps_the_rows_that_agree(db_path: Path, config_file: Path, kind: str,
-                                                   seed: int) -> None:
+                                                   ladder: str, stored_side: str) -> None:
     """Only what differs is written: the rows before the first difference keep their ids.
 
     The result is still the generic path's, row for row in id order; the
-    other FIBS ladder is left exactly as it was.
+    other FIBS ladder is left exactly as it was. The damaged row is drawn at
+    random (seeded by the case), so it falls anywhere in a chunk.
     """
-    rng = random.Random(seed)
-    write_log(db_path, seed)
+    rng = random.Random(f"{kind} {ladder} {stored_side}")
+    write_log(db_path, 11)
     assert (await replay_cli(db_path, config_file))[0] == 0
-    ladder, other = rng.sample(sorted(LADDERS), 2)
+    other, = set(LADDERS) - {ladder}
     query = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
     before = {name: exact(sql(db_path, query, (name,))) for name in LADDERS}
     agreed = damage(db_path, kind, ladder, rng.randrange(len(before[ladder])))
-    code, out = await replay_cli(db_path, config_file)
+    code, out = await replay_here(db_path, config_file)
     assert code == 0, out
     kept = agreed + len(before[other])
     written = len(before[ladder]) - agreed
@@ -387,23 +413,23 @@ async def test_a_rewrite_keeps_the_rows_that_agree(db_path: Path, config_file: P
             r.split(", ", 1)[1] for r in before[ladder]]
     assert sql(db_path, "PRAGMA foreign_key_check") == []
     assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
-    code, out = await replay_cli(db_path, config_file, "--check")
+    code, out = await replay_here(db_path, config_file, "--check")
     assert code == 0, out
-    code, out = await replay_cli(db_path, config_file)  # all agree now: nothing is written
+    code, out = await replay_here(db_path, config_file)  # all agree now: nothing is written
     assert code == 0 and f"{sum(map(len, after.values()))} rows already agreed and were kept, " \
                          "0 written" in out, out
     assert {name: exact(sql(db_path, query, (name,))) for name in LADDERS} == after
 
 
-async def test_appended_log_is_written_after_the_stored_rows(db_path: Path,
-                                                             config_file: Path) -> None:
+async def test_appended_log_is_written_after_the_stored_rows(db_path: Path, config_file: Path,
+                                                             stored_side: str) -> None:
     """Matches logged after the last rewrite: their rows are added, the others stay."""
     write_log(db_path, 13)
     assert (await replay_cli(db_path, config_file))[0] == 0
     query = "SELECT * FROM history ORDER BY id"
     before = exact(sql(db_path, query))
     write_log(db_path, 14, matches=40)
-    code, out = await replay_cli(db_path, config_file)
+    code, out = await replay_here(db_path, config_file)
     assert code == 0, out
     after = exact(sql(db_path, query))
     assert after[:len(before)] == before and len(after) > len(before) + 100
@@ -412,7 +438,7 @@ async def test_appended_log_is_written_after_the_stored_rows(db_path: Path,
     for name, options in LADDERS.items():
         _, history = await generic(db_path, name, options)
         assert exact(stored(db_path, name)[1]) == exact(history)
-    assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
+    assert (await replay_here(db_path, config_file, "--check"))[0] == 0
 
 
 async def test_check_finds_a_changed_or_missing_history_row(db_path: Path,
@@ -471,7 +497,7 @@ CHANGES = [
     # only backgammon has event results
     if ladder == "backgammon" or which != "event_id IS NOT NULL"])
 async def test_check_finds_each_changed_column(db_path: Path, config_file: Path, change: str,
-                                               which: str, ladder: str) -> None:
+                                               which: str, ladder: str, stored_side: str) -> None:
     write_log(db_path, 8)
     assert (await replay_cli(db_path, config_file))[0] == 0
     conn = sqlite3.connect(db_path)
@@ -482,12 +508,12 @@ async def test_check_finds_each_changed_column(db_path: Path, config_file: Path,
         ).rowcount
     conn.close()
     assert changed == 1
-    code, out = await replay_cli(db_path, config_file, "--check")
+    code, out = await replay_here(db_path, config_file, "--check")
     assert code == 1 and f"{ladder}: rating history differs from the log" in out, out
     other, = set(LADDERS) - {ladder}
     assert other not in out
-    assert (await replay_cli(db_path, config_file))[0] == 0
-    assert (await replay_cli(db_path, config_file, "--check"))[0] == 0
+    assert (await replay_here(db_path, config_file))[0] == 0
+    assert (await replay_here(db_path, config_file, "--check"))[0] == 0
 
 
 async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:

@@ -1,0 +1,131 @@
+"""The helper process that digests a FIBS ladder's stored history for ``matchlobby replay``.
+
+A real ``python -m server.history_digest`` on a real database written by
+``replay``: its digests of agreeing chunks must equal the replay's own (or
+the replay would read every chunk again, correct but no faster), a chunk
+with a stray row has none, its snapshot is the one it took, and
+``writers_held`` keeps writers out while two connections take theirs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from itertools import islice
+from pathlib import Path
+
+import pytest
+from test_replay_fast_path import LADDERS, change, replay_cli, write_log
+
+from ratings_plugin.fibs_replay import FibsReplay
+from server.history_digest import DigestHelper, digest_pairs, writers_held
+from server.log import fibs_log
+
+SIZE = 16
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    path = tmp_path / "replay.toml"
+    path.write_text('[password_hashing]\nn = 1024\n\n[[ladders]]\nname = "backgammon"\n'
+                    'system = "fibs"\n\n[[ladders]]\nname = "hypergammon"\nsystem = "fibs"\n'
+                    'experience_includes_match = false\nstart_rating = 1400.0\n',
+                    encoding="utf-8")
+    return path
+
+
+def replayed_chunks(db: Path, ladder: str) -> list[bytes]:
+    conn = sqlite3.connect(db)
+    try:
+        ids = dict(conn.execute("SELECT name, id FROM players"))
+        pairs = FibsReplay(ladder, LADDERS[ladder], ids).pairs(fibs_log(conn, ladder))
+        return [digest_pairs(part) for part in iter(lambda: list(islice(pairs, SIZE // 2)), [])]
+    finally:
+        conn.close()
+
+
+async def test_digests_of_agreeing_chunks_are_the_replays(db_path: Path,
+                                                         config_file: Path) -> None:
+    write_log(db_path, 21)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    helper = DigestHelper(str(db_path))
+    try:
+        helper.snapshot()
+        for ladder in LADDERS:
+            for scan in ("", "NOT INDEXED"):
+                got = list(helper.ladder(ladder, scan, SIZE))
+                assert [c.digest for c in got] == replayed_chunks(db_path, ladder)
+                assert all(c.rows == SIZE for c in got[:-1])
+                first_ids = [row[0] for row in sql_ids(db_path, ladder)[::SIZE]]
+                assert [c.first_id for c in got] == first_ids
+    finally:
+        helper.close()
+
+
+def sql_ids(db: Path, ladder: str) -> list[tuple[int]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT id FROM history WHERE ladder = ? ORDER BY id",
+                            (ladder,)).fetchall()
+    finally:
+        conn.close()
+
+
+async def test_a_stray_row_leaves_its_chunk_without_a_digest(db_path: Path,
+                                                            config_file: Path) -> None:
+    write_log(db_path, 22)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    want = replayed_chunks(db_path, "backgammon")
+    ids = sql_ids(db_path, "backgammon")
+    # chunk 2: a time not its match's; chunk 4: no match at all (not a stored kind)
+    change(db_path, "UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id = ?",
+           (ids[2 * SIZE + 3][0],))
+    change(db_path, "UPDATE history SET match_id = NULL WHERE id = ?", (ids[4 * SIZE][0],))
+    helper = DigestHelper(str(db_path))
+    try:
+        helper.snapshot()
+        got = [c.digest for c in helper.ladder("backgammon", "", SIZE)]
+    finally:
+        helper.close()
+    assert got[2] is None and got[4] is None
+    assert [d for k, d in enumerate(got) if k not in (2, 4)] == [
+        d for k, d in enumerate(want) if k not in (2, 4)]
+
+
+async def test_the_helper_keeps_its_snapshot(db_path: Path, config_file: Path) -> None:
+    """A commit after the snapshot is not seen; an unfinished ladder does not upset the next."""
+    write_log(db_path, 23)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    want = replayed_chunks(db_path, "hypergammon")
+    helper = DigestHelper(str(db_path))
+    try:
+        helper.snapshot()
+        next(helper.ladder("backgammon", "", SIZE))  # left unfinished
+        change(db_path, "UPDATE history SET after = after + 1 WHERE ladder = 'hypergammon'")
+        assert [c.digest for c in helper.ladder("hypergammon", "", SIZE)] == want
+    finally:
+        helper.close()
+
+
+def test_a_helper_that_stops_is_an_error(db_path: Path) -> None:
+    helper = DigestHelper(str(db_path / "missing" / "lobby.db"))  # it cannot open this
+    try:
+        with pytest.raises(RuntimeError, match="history digest helper stopped"):
+            helper.snapshot()
+    finally:
+        helper.close()
+
+
+def test_writers_wait_while_the_snapshots_are_taken(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    writer = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    try:
+        with writers_held(str(db_path)), pytest.raises(sqlite3.OperationalError, match="locked"):
+            writer.execute("BEGIN IMMEDIATE")
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO t VALUES (1)")
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+        conn.close()
