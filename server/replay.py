@@ -45,7 +45,6 @@ from server import peklo_store
 from server.config import Config, Ladder
 from server.history_digest import (
     CHUNK,
-    STORED_FIBS_ROWS,
     DigestHelper,
     StoredChunk,
     digest_pairs,
@@ -61,7 +60,14 @@ STORED_RATINGS = ("SELECT ladder, player_id, rating, games, experience, paluba, 
                   "last_played FROM ratings WHERE ladder = ? ORDER BY player_id")
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
-# A chunk of stored rows (history_digest.STORED_FIBS_ROWS) from a given id on.
+# A FIBS ladder's stored history in id order, as the fast path compares it: player, before,
+# after, match, and whether the row's event or time differs from its match's (the replayed rows
+# take both from their match). {scan} is "" or "NOT INDEXED" (_scan).
+STORED_FIBS_ROWS = """SELECT h.player_id, h.before, h.after, h.match_id,
+    (h.event_id IS NOT m.event_id OR h.at IS NOT m.finished_at)
+    FROM history h {scan} LEFT JOIN matches m ON m.id = h.match_id
+    WHERE h.ladder = ? ORDER BY h.id"""
+# The same from a given id on: the stored rows of one chunk.
 STORED_FIBS_CHUNK = STORED_FIBS_ROWS.replace("ORDER BY", "AND h.id >= ? ORDER BY") + " LIMIT ?"
 # From this many history rows (the table's largest id) the stored side of a FIBS ladder is read by
 # the helper process (server/history_digest.py); below it, starting one costs more than it saves.
@@ -128,7 +134,7 @@ def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str) -> Iterator[St
     """The ladder's stored rows a chunk at a time, read on this connection (no helper)."""
     cur = raw.cursor()
     cur.row_factory = None
-    cur.execute(STORED_FIBS_ROWS.format(id="", scan=scan), (ladder,))
+    cur.execute(STORED_FIBS_ROWS.format(scan=scan), (ladder,))
     try:
         while rows := cur.fetchmany(CHUNK):
             yield StoredChunk(len(rows), values=rows)
@@ -162,7 +168,7 @@ def _agreeing(raw: sqlite3.Connection, ladder: str, scan: str, pairs: Iterator[H
             continue
         values = chunk.values
         if values is None:
-            values = raw.execute(STORED_FIBS_CHUNK.format(id="", scan=scan),
+            values = raw.execute(STORED_FIBS_CHUNK.format(scan=scan),
                                  (ladder, chunk.first_id, chunk.rows)).fetchall()
         same = _agreeing_pairs(values, part)
         agreed += 2 * same

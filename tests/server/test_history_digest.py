@@ -3,7 +3,7 @@
 A real ``python -m server.history_digest`` on a real database written by
 ``replay``: its digests of agreeing chunks must equal the replay's own (or
 the replay would read every chunk again, correct but no faster), a chunk
-with a stray row has none, its snapshot is the one it took, and
+with a stray row does not agree, its snapshot is the one it took, and
 ``writers_held`` keeps writers out while two connections take theirs.
 """
 
@@ -70,15 +70,14 @@ def sql_ids(db: Path, ladder: str) -> list[tuple[int]]:
         conn.close()
 
 
-async def test_a_stray_row_leaves_its_chunk_without_a_digest(db_path: Path,
-                                                            config_file: Path) -> None:
+async def test_a_chunk_with_a_stray_row_does_not_agree(db_path: Path, config_file: Path) -> None:
     write_log(db_path, 22)
     assert (await replay_cli(db_path, config_file))[0] == 0
     want = replayed_chunks(db_path, "backgammon")
     ids = sql_ids(db_path, "backgammon")
-    # chunk 2: a time not its match's; chunk 4: no match at all (not a stored kind)
-    change(db_path, "UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id = ?",
-           (ids[2 * SIZE + 3][0],))
+    # chunk 2: a match's two rows with a time not its match's; chunk 4: a row without its match
+    change(db_path, "UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id IN (?, ?)",
+           (ids[2 * SIZE + 2][0], ids[2 * SIZE + 3][0]))
     change(db_path, "UPDATE history SET match_id = NULL WHERE id = ?", (ids[4 * SIZE][0],))
     helper = DigestHelper(str(db_path))
     try:
@@ -86,7 +85,7 @@ async def test_a_stray_row_leaves_its_chunk_without_a_digest(db_path: Path,
         got = [c.digest for c in helper.ladder("backgammon", "", SIZE)]
     finally:
         helper.close()
-    assert got[2] is None and got[4] is None
+    assert got[2] is not None and got[2] != want[2] and got[4] is None
     assert [d for k, d in enumerate(got) if k not in (2, 4)] == [
         d for k, d in enumerate(want) if k not in (2, 4)]
 
