@@ -21,10 +21,11 @@ the same transaction and snapshot.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain, islice
@@ -32,7 +33,7 @@ from typing import Any, TextIO
 
 import aiosqlite
 
-from ratings_plugin.fibs_replay import FibsReplay, HistoryPair, NotPlainFibs
+from ratings_plugin.fibs_replay import FibsLogRow, FibsReplay, HistoryPair, NotPlainFibs
 from ratings_plugin.plugin import (
     INSERT_HISTORY,
     UPSERT,
@@ -43,14 +44,14 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
-from server.history_digest import (
+from server.log import fetched, fibs_log, has_event_units, ladder_units
+from server.replay_helper import (
     CHUNK,
-    DigestHelper,
+    ReplayHelper,
     StoredChunk,
     digest_pairs,
     writers_held,
 )
-from server.log import fetched, fibs_log, has_event_units, ladder_units
 from server.storage import connect, migrate
 
 # A ratings row's values as compared, and Peklo's (stored apart: server/peklo_store.py) last.
@@ -70,7 +71,7 @@ STORED_FIBS_ROWS = """SELECT h.player_id, h.before, h.after, h.match_id,
 # The same from a given id on: the stored rows of one chunk.
 STORED_FIBS_CHUNK = STORED_FIBS_ROWS.replace("ORDER BY", "AND h.id >= ? ORDER BY") + " LIMIT ?"
 # From this many history rows (the table's largest id) the stored side of a FIBS ladder is read by
-# the helper process (server/history_digest.py); below it, starting one costs more than it saves.
+# the helper process (server/replay_helper.py); below it, starting one costs more than it saves.
 HELPER_MIN_ROWS = 200_000
 PAIRS_PER_INSERT = 50  # matches whose history rows go in one INSERT (_insert_history)
 # A ladder rewrite smaller than this keeps the history indexes up to date (see _history_indexes).
@@ -130,7 +131,8 @@ async def _generic(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str,
 HistoryCheck = tuple[bool, int, int]  # (the same?, stored rows, replayed rows)
 
 
-def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str) -> Iterator[StoredChunk]:
+def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str
+                 ) -> Generator[StoredChunk, None, None]:
     """The ladder's stored rows a chunk at a time, read on this connection (no helper)."""
     cur = raw.cursor()
     cur.row_factory = None
@@ -142,9 +144,25 @@ def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str) -> Iterator[St
         cur.close()
 
 
-def _stored_chunks(raw: sqlite3.Connection, ladder: str, scan: str, helper: DigestHelper | None
-                   ) -> Iterator[StoredChunk]:
-    return _stored_here(raw, ladder, scan) if helper is None else helper.ladder(ladder, scan, CHUNK)
+@contextlib.contextmanager
+def _ladder_streams(raw: sqlite3.Connection, ladder: str, scan: str, helper: ReplayHelper | None
+                    ) -> Iterator[tuple[Iterator[FibsLogRow], Iterator[StoredChunk]]]:
+    """The ladder's log rows, and its stored chunks from the helper or read on this connection."""
+    if helper is not None:  # asked first: it reads while this connection reads the log
+        chunks = helper.ladder(ladder, scan, CHUNK)
+        log = fibs_log(raw, ladder)
+        try:
+            yield fetched(log), chunks
+        finally:
+            log.close()
+        return
+    log = fibs_log(raw, ladder)
+    stored = _stored_here(raw, ladder, scan)
+    try:
+        yield fetched(log), stored
+    finally:
+        stored.close()
+        log.close()
 
 
 def _agreeing(raw: sqlite3.Connection, ladder: str, scan: str, pairs: Iterator[HistoryPair],
@@ -187,7 +205,7 @@ def _agreeing_pairs(values: Sequence[Sequence[Any]], pairs: Sequence[HistoryPair
 
 
 def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
-                helper: DigestHelper | None) -> tuple[Replayed, HistoryCheck]:
+                helper: ReplayHelper | None) -> tuple[Replayed, HistoryCheck]:
     """The generic check's comparison of the history, row for row (:func:`_agreeing`).
 
     A fast-path history row is (ladder, player, before, after, match, event,
@@ -201,23 +219,12 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
     replay = FibsReplay(ladder.name, ladder.options, ids)
     old, total = _history_rows(raw, ladder.name)
     scan = _scan(old, total)
-    chunks = _stored_chunks(raw, ladder.name, scan, helper)
-    log = fibs_log(raw, ladder.name)
-    try:
-        pairs = replay.pairs(fetched(log))
+    with _ladder_streams(raw, ladder.name, scan, helper) as (log, chunks):
+        pairs = replay.pairs(log)
         agreed, head = _agreeing(raw, ladder.name, scan, pairs, chunks)
         replayed = agreed + 2 * len(head) + 2 * sum(1 for _ in pairs)
-    finally:
-        _close(chunks, helper)
-        log.close()
     # FIBS: every Peklo value is the default
     return (replay.rating_rows(), {}), (agreed == old == replayed, old, replayed)
-
-
-def _close(chunks: Iterator[StoredChunk], helper: DigestHelper | None) -> None:
-    """Stop reading stored rows here; the helper's are drained before its next ladder."""
-    if helper is None:
-        chunks.close()  # type: ignore[attr-defined]
 
 
 def _history_scan(raw: sqlite3.Connection, ladder: str) -> str:
@@ -238,7 +245,7 @@ def _scan(rows: int, total: int) -> str:
 
 
 async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
-                        helper: DigestHelper | None) -> tuple[Replayed, HistoryCheck]:
+                        helper: ReplayHelper | None) -> tuple[Replayed, HistoryCheck]:
     if _fast(conn, ladder):
         try:
             return _check_fibs(_raw(conn), ladder, ids, helper)
@@ -251,12 +258,12 @@ async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping
                      len(history))
 
 
-def _helper(config: Config, raw: sqlite3.Connection) -> DigestHelper | None:
+def _helper(config: Config, raw: sqlite3.Connection) -> ReplayHelper | None:
     """A helper process for the stored side, when the history is big enough to pay for one."""
     largest = raw.execute("SELECT max(id) FROM history").fetchone()[0]
     if (largest or 0) < HELPER_MIN_ROWS:
         return None
-    return DigestHelper(os.path.abspath(config.database))
+    return ReplayHelper(os.path.abspath(config.database))
 
 
 async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
@@ -270,7 +277,7 @@ async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
 
 
 async def _check(conn: aiosqlite.Connection, config: Config, out: TextIO,
-                 helper: DigestHelper | None) -> int:
+                 helper: ReplayHelper | None) -> int:
     if helper is None:
         await conn.execute("BEGIN")  # one snapshot for the whole comparison
     else:
@@ -376,7 +383,7 @@ FROM_START = -1  # _Agreed.resume: nothing of the log has been replayed yet
 
 
 def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old: int,
-                   total: int, helper: DigestHelper | None) -> _Agreed:
+                   total: int, helper: ReplayHelper | None) -> _Agreed:
     """Replay the log while it agrees with the stored history, as ``--check`` compares them.
 
     Stops at the chunk holding the first match whose two rows differ from
@@ -389,13 +396,8 @@ def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old
     if not old:
         return _Agreed(0, [], FROM_START)
     scan = _scan(old, total)
-    chunks = _stored_chunks(raw, ladder, scan, helper)
-    log = fibs_log(raw, ladder)
-    try:
-        agreed, head = _agreeing(raw, ladder, scan, replay.pairs(fetched(log)), chunks)
-    finally:
-        _close(chunks, helper)
-        log.close()
+    with _ladder_streams(raw, ladder, scan, helper) as (log, chunks):
+        agreed, head = _agreeing(raw, ladder, scan, replay.pairs(log), chunks)
     if not head:
         return _Agreed(agreed, [], None)
     seq = raw.execute("SELECT seq FROM matches WHERE id = ?", (head[-1][6],)).fetchone()[0]
@@ -435,7 +437,7 @@ class Rewritten:
 
 
 def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
-                  helper: DigestHelper | None) -> Rewritten:
+                  helper: ReplayHelper | None) -> Rewritten:
     """The generic rewrite's result, with only what differs from the stored rows written.
 
     The history is replayed against the stored rows first
@@ -518,7 +520,7 @@ def _pairs_insert(matches: int) -> str:
 
 
 async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
-                          generic: bool, helper: DigestHelper | None) -> Rewritten:
+                          generic: bool, helper: ReplayHelper | None) -> Rewritten:
     if not generic and _fast(conn, ladder):
         return _rewrite_fibs(_raw(conn), ladder, ids, helper)
     units = await ladder_units(conn, ladder.name)

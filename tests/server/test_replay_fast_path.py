@@ -195,7 +195,7 @@ async def replay_here(db: Path, config: Path, *args: str) -> tuple[int, str]:
 def stored_side(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways of reading the stored history, in chunks small enough for dozens a ladder.
 
-    With the helper (server/history_digest.py) the rows are never read here
+    With the helper (server/replay_helper.py) the rows are never read here
     except in a chunk whose digests differ.
     """
     monkeypatch.setattr(replay_module, "CHUNK", 16)

@@ -1,23 +1,27 @@
-"""The stored history of FIBS ladders, read and digested by a helper process beside ``matchlobby replay``.
+"""A helper process beside ``matchlobby replay``: a FIBS ladder's stored history, digested on the other core.
 
-Why a second process: comparing a million-match ladder's replayed history
-with the stored one means turning the 2M stored rows into Python objects
-(~1.8 s on the bench machine, plus ~0.7 s of SQL checking each row's event
-and time against its match), on the same interpreter that is reading and
-replaying the log (~6 s). The helper does that work on the other core, in
-the same snapshot (:func:`writers_held`), and hands over one digest per
-chunk of :data:`CHUNK` rows; the replay digests its own matches the same
-way and reads stored rows itself only in a chunk whose digests differ, to
-find the first row that does. The comparison is still ``==`` on the rows
-(``server.replay``): a digest only says where to look.
+Why: comparing a million-match ladder's replayed history with the stored one
+(``--check``, and a rewrite that keeps the rows that agree) means reading the
+log (~2.3 s on the bench machine) and replaying it (~4 s), and turning the 2M
+stored rows into Python objects (~1.8 s, plus ~0.7 s of SQL checking each
+row's event and time against its match), all on one interpreter. The helper
+reads the stored rows on the other core, in the same snapshot as the replay
+(:func:`writers_held`), and hands over one digest per chunk of
+:data:`CHUNK` rows; the replay digests its own matches the same way and
+reads stored rows itself only in a chunk whose digests differ, to find the
+first row that does. The comparison is still ``==`` on the rows
+(``server.replay``): a digest only says where to look. (Having the helper
+read the log as well and hand its rows over was measured and is slower: the
+helper then has more to do than the replay, 7.4 s against ~5 s.)
 
-Run as ``python -m server.history_digest DATABASE``. Commands on stdin and
-answers on stdout are JSON lines: ``["snapshot"]`` begins the read
-transaction (answer ``["ready"]``); ``["ladder", NAME, SCAN, ROWS]`` streams
-``[rows, first id, digest or null]`` per chunk of ``ROWS`` rows, then
-``["end"]``. A digest covers the rows two by two, as the replay's matches (:func:`_stored_pairs`);
-it is null when two rows of a pair are not of one match, or a chunk has an
-odd number of rows.
+Run as ``python -m server.replay_helper DATABASE``. Commands come on stdin as
+JSON lines; answers go to stdout as frames (a 4-byte length, then a
+``marshal``-ed tuple). ``["snapshot"]`` begins the read transaction
+(answer ``("ready",)``). ``["ladder", NAME, SCAN, ROWS]`` streams
+``(rows, first id, digest or None)`` for each chunk of ``ROWS`` stored rows,
+then ``("end",)``. A digest covers the rows two by two, as the replay's
+matches (:func:`_stored_pairs`); it is ``None`` when two rows of a pair are
+not of one match, or a chunk has an odd number of rows.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import hashlib
 import json
 import marshal
 import sqlite3
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -41,6 +46,7 @@ STORED_DIGESTED = ("SELECT id, player_id, before, after, match_id, event_id, at 
 SCANS = ("", "NOT INDEXED")
 PRAGMAS = ("PRAGMA query_only = ON", "PRAGMA busy_timeout = 10000",
            "PRAGMA cache_size = -65536", "PRAGMA mmap_size = 1073741824")
+FRAME = struct.Struct("<I")
 
 
 def digest_pairs(pairs: list[tuple[Any, ...]]) -> bytes:
@@ -72,16 +78,23 @@ def _stored_pairs(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]] | None
     return pairs
 
 
-def _stored_chunks(conn: sqlite3.Connection, ladder: str, scan: str, size: int
-                   ) -> Iterator[tuple[int, int, str | None]]:
+def _ladder(conn: sqlite3.Connection, ladder: str, scan: str, size: int
+            ) -> Iterator[tuple[Any, ...]]:
+    """The answers to one ``ladder`` command."""
     cur = conn.execute(STORED_DIGESTED.format(scan=scan), (ladder,))
     while rows := cur.fetchmany(size):
         pairs = _stored_pairs(rows)
-        yield len(rows), rows[0][0], None if pairs is None else digest_pairs(pairs).hex()
+        yield len(rows), rows[0][0], None if pairs is None else digest_pairs(pairs)
+    yield ("end",)
 
 
-def serve(database: str, commands: IO[str], answers: IO[str]) -> None:
+def serve(database: str, commands: IO[str], answers: IO[bytes]) -> None:
     """The helper's side: answer ``commands`` until they end."""
+    def send(answer: tuple[Any, ...]) -> None:
+        data = marshal.dumps(answer, 2)
+        answers.write(FRAME.pack(len(data)))
+        answers.write(data)
+
     conn = sqlite3.connect(database, isolation_level=None)
     try:
         for pragma in PRAGMAS:
@@ -91,12 +104,11 @@ def serve(database: str, commands: IO[str], answers: IO[str]) -> None:
             if command == ["snapshot"]:
                 conn.execute("BEGIN")
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot
-                answers.write('["ready"]\n')
+                send(("ready",))
             elif command[0] == "ladder" and command[2] in SCANS and command[3] > 0:
-                for chunk in _stored_chunks(conn, command[1], command[2], command[3]):
-                    answers.write(json.dumps(chunk) + "\n")
+                for answer in _ladder(conn, command[1], command[2], command[3]):
+                    send(answer)
                     answers.flush()
-                answers.write('["end"]\n')
             else:
                 raise ValueError(f"unknown command {command!r}")
             answers.flush()
@@ -114,32 +126,33 @@ class StoredChunk:
     values: list[tuple[Any, ...]] | None = None
 
 
-class DigestHelper:
+class ReplayHelper:
     """The replay's end of the helper process (one snapshot, any number of ladders)."""
 
     def __init__(self, database: str) -> None:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "server.history_digest", database],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
-        self._pending = False  # a ladder's answers not yet read to their end
+        self._proc = subprocess.Popen([sys.executable, "-m", "server.replay_helper", database],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.pending = False  # a ladder's answers not yet read to their end
 
     def _send(self, command: list[Any]) -> None:
         assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(command) + "\n")
+        self._proc.stdin.write(json.dumps(command).encode() + b"\n")
         self._proc.stdin.flush()
 
-    def _answer(self) -> Any:
+    def answer(self) -> Any:
+        """The helper's next answer."""
         assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the history digest helper stopped (exit {self._proc.wait()})")
-        return json.loads(line)
+        head = self._proc.stdout.read(FRAME.size)
+        data = self._proc.stdout.read(FRAME.unpack(head)[0]) if len(head) == FRAME.size else b""
+        if not data:
+            raise RuntimeError(f"the replay helper stopped (exit {self._proc.wait()})")
+        return marshal.loads(data)
 
     def snapshot(self) -> None:
         """Make the helper begin its read transaction; returns once it has."""
         self._send(["snapshot"])
-        if self._answer() != ["ready"]:
-            raise RuntimeError("the history digest helper did not take its snapshot")
+        if self.answer() != ("ready",):
+            raise RuntimeError("the replay helper did not take its snapshot")
 
     def ladder(self, name: str, scan: str, size: int = CHUNK) -> Iterator[StoredChunk]:
         """The digests of ``name``'s stored rows, ``size`` rows a chunk, as the helper makes them.
@@ -147,25 +160,24 @@ class DigestHelper:
         Asked for at once, so the helper works while the caller replays; a
         ladder left unfinished is read to its end before the next one.
         """
-        self._drain()
+        while self.pending:  # the last ladder's rest
+            self.pending = self.answer() != ("end",)
         self._send(["ladder", name, scan, size])
-        self._pending = True
+        self.pending = True
         return self._chunks()
 
     def _chunks(self) -> Iterator[StoredChunk]:
-        while self._pending:
-            answer = self._answer()
-            if answer == ["end"]:
-                self._pending = False
+        while self.pending:
+            answer = self.answer()
+            if answer == ("end",):
+                self.pending = False
                 return
-            rows, first_id, value = answer
-            yield StoredChunk(rows, first_id, None if value is None else bytes.fromhex(value))
-
-    def _drain(self) -> None:
-        while self._pending:
-            self._pending = self._answer() != ["end"]
+            yield StoredChunk(*answer)
 
     def close(self) -> None:
+        """Stop the helper; what it has not sent yet is not wanted."""
+        if self.pending:
+            self._proc.kill()
         with contextlib.suppress(OSError):
             if self._proc.stdin is not None:
                 self._proc.stdin.close()
@@ -198,4 +210,4 @@ def writers_held(database: str) -> Iterator[None]:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.stdin, sys.stdout)
+    serve(sys.argv[1], sys.stdin, sys.stdout.buffer)

@@ -1,6 +1,6 @@
 """The helper process that digests a FIBS ladder's stored history for ``matchlobby replay``.
 
-A real ``python -m server.history_digest`` on a real database written by
+A real ``python -m server.replay_helper`` on a real database written by
 ``replay``: its digests of agreeing chunks must equal the replay's own (or
 the replay would read every chunk again, correct but no faster), a chunk
 with a stray row does not agree, its snapshot is the one it took, and
@@ -17,8 +17,8 @@ import pytest
 from test_replay_fast_path import LADDERS, change, replay_cli, write_log
 
 from ratings_plugin.fibs_replay import FibsReplay
-from server.history_digest import DigestHelper, digest_pairs, writers_held
 from server.log import fibs_log
+from server.replay_helper import ReplayHelper, digest_pairs, writers_held
 
 SIZE = 16
 
@@ -47,7 +47,7 @@ async def test_digests_of_agreeing_chunks_are_the_replays(db_path: Path,
                                                          config_file: Path) -> None:
     write_log(db_path, 21)
     assert (await replay_cli(db_path, config_file))[0] == 0
-    helper = DigestHelper(str(db_path))
+    helper = ReplayHelper(str(db_path))
     try:
         helper.snapshot()
         for ladder in LADDERS:
@@ -79,7 +79,7 @@ async def test_a_chunk_with_a_stray_row_does_not_agree(db_path: Path, config_fil
     change(db_path, "UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id IN (?, ?)",
            (ids[2 * SIZE + 2][0], ids[2 * SIZE + 3][0]))
     change(db_path, "UPDATE history SET match_id = NULL WHERE id = ?", (ids[4 * SIZE][0],))
-    helper = DigestHelper(str(db_path))
+    helper = ReplayHelper(str(db_path))
     try:
         helper.snapshot()
         got = [c.digest for c in helper.ladder("backgammon", "", SIZE)]
@@ -95,7 +95,7 @@ async def test_the_helper_keeps_its_snapshot(db_path: Path, config_file: Path) -
     write_log(db_path, 23)
     assert (await replay_cli(db_path, config_file))[0] == 0
     want = replayed_chunks(db_path, "hypergammon")
-    helper = DigestHelper(str(db_path))
+    helper = ReplayHelper(str(db_path))
     try:
         helper.snapshot()
         next(helper.ladder("backgammon", "", SIZE))  # left unfinished
@@ -106,9 +106,9 @@ async def test_the_helper_keeps_its_snapshot(db_path: Path, config_file: Path) -
 
 
 def test_a_helper_that_stops_is_an_error(db_path: Path) -> None:
-    helper = DigestHelper(str(db_path / "missing" / "lobby.db"))  # it cannot open this
+    helper = ReplayHelper(str(db_path / "missing" / "lobby.db"))  # it cannot open this
     try:
-        with pytest.raises(RuntimeError, match="history digest helper stopped"):
+        with pytest.raises(RuntimeError, match="replay helper stopped"):
             helper.snapshot()
     finally:
         helper.close()
