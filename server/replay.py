@@ -263,7 +263,10 @@ def _helper(config: Config, raw: sqlite3.Connection) -> ReplayHelper | None:
     largest = raw.execute("SELECT max(id) FROM history").fetchone()[0]
     if (largest or 0) < HELPER_MIN_ROWS:
         return None
-    return ReplayHelper(os.path.abspath(config.database))
+    try:
+        return ReplayHelper(os.path.abspath(config.database))
+    except OSError:
+        return None
 
 
 async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
@@ -285,7 +288,8 @@ async def _check(conn: aiosqlite.Connection, config: Config, out: TextIO,
         with writers_held(config.database):
             await conn.execute("BEGIN")
             await (await conn.execute("SELECT count(*) FROM sqlite_master")).fetchone()
-            helper.snapshot()
+            if not helper.snapshot():
+                helper = None
     try:
         ids = await _ids(conn)
         expected = {ladder.name: await _check_ladder(conn, ladder, ids, helper)
@@ -557,15 +561,14 @@ async def rewrite(conn: aiosqlite.Connection, config: Config) -> Rewritten:
         try:
             await conn.execute("BEGIN IMMEDIATE")
             try:
-                if helper is not None:
-                    # No commit can come while this transaction holds the write lock:
-                    # the helper's snapshot is what the transaction starts from.
-                    helper.snapshot()
+                # No commit can come while this transaction holds the write lock:
+                # the helper's snapshot is what the transaction starts from.
+                reader = helper if helper is not None and helper.snapshot() else None
                 ids = await _ids(conn)
                 count = Rewritten()
                 for ladder in config.ladders:
                     current = ladder.name
-                    count += await _rewrite_ladder(conn, ladder, ids, current in generic, helper)
+                    count += await _rewrite_ladder(conn, ladder, ids, current in generic, reader)
                 await conn.execute("COMMIT")
             except BaseException:
                 await conn.execute("ROLLBACK")

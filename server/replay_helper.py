@@ -148,11 +148,17 @@ class ReplayHelper:
             raise RuntimeError(f"the replay helper stopped (exit {self._proc.wait()})")
         return marshal.loads(data)
 
-    def snapshot(self) -> None:
-        """Make the helper begin its read transaction; returns once it has."""
-        self._send(["snapshot"])
-        if self.answer() != ("ready",):
-            raise RuntimeError("the replay helper did not take its snapshot")
+    def snapshot(self) -> bool:
+        """Make the helper begin its read transaction; whether it has.
+
+        False when the helper could not start or open the database: the
+        replay then reads the stored rows itself, as for a small history.
+        """
+        try:
+            self._send(["snapshot"])
+            return bool(self.answer() == ("ready",))
+        except (OSError, RuntimeError, ValueError, EOFError):
+            return False
 
     def ladder(self, name: str, scan: str, size: int = CHUNK) -> Iterator[StoredChunk]:
         """The digests of ``name``'s stored rows, ``size`` rows a chunk, as the helper makes them.
