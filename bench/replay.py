@@ -28,8 +28,9 @@ that agree and writes the rest, so these write nothing, ~1 % and all of the
 2M rows); after each, the stored ratings and history must be byte-identical
 to those before it (a digest of every value's ``repr``, ids included); the
 baseline again (the round's ratios use the mean of the two). After the last
-round, ``--check`` once more. The commands run as the user runs them: the ``matchlobby`` console script, as a
-subprocess (wall time, interpreter start-up included). The baseline runs in
+round, ``--check`` once more. The commands run as the user runs them: the
+``matchlobby`` console script, as a subprocess (wall time, interpreter
+start-up included). The baseline runs in
 this process: the same rated matches loaded into lists (load timed apart, not
 counted), then only ``fibs.rate_match`` over them in ``seq`` order, each
 player's ``FibsRating`` in a dict.
