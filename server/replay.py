@@ -212,9 +212,10 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
     at) with the event and the time of its match as logged. So the ``WHERE``
     makes the ladder equal, SQL checks each stored row's event and time
     against its match, and Python compares the rest: together, the same
-    rows in the same order. Not making 2M ``at`` strings and ladder names in
-    Python saves ~1 s of a million-match check on the bench machine; the
-    helper, when there is one, reads the stored rows on the other core.
+    rows in the same order (not making 2M ``at`` strings and ladder names in
+    Python saves ~1 s of a million-match check on the bench machine). With a
+    helper, the stored rows are read on the other core, and here only in a
+    chunk whose digests differ.
     """
     replay = FibsReplay(ladder.name, ladder.options, ids)
     old, total = _history_rows(raw, ladder.name)
