@@ -25,40 +25,35 @@ class InlineCursor:
             yield k
 
 
-async def test_other_tasks_run_while_a_long_log_is_read() -> None:
-    ticks: list[int] = []
-    read = 0
+ROWS = 10 * YIELD_ROWS
+
+
+async def turns_during(rows: AsyncIterator[int]) -> tuple[list[int], int]:
+    """Read ``rows`` while another task counts its turns: (the rows, turns it had mid-read)."""
+    seen: list[int] = []
+    turns = 0
 
     async def other() -> None:
+        nonlocal turns
         while True:
-            ticks.append(read)
+            turns += 0 < len(seen) < ROWS
             await asyncio.sleep(0)
 
     task = asyncio.create_task(other())
     await asyncio.sleep(0)
-    got = []
-    async for row in with_turns(InlineCursor(10 * YIELD_ROWS)):  # type: ignore[arg-type]
-        got.append(row)
-        read += 1
+    async for row in rows:
+        seen.append(row)
     task.cancel()
-    assert got == list(range(10 * YIELD_ROWS))  # every row, in order
-    during = [t for t in ticks if 0 < t < 10 * YIELD_ROWS]
-    assert len(during) >= 9  # a turn every YIELD_ROWS rows
+    return seen, turns
+
+
+async def test_other_tasks_run_while_a_long_log_is_read() -> None:
+    seen, turns = await turns_during(with_turns(InlineCursor(ROWS)))  # type: ignore[arg-type]
+    assert seen == list(range(ROWS))  # every row, in order
+    assert turns >= 9  # a turn every YIELD_ROWS rows
 
 
 async def test_without_turns_the_same_reading_holds_the_loop() -> None:
     """The control: iterating the inline cursor directly gives the other task no turn."""
-    ticks: list[int] = []
-    read = 0
-
-    async def other() -> None:
-        while True:
-            ticks.append(read)
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(other())
-    await asyncio.sleep(0)
-    async for _ in InlineCursor(10 * YIELD_ROWS):
-        read += 1
-    task.cancel()
-    assert [t for t in ticks if 0 < t < 10 * YIELD_ROWS] == []
+    seen, turns = await turns_during(InlineCursor(ROWS).__aiter__())
+    assert seen == list(range(ROWS)) and turns == 0
