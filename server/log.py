@@ -40,7 +40,7 @@ def game_from_row(row: Any) -> Game:
     )
 
 
-YIELD_ROWS = 4096  # rows read between two turns of the event loop (rows)
+YIELD_ROWS = 4096  # rows read between two turns of the event loop
 
 
 async def with_turns(cur: aiosqlite.Cursor) -> AsyncIterator[Any]:

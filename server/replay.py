@@ -461,13 +461,15 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     old, total = _history_rows(raw, name)
     agreed = _agreed_prefix(raw, name, replay, old, total, helper)
     written = 0
+    indexes: list[tuple[str, str]] = []
     if agreed.resume is not None:
         new = 2 * raw.execute("SELECT count(*) FROM matches WHERE ladder = ? AND seq IS NOT NULL",
                               (name,)).fetchone()[0]
         indexes = _history_indexes(raw, old + new - 2 * agreed.rows, total - old + new)
-        for index, _ in indexes:
-            raw.execute(f'DROP INDEX "{index}"')
-        _delete_history(raw, name, agreed.rows, old, total)
+    for index, _ in indexes:
+        raw.execute(f'DROP INDEX "{index}"')
+    _delete_history(raw, name, agreed.rows, old, total)
+    if agreed.resume is not None:
         log = fibs_log(raw, name, None if agreed.resume == FROM_START else agreed.resume)
         try:
             pairs = chain(agreed.head, replay.pairs(fetched(log)))
@@ -478,10 +480,8 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
                 written += 2 * len(chunk)
         finally:
             log.close()
-        for _, statement in indexes:
-            raw.execute(statement)
-    else:
-        _delete_history(raw, name, agreed.rows, old, total)
+    for _, statement in indexes:
+        raw.execute(statement)
     rows = replay.rating_rows()
     cur = raw.cursor()
     cur.row_factory = None

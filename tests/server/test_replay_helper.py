@@ -16,9 +16,11 @@ import sqlite3
 import sys
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_replay_fast_path import LADDERS, change, replay_cli, write_log
+from lobbykit import sql
+from test_replay_fast_path import CONFIG, LADDERS, change, replay_cli, write_log
 
 import server.replay as replay_module
 from ratings_plugin.fibs_replay import FibsReplay
@@ -32,10 +34,7 @@ SIZE = 16
 @pytest.fixture
 def config_file(tmp_path: Path) -> Path:
     path = tmp_path / "replay.toml"
-    path.write_text('[password_hashing]\nn = 1024\n\n[[ladders]]\nname = "backgammon"\n'
-                    'system = "fibs"\n\n[[ladders]]\nname = "hypergammon"\nsystem = "fibs"\n'
-                    'experience_includes_match = false\nstart_rating = 1400.0\n',
-                    encoding="utf-8")
+    path.write_text(CONFIG, encoding="utf-8")
     return path
 
 
@@ -67,13 +66,8 @@ async def test_digests_of_agreeing_chunks_are_the_replays(db_path: Path,
         helper.close()
 
 
-def sql_ids(db: Path, ladder: str) -> list[tuple[int]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT id FROM history WHERE ladder = ? ORDER BY id",
-                            (ladder,)).fetchall()
-    finally:
-        conn.close()
+def sql_ids(db: Path, ladder: str) -> list[tuple[Any, ...]]:
+    return sql(db, "SELECT id FROM history WHERE ladder = ? ORDER BY id", (ladder,))
 
 
 async def test_a_chunk_with_a_stray_row_does_not_agree(db_path: Path, config_file: Path) -> None:
