@@ -1,15 +1,18 @@
-"""Diagnostic: a live ``void`` on a million-match FIBS ladder, and reads answered meanwhile.
+"""Diagnostic: live ``void``s on a million-match FIBS ladder, and reads answered meanwhile.
 
 Not one of issue 6's figures (no target; not in ``make bench``). A ``void``
-or ``adjudicate`` recomputes its whole ladder from the log; this measures
-how long that takes on the replay bench's database (1,000,000 rated
-backgammon matches, built by ``bench/replay.py`` and cached) and whether the
-server keeps answering other clients meanwhile: a second client sends
-``whois`` once a second, and its round trips are compared with the same
-client's round trips before the void (the baseline, same run).
+or ``adjudicate`` on a FIBS ladder replays it from the corrected match on
+(``ratings_plugin/tail.py``); this measures how long that takes on the replay
+bench's database (1,000,000 rated backgammon matches, built by
+``bench/replay.py`` and cached), for matches at several distances from the
+end of the log, one after another on the same server, and whether the server
+keeps answering other clients meanwhile: a second client sends ``whois`` once
+a second, and its round trips are compared with the same client's round trips
+before the first void (the baseline, same run). Then ``matchlobby replay
+--check`` must agree with what the voids left.
 
 Run from the repository root (after ``bench/replay.py`` has built its cache):
-    .venv/bin/python bench/correction.py
+    .venv/bin/python bench/correction.py [--from-end 10 10000 500000]
 """
 
 from __future__ import annotations
@@ -48,11 +51,12 @@ async def probe(client: LobbyClient, waits: list[float], errors: list[str]) -> N
         await asyncio.sleep(1)
 
 
-async def run(db: Path, config: Path) -> None:
+async def run(db: Path, config: Path, from_end: list[int]) -> None:
     conn = sqlite3.connect(db)
-    late = conn.execute(
+    targets = [conn.execute(
         "SELECT id FROM matches WHERE ladder = 'backgammon' AND status = 'finished' AND seq IS "
-        "NOT NULL AND event_id IS NULL ORDER BY seq DESC LIMIT 1 OFFSET 10").fetchone()[0]
+        "NOT NULL AND event_id IS NULL ORDER BY seq DESC LIMIT 1 OFFSET ?", (n,)).fetchone()[0]
+        for n in from_end]
     conn.close()
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
@@ -72,34 +76,47 @@ async def run(db: Path, config: Path) -> None:
             t = time.perf_counter()
             await watcher.request("whois", {"name": ADMIN})
             before.append(time.perf_counter() - t)
-        waits: list[float] = []
-        errors: list[str] = []
-        task = asyncio.create_task(probe(watcher, waits, errors))
-        t = time.perf_counter()
-        try:
-            reply = await admin.request("void", {"match": late, "reason": "bench"}, timeout=900)
-            outcome = "ok" if reply.get("ok") else str(reply.get("error"))
-        except Exception as e:
-            outcome = repr(e)
-        took = time.perf_counter() - t
-        task.cancel()
         base = statistics.median(before)
-        print(f"void of the match 10 from the end: {took:.1f} s ({outcome})")
-        print(f"whois before it: median {base * 1000:.2f} ms over {len(before)}")
-        if waits:
-            print(f"whois during it: {len(waits)} answered, median {statistics.median(waits):.3f} s, "
-                  f"max {max(waits):.2f} s ({max(waits) / base:,.0f} x the median before)")
-        print(f"whois errors during it: {errors or 'none'}")
+        print(f"whois before the voids: median {base * 1000:.2f} ms over {len(before)}")
+        for n, match in zip(from_end, targets, strict=True):
+            waits: list[float] = []
+            errors: list[str] = []
+            task = asyncio.create_task(probe(watcher, waits, errors))
+            t = time.perf_counter()
+            try:
+                reply = await admin.request("void", {"match": match, "reason": "bench"},
+                                            timeout=900)
+                outcome = "ok" if reply.get("ok") else str(reply.get("error"))
+            except Exception as e:
+                outcome = repr(e)
+            took = time.perf_counter() - t
+            task.cancel()
+            print(f"void of the match {n:,} from the end: {took:.2f} s ({outcome})")
+            if waits:
+                print(f"  whois during it: {len(waits)} answered, median "
+                      f"{statistics.median(waits) * 1000:.1f} ms, max {max(waits):.2f} s "
+                      f"({max(waits) / base:,.0f} x the median before)")
+            print(f"  whois errors during it: {errors or 'none'}")
         await admin.close()
         await watcher.close()
     finally:
         proc.terminate()
         await proc.wait()
+    t = time.perf_counter()
+    done = subprocess.run([*matchlobby_command(), "replay", "--check", "--db", str(db), "--config",
+                           str(config)], text=True, capture_output=True, env=bench_env(),
+                          check=False)
+    print(f"replay --check after the voids ({time.perf_counter() - t:.1f} s, exit "
+          f"{done.returncode}): {done.stdout.strip()}")
+    if done.returncode:
+        raise SystemExit("CORRECTNESS: the stored ratings differ from the log")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--cache", default=str(CACHE), help="the replay bench's cached database")
+    p.add_argument("--from-end", type=int, nargs="+", default=[10, 10_000, 500_000],
+                   help="the voided matches: how many rated matches after each (in the cache)")
     args = p.parse_args()
     if not Path(args.cache).exists():
         raise SystemExit(f"{args.cache} is missing: run bench/replay.py first")
@@ -111,7 +128,7 @@ def main() -> None:
         subprocess.run([*matchlobby_command(), "user", "add", ADMIN, "--admin", "--db", str(db),
                         "--config", str(config)], input=PASSWORD + "\n", text=True,
                        check=True, env=bench_env(), capture_output=True)
-        asyncio.run(run(db, config))
+        asyncio.run(run(db, config, args.from_end))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -40,6 +40,12 @@ class LadderOptions:
         if self.inactivity_days is not None and self.inactivity_days < 1:
             raise ValueError("inactivity_days must be at least 1")
 
+    @property
+    def tail_corrections(self) -> bool:
+        """Whether a correction replays only the units from the corrected one on (FIBS:
+        ratings_plugin/tail.py) instead of the whole log."""
+        return self.system == "fibs"
+
 
 @dataclass(frozen=True, slots=True)
 class Standing:

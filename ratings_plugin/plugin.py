@@ -17,6 +17,7 @@ import aiosqlite
 
 from ratings_plugin.games import Game
 from ratings_plugin.ladder import LadderBook, LadderOptions, Standing, ranked_rows
+from ratings_plugin.tail import corrected_book, start_book, stored_tail
 from server import peklo_store
 from server.domain import DomainEvent, EventClosed, LadderCorrected, MatchFinished, RatedUnit
 
@@ -128,9 +129,12 @@ async def write_ladder(conn: aiosqlite.Connection, ladder: str, options: LadderO
 
 
 def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
-                  ids: Mapping[str, int]) -> tuple[LadderBook, list[HistoryRow]]:
-    """A ladder rebuilt from its log: the book and every history row, in order."""
-    book = LadderBook(options)
+                  ids: Mapping[str, int], book: LadderBook | None = None
+                  ) -> tuple[LadderBook, list[HistoryRow]]:
+    """A ladder rebuilt from its log (or ``units`` applied to ``book``, which is changed): the
+    book and every history row, in order."""
+    if book is None:
+        book = LadderBook(options)
     history: list[HistoryRow] = []
     for unit in units:
         new, changes = rate_unit(book, unit)
@@ -222,14 +226,17 @@ class RatingsPlugin:
         for unit in event.units:
             self.ids.update(unit.player_ids)
         options = self.options[event.ladder]
-        # A whole ladder replayed is seconds to minutes of pure Python on a big ladder (42 s
-        # for a million matches on the bench machine): on a thread, the event loop keeps
-        # answering pings and reads meanwhile instead of dropping every connection.
-        book, history = await asyncio.to_thread(replay_ladder, event.ladder, options,
-                                                event.units, dict(self.ids))
-        await write_ladder(conn, event.ladder, options, book.standings.values(), self.ids)
-        await conn.execute("DELETE FROM history WHERE ladder = ?", (event.ladder,))
-        await conn.executemany(INSERT_HISTORY, history)
+        if event.since is not None:
+            book = await self._rebuild_tail(conn, event, event.since)
+        else:
+            # A whole ladder replayed is seconds to minutes of pure Python on a big ladder (42 s
+            # for a million matches on the bench machine): on a thread, the event loop keeps
+            # answering pings and reads meanwhile instead of dropping every connection.
+            book, history = await asyncio.to_thread(replay_ladder, event.ladder, options,
+                                                    event.units, dict(self.ids))
+            await write_ladder(conn, event.ladder, options, book.standings.values(), self.ids)
+            await conn.execute("DELETE FROM history WHERE ladder = ?", (event.ladder,))
+            await conn.executemany(INSERT_HISTORY, history)
         old = self.published.get(event.ladder, {})
         changes = [
             Change(p, old[p].rating if p in old else None, s.rating, dict(event.cause))
@@ -238,6 +245,28 @@ class RatingsPlugin:
         ]
         self.books[event.ladder] = book
         return Outcome(event.ladder, dict(book.standings), changes, replace=True, book=book)
+
+    async def _rebuild_tail(self, conn: aiosqlite.Connection, event: LadderCorrected,
+                            since: int) -> LadderBook:
+        """The units from ``since`` on replayed from the stored state before them
+        (ratings_plugin/tail.py); only their history rows and their players' ratings written."""
+        ladder, book = event.ladder, self.books[event.ladder]
+        if not book.options.tail_corrections:
+            raise ValueError(f"ladder {ladder!r} is corrected from its whole log only")
+        names = {pid: name for name, pid in self.ids.items()}
+        found = await stored_tail(conn, book, ladder, since, event.units, names)
+        start = start_book(book, found, event.units)
+        replayed, history = await asyncio.to_thread(replay_ladder, ladder, book.options,
+                                                    event.units, dict(self.ids), start)
+        if found.first is not None:
+            await conn.execute("DELETE FROM history WHERE ladder = ? AND id >= ?",
+                               (ladder, found.first))
+        await conn.executemany(INSERT_HISTORY, history)
+        await conn.executemany(UPSERT, sorted(rating_rows(ladder, replayed.standings.values(),
+                                                          self.ids)))
+        gone = [(ladder, self.ids[p]) for p in found.before if p not in replayed.standings]
+        await conn.executemany("DELETE FROM ratings WHERE ladder = ? AND player_id = ?", gone)
+        return corrected_book(book, found, replayed)
 
     def committed(self, outcome: Outcome) -> None:
         if outcome.replace:

@@ -52,12 +52,18 @@ class EventClosed:
 
 @dataclass(frozen=True)
 class LadderCorrected:
-    """The log of ``ladder`` changed in the past (void, adjudicate): recompute it."""
+    """The log of ``ladder`` changed in the past (void, adjudicate): recompute it.
+
+    With ``since`` (the ``seq`` of the corrected unit), ``units`` are the
+    ladder's units from that one on, and the ladder as it stood before them
+    is what its stored history says; without, ``units`` are the whole log.
+    """
 
     ladder: str
     units: tuple[RatedUnit, ...]
     player_ids: Mapping[str, int] = field(default_factory=dict)
     cause: dict[str, int] = field(default_factory=dict)
+    since: int | None = None
 
 
 DomainEvent = MatchFinished | EventClosed | LadderCorrected

@@ -59,26 +59,42 @@ async def with_turns(cur: aiosqlite.Cursor) -> AsyncIterator[Any]:
             await asyncio.sleep(0)
 
 
-async def _player_ids(conn: aiosqlite.Connection, ladder: str) -> dict[int, dict[str, int]]:
+FROM_THE_START = 0  # ladder_units: every unit (seq numbers start at 1)
+# The players of a ladder's units from a given seq on (a tail, for a correction): its matches
+# with a seq through the (ladder, seq) index, and the games of its events closed since.
+TAIL_PLAYERS = """SELECT mp.match_id, p.id, p.name FROM matches m
+    CROSS JOIN match_players mp JOIN players p ON p.id = mp.player_id
+    WHERE m.ladder = ?1 AND m.seq >= ?2 AND m.status = 'finished' AND mp.match_id = m.id
+    UNION ALL
+    SELECT mp.match_id, p.id, p.name FROM events e CROSS JOIN matches m
+    CROSS JOIN match_players mp JOIN players p ON p.id = mp.player_id
+    WHERE e.ladder = ?1 AND e.seq >= ?2 AND m.event_id = e.id AND +m.seq IS NULL
+    AND m.status = 'finished' AND mp.match_id = m.id"""
+ALL_PLAYERS = """SELECT mp.match_id, p.id, p.name FROM match_players mp
+    JOIN players p ON p.id = mp.player_id JOIN matches m ON m.id = mp.match_id
+    WHERE m.ladder = ?1 AND m.status = 'finished'"""
+
+
+async def _player_ids(conn: aiosqlite.Connection, ladder: str, since: int
+                      ) -> dict[int, dict[str, int]]:
     ids: dict[int, dict[str, int]] = {}
-    async with conn.execute(
-        """SELECT mp.match_id, p.id, p.name FROM match_players mp
-           JOIN players p ON p.id = mp.player_id JOIN matches m ON m.id = mp.match_id
-           WHERE m.ladder = ? AND m.status = 'finished'""",
-        (ladder,),
-    ) as cur:
+    query, params = (TAIL_PLAYERS, (ladder, since)) if since > FROM_THE_START else (
+        ALL_PLAYERS, (ladder,))
+    async with conn.execute(query, params) as cur:
         async for row in with_turns(cur):
             ids.setdefault(row[0], {})[row[2]] = row[1]
     return ids
 
 
-async def ladder_units(conn: aiosqlite.Connection, ladder: str) -> list[RatedUnit]:
-    """Every unit of ``ladder`` in ``seq`` order, built from committed log rows."""
-    ids = await _player_ids(conn, ladder)
+async def ladder_units(conn: aiosqlite.Connection, ladder: str, since: int = FROM_THE_START
+                       ) -> list[RatedUnit]:
+    """The units of ``ladder`` whose ``seq`` is ``since`` or later (by default every one), in
+    ``seq`` order, built from committed log rows."""
+    ids = await _player_ids(conn, ladder, since)
     units: list[tuple[int, RatedUnit]] = []
     async with conn.execute(
-        """SELECT * FROM matches WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished'""",
-        (ladder,),
+        """SELECT * FROM matches WHERE ladder = ? AND seq >= ? AND status = 'finished'""",
+        (ladder, since),
     ) as cur:
         async for row in with_turns(cur):
             units.append((row["seq"], RatedUnit(
@@ -87,7 +103,7 @@ async def ladder_units(conn: aiosqlite.Connection, ladder: str) -> list[RatedUni
             )))
     events: dict[int, Any] = {}
     async with conn.execute(
-        "SELECT * FROM events WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL", (ladder,)
+        "SELECT * FROM events WHERE ladder = ? AND status = 'closed' AND seq >= ?", (ladder, since)
     ) as cur:
         async for row in with_turns(cur):
             events[row["id"]] = row
@@ -96,9 +112,9 @@ async def ladder_units(conn: aiosqlite.Connection, ladder: str) -> list[RatedUni
     if events:
         async with conn.execute(
             """SELECT m.* FROM matches m JOIN events e ON e.id = m.event_id
-               WHERE e.ladder = ? AND e.status = 'closed' AND e.seq IS NOT NULL
+               WHERE e.ladder = ? AND e.status = 'closed' AND e.seq >= ?
                AND m.status = 'finished' AND +m.seq IS NULL ORDER BY m.id""",
-            (ladder,),
+            (ladder, since),
         ) as cur:
             async for row in with_turns(cur):
                 games[row["event_id"]].append(game_from_row(row))

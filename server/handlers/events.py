@@ -18,7 +18,7 @@ from server.domain import EventClosed, LadderCorrected, MatchFinished, RatedUnit
 from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
 from server.lobby import Lobby, Player, Session, fail, handler
-from server.log import event_unit, ladder_units
+from server.log import FROM_THE_START, event_unit, ladder_units
 from server.protocol import MAX_LENGTH, MAX_SCORE, push
 from server.storage import now, today
 from server.writer import new_match_id, next_seq
@@ -377,9 +377,12 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
                            (new_status, new_winner, match_id))
         if not rated:
             return None
-        units = tuple(await ladder_units(conn, ladder.name))
+        # A FIBS match has its own seq: the ladder is replayed from it on (ratings_plugin/tail.py).
+        since = row["seq"] if ladder.options.tail_corrections else None
+        units = tuple(await ladder_units(conn, ladder.name,
+                                         FROM_THE_START if since is None else since))
         return await lobby.emit(conn, LadderCorrected(ladder.name, units,
-                                                      cause={"match": match_id}))
+                                                      cause={"match": match_id}, since=since))
 
     outcome, full = await lobby.db.write(job)
     lobby.defer(lobby.sessions_of(names), push("match_corrected", data))

@@ -1,0 +1,174 @@
+"""A correction on a FIBS ladder replays it from the corrected match on (ratings_plugin/tail.py).
+
+The reference is the same correction replayed from the whole log
+(``LadderCorrected`` without ``since``), on a copy of the same database: the
+stored ratings and history rows, the plugin's standings and the changes it
+reports must be the same, bit for bit (``repr``), after each of a run of voids
+and adjudications at random places of the log, the first and the last rated
+match among them. The tail's rows are the only ones written: the rows before
+the corrected match keep their ids. And ``matchlobby replay --check`` agrees.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from lobbykit import sql
+from test_replay_fast_path import CONFIG, LADDERS, exact, generic, replay_here, stored, write_log
+
+from ratings_plugin.ladder import LadderOptions
+from ratings_plugin.plugin import Outcome, RatingsPlugin
+from server.domain import LadderCorrected
+from server.log import FROM_THE_START, ladder_units
+from server.storage import connect
+
+ROWS = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
+
+
+async def correct(db: Path, ladder: str, match_id: int, kind: str, tail: bool) -> Outcome:
+    """What the lobby's ``void``/``adjudicate`` does to the log and the plugin, in one transaction."""
+    conn = await connect(str(db))
+    try:
+        plugin = RatingsPlugin({**LADDERS, "scrabble": LadderOptions("cas")})
+        await plugin.load(conn)
+        await conn.execute("BEGIN IMMEDIATE")
+        if kind == "void":
+            await conn.execute("UPDATE matches SET status = 'voided', winner = NULL WHERE id = ?",
+                               (match_id,))
+        else:
+            await conn.execute(
+                "UPDATE matches SET winner = CASE winner WHEN 'a' THEN 'b' ELSE 'a' END, "
+                "score_a = score_b, score_b = score_a WHERE id = ?", (match_id,))
+        seq = (await (await conn.execute("SELECT seq FROM matches WHERE id = ?",
+                                         (match_id,))).fetchone())[0]
+        since = seq if tail else None
+        units = tuple(await ladder_units(conn, ladder, seq if tail else FROM_THE_START))
+        outcome = await plugin.handle(conn, LadderCorrected(
+            ladder, units, cause={"match": match_id}, since=since))
+        await conn.execute("COMMIT")
+        plugin.committed(outcome)
+        return outcome
+    finally:
+        await conn.close()
+
+
+def add_newcomer_match(db: Path) -> int:
+    """A rated match at the end of the log for a player who plays nowhere else."""
+    rows = sql(db, "SELECT id FROM players WHERE name IN ('alice', 'Newcomer')")
+    assert len(rows) == 1
+    conn = sqlite3.connect(db)
+    with conn:
+        new = conn.execute("INSERT INTO players (name, name_key, role, created_at) VALUES "
+                           "('Newcomer', 'newcomer', 'player', '2026-01-01T00:00:00Z') "
+                           "RETURNING id").fetchone()[0]
+        seq = conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'seq' "
+                           "RETURNING value").fetchone()[0]
+        mid = conn.execute(
+            "INSERT INTO matches (ladder, side_a, side_b, length, played_on, status, winner, "
+            "how, seq, created_at, finished_at) VALUES ('backgammon', 'Newcomer', 'alice', 5, "
+            "'2026-12-31', 'finished', 'a', 'resign', ?, '2026-12-31T00:00:00Z', "
+            "'2026-12-31T00:00:00Z') RETURNING id", (seq,)).fetchone()[0]
+        conn.executemany("INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)",
+                         [(mid, new, "a"), (mid, rows[0][0], "b")])
+    conn.close()
+    return int(mid)
+
+
+def state(db: Path) -> dict[str, Any]:
+    """The stored ratings and history of every FIBS ladder, history without its ids."""
+    return {ladder: (exact(stored(db, ladder)[0]), exact(stored(db, ladder)[1]))
+            for ladder in LADDERS}
+
+
+async def test_a_tail_correction_leaves_what_a_whole_replay_leaves(tmp_path: Path,
+                                                                   db_path: Path) -> None:
+    write_log(db_path, 21, matches=150)
+    newcomer = add_newcomer_match(db_path)
+    code, out = await replay_here(db_path, _config(tmp_path))
+    assert code == 0, out
+    whole = tmp_path / "whole.db"
+    shutil.copy(db_path, whole)
+    rng = random.Random(21)
+    plan: list[tuple[str, str, int | None]] = [
+        ("backgammon", "adjudicate", 0), ("hypergammon", "void", -1),
+        ("backgammon", "void", None), ("hypergammon", "adjudicate", None),
+        ("backgammon", "adjudicate", -1), ("backgammon", "void", None),
+        ("hypergammon", "void", 0)]
+    for ladder, kind, at in plan:
+        rated = [r[0] for r in sql(db_path, "SELECT id FROM matches WHERE ladder = ? AND status = "
+                                            "'finished' AND seq IS NOT NULL ORDER BY seq", (ladder,))]
+        match_id = rated[rng.randrange(len(rated))] if at is None else rated[at]
+        before = sql(db_path, ROWS, (ladder,))
+        first = min(r[0] for r in sql(db_path, "SELECT id FROM history WHERE match_id = ?",
+                                       (match_id,)))
+        got = await correct(db_path, ladder, match_id, kind, tail=True)
+        want = await correct(whole, ladder, match_id, kind, tail=False)
+        assert state(db_path) == state(whole), (ladder, kind, match_id)
+        for name, options in LADDERS.items():  # and both are what a replay of the log gives
+            ratings, history = await generic(db_path, name, options)
+            assert state(db_path)[name] == (exact(ratings), exact(history))
+        assert repr(sorted(got.standings.items())) == repr(sorted(want.standings.items()))
+        assert repr(got.changes) == repr(want.changes)
+        assert got.changes, "a correction that moves nobody tests little"
+        kept = [r for r in before if r[0] < first]
+        assert sql(db_path, ROWS, (ladder,))[:len(kept)] == kept  # ids included
+        assert len(kept) < len(before)
+    # the newcomer's only match voided: no rating left for them, on either path
+    assert sql(db_path, "SELECT count(*) FROM ratings r JOIN players p ON p.id = r.player_id "
+                        "WHERE p.name = 'Newcomer'") == [(1,)]
+    got = await correct(db_path, "backgammon", newcomer, "void", tail=True)
+    want = await correct(whole, "backgammon", newcomer, "void", tail=False)
+    assert "Newcomer" not in got.standings
+    assert repr(sorted(got.standings.items())) == repr(sorted(want.standings.items()))
+    assert state(db_path) == state(whole)
+    assert sql(db_path, "SELECT count(*) FROM ratings r JOIN players p ON p.id = r.player_id "
+                        "WHERE p.name = 'Newcomer'") == [(0,)]
+    code, out = await replay_here(db_path, _config(tmp_path), "--check")
+    assert code == 0, out
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "replay.toml"
+    path.write_text(CONFIG, encoding="utf-8")
+    return path
+
+
+async def test_the_units_from_a_seq_on_are_the_tail_of_the_whole_log(db_path: Path) -> None:
+    """``ladder_units(since)``: the same units as the whole log's from that ``seq`` on, event
+    units (their games have no ``seq`` of their own) included."""
+    write_log(db_path, 22, matches=60)
+    conn = sqlite3.connect(db_path)
+    with conn:
+        ids = dict(conn.execute("SELECT name, id FROM players"))
+        for e in range(4):
+            seq = conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'seq' "
+                               "RETURNING value").fetchone()[0]
+            event = conn.execute(
+                "INSERT INTO events (name, ladder, date, status, created_at, closed_at, seq) "
+                "VALUES (?, 'scrabble', '2026-02-01', 'closed', '2026-02-01T00:00:00Z', "
+                "'2026-02-02T00:00:00Z', ?) RETURNING id", (f"night {e}", seq)).fetchone()[0]
+            for g, (a, b) in enumerate([("alice", "Bob"), ("carol", "alice"), ("Dave", "Bob")]):
+                mid = conn.execute(
+                    "INSERT INTO matches (ladder, event_id, side_a, side_b, played_on, status, "
+                    "winner, score_a, score_b, how, created_at, finished_at) VALUES ('scrabble', "
+                    "?, ?, ?, '2026-02-01', 'finished', 'a', ?, 300, 'event', "
+                    "'2026-02-01T00:00:00Z', '2026-02-01T00:00:00Z') RETURNING id",
+                    (event, a, b, 400 + g + e)).fetchone()[0]
+                conn.executemany("INSERT INTO match_players (match_id, player_id, side) "
+                                 "VALUES (?, ?, ?)", [(mid, ids[a], "a"), (mid, ids[b], "b")])
+    conn.close()
+    conn2 = await connect(str(db_path))
+    try:
+        for ladder in (*LADDERS, "scrabble"):
+            whole = await ladder_units(conn2, ladder)
+            assert len(whole) >= 4
+            for since in sorted({whole[0].seq, whole[len(whole) // 2].seq, whole[-1].seq,
+                                 whole[-1].seq + 1}):
+                assert await ladder_units(conn2, ladder, since) == [
+                    u for u in whole if u.seq >= since]
+    finally:
+        await conn2.close()
