@@ -1,11 +1,11 @@
 """A FIBS ladder corrected from the corrected match on, not from its first match.
 
 A void or an adjudication changes one match of the log; every unit before it
-still rates as it did. A FIBS player's state before a unit is in the stored
-history and the log: their rating is the ``before`` of their first history
-row from that unit on; their games are their earlier rows, and their
-experience and last day the lengths and the latest day of those rows'
-matches. So only the units from the corrected one on are replayed, through
+still rates as it did. A FIBS player's state before a unit follows from the
+stored history from that unit on (the tail): their rating is the ``before``
+of their first row there; their games and experience are their standing's
+less the tail's rows and those rows' match lengths (:func:`stored_tail`).
+So only the units from the corrected one on are replayed, through
 the same :func:`~ratings_plugin.plugin.rate_unit` as a whole replay, and only
 their rows are written again: the same rows, bit for bit, as a replay of the
 whole log. On the bench machine a void ten matches from the end of a
@@ -48,7 +48,9 @@ class Tail:
 
     ``first`` is the id of the tail's first history row (``None``: there is
     none); ``before`` holds every player with a row in the tail, mapped to
-    their standing before it (``None`` for a player new to the ladder there).
+    their standing before it (``None`` for a player new to the ladder there),
+    save that its last day may be a later one that the replay of the tail
+    ends on anyway (:func:`stored_tail`).
     """
 
     first: int | None
