@@ -152,11 +152,13 @@ def fibs_log(conn: sqlite3.Connection, ladder: str, after: int | None = None) ->
     """
     cur = conn.cursor()
     cur.row_factory = None
-    if after is None:
-        cur.execute(FIBS_LOG, (ladder,))
-    else:
-        cur.execute(FIBS_LOG_AFTER, (ladder, after))
+    cur.execute(*fibs_log_query(ladder, after))
     return cur
+
+
+def fibs_log_query(ladder: str, after: int | None = None) -> tuple[str, tuple[Any, ...]]:
+    """:func:`fibs_log`'s statement and parameters."""
+    return (FIBS_LOG, (ladder,)) if after is None else (FIBS_LOG_AFTER, (ladder, after))
 
 
 FETCH_ROWS = 4096

@@ -44,7 +44,7 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
-from server.log import fetched, fibs_log, has_event_units, ladder_units
+from server.log import fetched, fibs_log, fibs_log_query, has_event_units, ladder_units
 from server.replay_helper import (
     CHUNK,
     ReplayHelper,
@@ -148,7 +148,7 @@ def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str
 def _ladder_streams(raw: sqlite3.Connection, ladder: str, scan: str, helper: ReplayHelper | None
                     ) -> Iterator[tuple[Iterator[FibsLogRow], Iterator[StoredChunk]]]:
     """The ladder's log rows, and its stored chunks from the helper or read on this connection."""
-    if helper is not None:  # asked first: it reads while this connection reads the log
+    if helper is not None and helper.alive:  # asked first: it reads while this one reads the log
         chunks = helper.ladder(ladder, scan, CHUNK)
         log = fibs_log(raw, ladder)
         try:
@@ -470,16 +470,14 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
         raw.execute(f'DROP INDEX "{index}"')
     _delete_history(raw, name, agreed.rows, old, total)
     if agreed.resume is not None:
-        log = fibs_log(raw, name, None if agreed.resume == FROM_START else agreed.resume)
-        try:
-            pairs = chain(agreed.head, replay.pairs(fetched(log)))
+        after = None if agreed.resume == FROM_START else agreed.resume
+        with _log_after(raw, name, after, new // 2 - agreed.rows // 2, helper) as log:
+            pairs = chain(agreed.head, replay.pairs(log))
             # In chunks: reading the log and writing the history by turns keeps each in the
             # page cache a while (measured ~5 % faster than one executemany over the stream).
             while chunk := list(islice(pairs, CHUNK // 2)):
                 _insert_history(raw, name, chunk)
                 written += 2 * len(chunk)
-        finally:
-            log.close()
     for _, statement in indexes:
         raw.execute(statement)
     rows = replay.rating_rows()
@@ -490,6 +488,22 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
         raw.executemany(UPSERT, rows)
     raw.execute(peklo_store.DELETE, (name,))  # FIBS: every value is the default
     return Rewritten(len(rows), agreed.rows, written)
+
+
+@contextlib.contextmanager
+def _log_after(raw: sqlite3.Connection, ladder: str, after: int | None, matches: int,
+               helper: ReplayHelper | None) -> Iterator[Iterator[FibsLogRow]]:
+    """The ladder's log after ``after`` (about ``matches`` rows), read by a new helper process
+    when there is one and the log is long, else on this connection."""
+    # A new process: the helper cannot be stopped in the middle of the stored rows it digests.
+    if helper is not None and helper.alive and 2 * matches >= HELPER_MIN_ROWS and helper.restart():
+        yield helper.rows(*fibs_log_query(ladder, after))
+        return
+    log = fibs_log(raw, ladder, after)
+    try:
+        yield fetched(log)
+    finally:
+        log.close()
 
 
 def _insert_history(raw: sqlite3.Connection, ladder: str, pairs: Sequence[HistoryPair]) -> None:

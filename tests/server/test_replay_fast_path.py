@@ -18,6 +18,8 @@ import dataclasses
 import io
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from ratings_plugin.plugin import rating_row, replay_ladder
 from ratings_plugin.systems.fibs import FibsOptions
 from server.config import load_config
 from server.log import fibs_log, ladder_units
+from server.replay_helper import ReplayHelper
 from server.storage import connect
 
 SECOND = LadderOptions("fibs", fibs=FibsOptions(experience_includes_match=False, start_rating=1400.0))
@@ -544,3 +547,33 @@ async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:
     assert exact(got_history) == exact(want_history)
     assert exact(got_ratings) == exact(want_ratings)
     assert exact(stored(lobby.db, "backgammon")[1]) == exact(want_history)  # what the server wrote
+
+
+async def test_a_helper_that_cannot_start_again_leaves_the_log_to_this_connection(
+        db_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log after the first difference is read by a new helper process; when that one
+    cannot begin (here: it exits at once), this connection reads it, and the later ladders'
+    stored rows too, and the rewrite is the same."""
+    monkeypatch.setattr(replay_module, "CHUNK", 16)
+    monkeypatch.setattr(replay_module, "HELPER_MIN_ROWS", 0)
+    write_log(db_path, 12)
+    assert (await replay_cli(db_path, config_file))[0] == 0
+    want = {name: exact(stored(db_path, name)[1]) for name in LADDERS}
+    started: list[int] = []
+    real = ReplayHelper._start
+
+    def start(self: ReplayHelper) -> subprocess.Popen[bytes]:
+        started.append(1)
+        if len(started) == 1:
+            return real(self)
+        return subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+    monkeypatch.setattr(ReplayHelper, "_start", start)
+    for ladder in LADDERS:
+        damage(db_path, "value", ladder, 3)
+    code, out = await replay_here(db_path, config_file)
+    assert code == 0, out
+    assert len(started) == 2  # the first ladder's restart failed; nothing started after it
+    assert {name: exact(stored(db_path, name)[1]) for name in LADDERS} == want
+    code, out = await replay_here(db_path, config_file, "--check")
+    assert code == 0, out
