@@ -158,9 +158,13 @@ class ReplayHelper:
         the rewrite holds the write lock and has committed nothing.
         """
         self.close()
-        self._proc = self._start()
         self.pending = False
-        self.alive = self.snapshot()
+        try:
+            self._proc = self._start()
+        except OSError:
+            self.alive = False
+        else:
+            self.alive = self.snapshot()
         return self.alive
 
     def _send(self, command: list[Any]) -> None:

@@ -549,11 +549,12 @@ async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:
     assert exact(stored(lobby.db, "backgammon")[1]) == exact(want_history)  # what the server wrote
 
 
+@pytest.mark.parametrize("failure", ["exits at once", "cannot be started"])
 async def test_a_helper_that_cannot_start_again_leaves_the_log_to_this_connection(
-        db_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        db_path: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
     """The log after the first difference is read by a new helper process; when that one
-    cannot begin (here: it exits at once), this connection reads it, and the later ladders'
-    stored rows too, and the rewrite is the same."""
+    cannot begin, this connection reads it, and the later ladders' stored rows too, and the
+    rewrite is the same."""
     monkeypatch.setattr(replay_module, "CHUNK", 16)
     monkeypatch.setattr(replay_module, "HELPER_MIN_ROWS", 0)
     write_log(db_path, 12)
@@ -566,6 +567,8 @@ async def test_a_helper_that_cannot_start_again_leaves_the_log_to_this_connectio
         started.append(1)
         if len(started) == 1:
             return real(self)
+        if failure == "cannot be started":
+            raise OSError("no process for you")
         return subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE)
     monkeypatch.setattr(ReplayHelper, "_start", start)
