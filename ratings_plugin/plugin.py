@@ -17,7 +17,7 @@ import aiosqlite
 
 from ratings_plugin.games import Game
 from ratings_plugin.ladder import LadderBook, LadderOptions, Standing, ranked_rows
-from ratings_plugin.tail import corrected_book, start_book, stored_tail
+from ratings_plugin.tail import corrected_book, start_book, stored_tail, write_tail
 from server import peklo_store
 from server.domain import DomainEvent, EventClosed, LadderCorrected, MatchFinished, RatedUnit
 
@@ -249,7 +249,8 @@ class RatingsPlugin:
     async def _rebuild_tail(self, conn: aiosqlite.Connection, event: LadderCorrected,
                             since: int) -> LadderBook:
         """The units from ``since`` on replayed from the stored state before them
-        (ratings_plugin/tail.py); only their history rows and their players' ratings written."""
+        (ratings_plugin/tail.py); only their history rows (in place) and their players'
+        ratings written."""
         ladder, book = event.ladder, self.books[event.ladder]
         if not book.options.tail_corrections:
             raise ValueError(f"ladder {ladder!r} is corrected from its whole log only")
@@ -258,10 +259,7 @@ class RatingsPlugin:
         start = start_book(book, found, event.units)
         replayed, history = await asyncio.to_thread(replay_ladder, ladder, book.options,
                                                     event.units, dict(self.ids), start)
-        if found.first is not None:
-            await conn.execute("DELETE FROM history WHERE ladder = ? AND id >= ?",
-                               (ladder, found.first))
-        await conn.executemany(INSERT_HISTORY, history)
+        await write_tail(conn, ladder, found.first, history, INSERT_HISTORY)
         await conn.executemany(UPSERT, sorted(rating_rows(ladder, replayed.standings.values(),
                                                           self.ids)))
         gone = [(ladder, self.ids[p]) for p in found.before if p not in replayed.standings]

@@ -21,12 +21,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import TYPE_CHECKING
 
 import aiosqlite
 
 from ratings_plugin.ladder import LadderBook, Standing
 from server.domain import RatedUnit
 from server.log import with_turns
+
+if TYPE_CHECKING:
+    from ratings_plugin.plugin import HistoryRow
 
 # The ladder's matches from a seq on, in order: the corrected one first (a voided match keeps
 # its seq), through the (ladder, seq) index.
@@ -132,6 +136,77 @@ def _last_days(units: Sequence[RatedUnit], system: str) -> dict[str, str]:
                 if days.get(player, "") < day:
                     days[player] = day
     return days
+
+
+# The stored tail as the rewrite compares it with the replayed one, in id order.
+STORED_TAIL = """SELECT id, player_id, before, after, match_id, event_id, at FROM history
+    WHERE ladder = ? AND id >= ? ORDER BY id"""
+UPDATE_VALUES = "UPDATE history SET before = ?, after = ? WHERE id = ?"
+DELETE_ROW = "DELETE FROM history WHERE id = ?"
+DELETE_FROM = "DELETE FROM history WHERE ladder = ? AND id >= ?"
+
+
+@dataclass
+class Written:
+    """What :func:`write_tail` did to the stored tail's rows."""
+
+    kept: int = 0
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+
+
+async def write_tail(conn: aiosqlite.Connection, ladder: str, first: int | None,
+                     history: Sequence[HistoryRow], insert: str) -> Written:
+    """Make the ladder's stored rows from ``first`` on the replayed ``history``, in place.
+
+    A stored row of a match the replay no longer rates (a voided one) is
+    deleted; the others are walked beside the replayed rows, and while they
+    are the same rows (player, match, event, time) only changed ratings are
+    updated, by id: ``before`` and ``after`` are in no index. From the first
+    row that is not the same (none, after a void or an adjudication), the
+    stored rows are deleted and the replayed ones inserted after the rest.
+    The ids in order are then what the generic rewrite gives. A correction
+    deep in the log changes most of the tail's ratings: deleting and
+    inserting them would cost a search of both history indexes for each row,
+    updating them costs none.
+    """
+    done = Written()
+    if first is None:
+        await conn.executemany(insert, history)
+        done.inserted = len(history)
+        return done
+    rated = {row[4] for row in history}
+    updates: list[tuple[float | None, float, int]] = []
+    gone: list[tuple[int]] = []
+    k = 0
+    differs = None
+    async with conn.execute(STORED_TAIL, (ladder, first)) as cur:
+        async for row_id, player, before, after, match, event, at in with_turns(cur):
+            if match not in rated:
+                gone.append((row_id,))
+                continue
+            new = history[k] if k < len(history) else None
+            if new is None or (new[1], new[4], new[5], new[6]) != (player, match, event, at):
+                differs = row_id
+                break
+            if (new[2], new[3]) != (before, after):
+                updates.append((new[2], new[3], row_id))
+            else:
+                done.kept += 1
+            k += 1
+    done.updated, done.deleted, done.inserted = len(updates), len(gone), len(history) - k
+    if differs is not None:  # read before any write is queued: a read runs the queued writes
+        async with conn.execute("SELECT count(*) FROM history WHERE ladder = ? AND id >= ?",
+                                (ladder, differs)) as cur:
+            found = await cur.fetchone()
+        done.deleted += found[0] if found else 0
+    await conn.executemany(UPDATE_VALUES, updates)
+    await conn.executemany(DELETE_ROW, gone)
+    if differs is not None:
+        await conn.execute(DELETE_FROM, (ladder, differs))
+    await conn.executemany(insert, history[k:])
+    return done
 
 
 def start_book(book: LadderBook, tail: Tail, units: Sequence[RatedUnit]) -> LadderBook:

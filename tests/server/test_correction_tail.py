@@ -5,8 +5,9 @@ The reference is the same correction replayed from the whole log
 stored ratings and history rows, the plugin's standings and the changes it
 reports must be the same, bit for bit (``repr``), after each of a run of voids
 and adjudications at random places of the log, the first and the last rated
-match among them. The tail's rows are the only ones written: the rows before
-the corrected match keep their ids. And ``matchlobby replay --check`` agrees.
+match among them. The tail's rows are the only ones written, in place: every
+row keeps its id but a voided match's, which are deleted. And ``matchlobby
+replay --check`` agrees.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lobbykit import sql
 from test_replay_fast_path import CONFIG, LADDERS, exact, generic, replay_here, stored, write_log
 
 from ratings_plugin.ladder import LadderOptions
-from ratings_plugin.plugin import Outcome, RatingsPlugin
+from ratings_plugin.plugin import INSERT_HISTORY, Outcome, RatingsPlugin
+from ratings_plugin.tail import write_tail
 from server.domain import LadderCorrected
 from server.log import FROM_THE_START, ladder_units
 from server.storage import connect
@@ -117,6 +120,9 @@ async def test_a_tail_correction_leaves_what_a_whole_replay_leaves(tmp_path: Pat
         kept = [r for r in before if r[0] < first]
         assert sql(db_path, ROWS, (ladder,))[:len(kept)] == kept  # ids included
         assert len(kept) < len(before)
+        # the tail's rows are updated in place: only a voided match's rows go
+        assert [r[0] for r in sql(db_path, ROWS, (ladder,))] == [
+            r[0] for r in before if kind == "adjudicate" or r[5] != match_id]
     # the newcomer's only match voided: no rating left for them, on either path
     assert sql(db_path, "SELECT count(*) FROM ratings r JOIN players p ON p.id = r.player_id "
                         "WHERE p.name = 'Newcomer'") == [(1,)]
@@ -172,3 +178,55 @@ async def test_the_units_from_a_seq_on_are_the_tail_of_the_whole_log(db_path: Pa
                     u for u in whole if u.seq >= since]
     finally:
         await conn2.close()
+
+
+@pytest.mark.parametrize("change", ["values", "a match gone", "a row not the same", "more rows",
+                                    "fewer rows"])
+async def test_write_tail_updates_in_place_while_the_rows_are_the_same(
+        db_path: Path, tmp_path: Path, change: str) -> None:
+    """``write_tail`` leaves the ladder's rows from ``first`` on equal to the given ones, in
+    order: the same rows updated in place (ids kept), a gone match's rows deleted, and from
+    the first row that is not the same, the rest deleted and the given ones inserted."""
+    write_log(db_path, 23, matches=60)
+    assert (await replay_here(db_path, _config(tmp_path)))[0] == 0
+    rows = sql(db_path, ROWS, ("backgammon",))
+    first = rows[len(rows) // 2][0]
+    tail = [r for r in rows if r[0] >= first]
+    history = [r[1:] for r in tail]  # (ladder, player, before, after, match, event, at)
+    kept = len(tail)
+    if change == "values":
+        # every third row's after moved, and the before alone of the row after it
+        history = [(*h[:2], h[2], h[3] + 1.0, *h[4:]) if i % 3 == 0
+                   else (*h[:2], (h[2] or 0.0) + 1.0, *h[3:]) if i % 3 == 1 else h
+                   for i, h in enumerate(history)]
+    elif change == "a match gone":
+        gone = history[6][4]
+        history = [h for h in history if h[4] != gone]
+    elif change == "a row not the same":
+        other = next(h[1] for h in history if h[1] != history[9][1])
+        history[9] = (history[9][0], other, *history[9][2:])
+        kept = 9
+    elif change == "more rows":
+        history = history + history[-4:]
+    else:
+        history = history[:-6]
+        kept = len(history)
+    conn = await connect(str(db_path))
+    try:
+        await conn.execute("BEGIN IMMEDIATE")
+        done = await write_tail(conn, "backgammon", first, history, INSERT_HISTORY)
+        await conn.execute("COMMIT")
+    finally:
+        await conn.close()
+    after = sql(db_path, ROWS, ("backgammon",))
+    assert [r[1:] for r in after if r[0] >= first] == history
+    assert [r for r in after if r[0] < first] == [r for r in rows if r[0] < first]
+    same = [r[0] for r in tail[:kept]]
+    if change == "a match gone":
+        same = [r[0] for r in tail if r[5] != gone]
+    assert [r[0] for r in after if r[0] >= first][:len(same)] == same  # updated in place
+    assert done.kept + done.updated == len(same)
+    assert done.updated == (len(range(0, len(tail), 3)) + len(range(1, len(tail), 3))
+                            if change == "values" else 0)
+    assert done.inserted == len(history) - len(same)
+    assert done.deleted == len(tail) - len(same)
