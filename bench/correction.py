@@ -1,6 +1,6 @@
 """Diagnostic: live ``void``s on a million-match FIBS ladder, and reads answered meanwhile.
 
-Not one of issue 6's figures (no target; not in ``make bench``). A ``void``
+Not one of issue 6's figures (no target; ``make bench`` runs it after them). A ``void``
 or ``adjudicate`` on a FIBS ladder replays it from the corrected match on
 (``ratings_plugin/tail.py``); this measures how long that takes on the replay
 bench's database (1,000,000 rated backgammon matches, built by
