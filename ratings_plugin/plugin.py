@@ -256,9 +256,12 @@ class RatingsPlugin:
             raise ValueError(f"ladder {ladder!r} is corrected from its whole log only")
         names = {pid: name for name, pid in self.ids.items()}
         found = await stored_tail(conn, book, ladder, since, event.units, names)
-        start = start_book(book, found, event.units)
-        replayed, history = await asyncio.to_thread(replay_ladder, ladder, book.options,
-                                                    event.units, dict(self.ids), start)
+        ids = dict(self.ids)
+
+        def replay() -> tuple[LadderBook, list[HistoryRow]]:  # on a thread: a tail may be long
+            return replay_ladder(ladder, book.options, event.units, ids,
+                                 start_book(book, found, event.units))
+        replayed, history = await asyncio.to_thread(replay)
         await write_tail(conn, ladder, found.first, history, INSERT_HISTORY)
         await conn.executemany(UPSERT, sorted(rating_rows(ladder, replayed.standings.values(),
                                                           self.ids)))

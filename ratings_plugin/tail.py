@@ -18,6 +18,7 @@ history rows, and a ČAS close moves every player.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -104,7 +105,7 @@ async def stored_tail(conn: aiosqlite.Connection, book: LadderBook, ladder: str,
             mine.games += 1
             mine.experience += length
             mine.last = max(mine.last, day)
-    still = _last_days(units, book.options.system)
+    still = await asyncio.to_thread(_last_days, units, book.options.system)  # a long tail
     standings: dict[str, Standing | None] = {}
     for player_id, mine in played.items():
         name = names[player_id]
