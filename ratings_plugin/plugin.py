@@ -17,7 +17,13 @@ import aiosqlite
 
 from ratings_plugin.games import Game
 from ratings_plugin.ladder import LadderBook, LadderOptions, Standing, ranked_rows
-from ratings_plugin.tail import corrected_book, start_book, stored_tail, write_tail
+from ratings_plugin.tail import (
+    TailMismatch,
+    corrected_book,
+    start_book,
+    stored_tail,
+    write_tail,
+)
 from server import peklo_store
 from server.domain import DomainEvent, EventClosed, LadderCorrected, MatchFinished, RatedUnit
 
@@ -226,17 +232,18 @@ class RatingsPlugin:
         for unit in event.units:
             self.ids.update(unit.player_ids)
         options = self.options[event.ladder]
-        if event.since is not None:
-            book = await self._rebuild_tail(conn, event, event.since)
+        if event.since is None:
+            book = await self._rebuild_whole(conn, event.ladder, options, event.units)
         else:
-            # A whole ladder replayed is seconds to minutes of pure Python on a big ladder (42 s
-            # for a million matches on the bench machine): on a thread, the event loop keeps
-            # answering pings and reads meanwhile instead of dropping every connection.
-            book, history = await asyncio.to_thread(replay_ladder, event.ladder, options,
-                                                    event.units, dict(self.ids))
-            await write_ladder(conn, event.ladder, options, book.standings.values(), self.ids)
-            await conn.execute("DELETE FROM history WHERE ladder = ?", (event.ladder,))
-            await conn.executemany(INSERT_HISTORY, history)
+            try:
+                book = await self._rebuild_tail(conn, event, event.since)
+            except TailMismatch:  # nothing is written yet: the whole log puts everything right
+                from server.log import ladder_units  # the log format is the server's
+
+                units = await ladder_units(conn, event.ladder)
+                for unit in units:
+                    self.ids.update(unit.player_ids)
+                book = await self._rebuild_whole(conn, event.ladder, options, units)
         old = self.published.get(event.ladder, {})
         changes = [
             Change(p, old[p].rating if p in old else None, s.rating, dict(event.cause))
@@ -246,11 +253,24 @@ class RatingsPlugin:
         self.books[event.ladder] = book
         return Outcome(event.ladder, dict(book.standings), changes, replace=True, book=book)
 
+    async def _rebuild_whole(self, conn: aiosqlite.Connection, ladder: str,
+                             options: LadderOptions, units: Sequence[RatedUnit]) -> LadderBook:
+        # A whole ladder replayed is seconds to minutes of pure Python on a big ladder (42 s
+        # for a million matches on the bench machine): on a thread, the event loop keeps
+        # answering pings and reads meanwhile instead of dropping every connection.
+        book, history = await asyncio.to_thread(replay_ladder, ladder, options, units,
+                                                dict(self.ids))
+        await write_ladder(conn, ladder, options, book.standings.values(), self.ids)
+        await conn.execute("DELETE FROM history WHERE ladder = ?", (ladder,))
+        await conn.executemany(INSERT_HISTORY, history)
+        return book
+
     async def _rebuild_tail(self, conn: aiosqlite.Connection, event: LadderCorrected,
                             since: int) -> LadderBook:
         """The units from ``since`` on replayed from the stored state before them
         (ratings_plugin/tail.py); only their history rows (in place) and their players'
-        ratings written."""
+        ratings written. Raises :class:`TailMismatch`, before writing anything, when the
+        stored history and the standings do not add up."""
         ladder, book = event.ladder, self.books[event.ladder]
         if not book.options.tail_corrections:
             raise ValueError(f"ladder {ladder!r} is corrected from its whole log only")

@@ -48,6 +48,10 @@ LAST_DAY = """SELECT max(m.played_on) FROM history h JOIN matches m ON m.id = h.
     WHERE h.player_id = ? AND h.ladder = ? AND h.id < ?"""
 
 
+class TailMismatch(ValueError):
+    """The stored tail and the ladder's standings do not add up: replay the whole log."""
+
+
 @dataclass
 class Tail:
     """The stored rows from the corrected unit on, and the players' standings before them.
@@ -109,18 +113,22 @@ async def stored_tail(conn: aiosqlite.Connection, book: LadderBook, ladder: str,
     still = await asyncio.to_thread(_last_days, units, book.options.system)  # a long tail
     standings: dict[str, Standing | None] = {}
     for player_id, mine in played.items():
-        name = names[player_id]
-        now = book.standings[name]
+        name = names.get(player_id)
+        now = None if name is None else book.standings.get(name)
+        if name is None or now is None or now.games < mine.games or (
+                now.experience < mine.experience):
+            raise TailMismatch(f"player {player_id}: the stored tail is more than the standing")
         if now.games == mine.games:
             standings[name] = None
             continue
         last = now.last_played
-        assert last is not None
-        if last.isoformat() == mine.last and still.get(name, "") < mine.last:
+        if last is not None and last.isoformat() == mine.last and (
+                still.get(name, "") < mine.last):
             async with conn.execute(LAST_DAY, (player_id, ladder, first)) as cur:
                 day = await cur.fetchone()
-            assert day is not None
-            last = date.fromisoformat(day[0])
+            last = None if day is None or day[0] is None else date.fromisoformat(day[0])
+        if last is None:
+            raise TailMismatch(f"player {player_id}: no day before the tail")
         standings[name] = Standing(name, mine.before, now.games - mine.games, last,
                                    now.experience - mine.experience)
     return Tail(first, standings)

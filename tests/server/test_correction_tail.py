@@ -230,3 +230,34 @@ async def test_write_tail_updates_in_place_while_the_rows_are_the_same(
                             if change == "values" else 0)
     assert done.inserted == len(history) - len(same)
     assert done.deleted == len(tail) - len(same)
+
+
+@pytest.mark.parametrize("damage", ["a rating row gone", "fewer games than the tail's rows"])
+async def test_a_tail_that_does_not_add_up_is_corrected_from_the_whole_log(
+        db_path: Path, tmp_path: Path, damage: str) -> None:
+    """When a tail player's stored standing cannot be what the tail was added to, the plugin
+    replays the whole log instead (before writing anything), which also mends the standing."""
+    write_log(db_path, 24, matches=80)
+    assert (await replay_here(db_path, _config(tmp_path)))[0] == 0
+    whole = tmp_path / "whole.db"
+    shutil.copy(db_path, whole)
+    rated = [r[0] for r in sql(db_path, "SELECT id FROM matches WHERE ladder = 'backgammon' AND "
+                                        "status = 'finished' AND seq IS NOT NULL ORDER BY seq")]
+    match_id = rated[len(rated) // 2]
+    player = sql(db_path, "SELECT player_id FROM match_players WHERE match_id = ? LIMIT 1",
+                 (match_id,))[0][0]
+    conn = sqlite3.connect(db_path)
+    with conn:
+        if damage == "a rating row gone":
+            conn.execute("DELETE FROM ratings WHERE ladder = 'backgammon' AND player_id = ?",
+                         (player,))
+        else:
+            conn.execute("UPDATE ratings SET games = 0 WHERE ladder = 'backgammon' AND "
+                         "player_id = ?", (player,))
+    conn.close()
+    got = await correct(db_path, "backgammon", match_id, "void", tail=True)
+    want = await correct(whole, "backgammon", match_id, "void", tail=False)
+    assert state(db_path) == state(whole)
+    assert repr(sorted(got.standings.items())) == repr(sorted(want.standings.items()))
+    code, out = await replay_here(db_path, _config(tmp_path), "--check")
+    assert code == 0, out
