@@ -44,7 +44,14 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
-from server.log import fetched, fibs_log, fibs_log_query, has_event_units, ladder_units
+from server.log import (
+    FROM_THE_START,
+    fetched,
+    fibs_log,
+    fibs_log_query,
+    has_event_units,
+    ladder_units,
+)
 from server.replay_helper import (
     CHUNK,
     ReplayHelper,
@@ -228,11 +235,6 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
     return (replay.rating_rows(), {}), (agreed == old == replayed, old, replayed)
 
 
-def _history_scan(raw: sqlite3.Connection, ladder: str) -> str:
-    """:func:`_scan` for ``ladder`` as it stands."""
-    return _scan(*_history_rows(raw, ladder))
-
-
 def _scan(rows: int, total: int) -> str:
     """``NOT INDEXED`` when a ladder of ``rows`` has at least half the ``total`` of ``history``.
 
@@ -375,16 +377,13 @@ class _Agreed:
 
     ``rows`` stored rows (two a match) agree with the replay from the first
     on; ``head`` holds the replayed matches not yet written, and ``resume``
-    the ``seq`` after which the log is read on (:data:`FROM_START` for the
-    whole log, ``None`` when the log is done).
+    the ``seq`` after which the log is read on (``FROM_THE_START``, 0, for
+    the whole log; ``None`` when the log is done).
     """
 
     rows: int
     head: list[HistoryPair]
     resume: int | None
-
-
-FROM_START = -1  # _Agreed.resume: nothing of the log has been replayed yet
 
 
 def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old: int,
@@ -399,7 +398,7 @@ def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old
     refuses while a statement is reading.
     """
     if not old:
-        return _Agreed(0, [], FROM_START)
+        return _Agreed(0, [], FROM_THE_START)
     scan = _scan(old, total)
     with _ladder_streams(raw, ladder, scan, helper) as (log, chunks):
         agreed, head = _agreeing(raw, ladder, scan, replay.pairs(log), chunks)
@@ -470,8 +469,7 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
         raw.execute(f'DROP INDEX "{index}"')
     _delete_history(raw, name, agreed.rows, old, total)
     if agreed.resume is not None:
-        after = None if agreed.resume == FROM_START else agreed.resume
-        with _log_after(raw, name, after, new // 2 - agreed.rows // 2, helper) as log:
+        with _log_after(raw, name, agreed.resume, new // 2 - agreed.rows // 2, helper) as log:
             pairs = chain(agreed.head, replay.pairs(log))
             # In chunks: reading the log and writing the history by turns keeps each in the
             # page cache a while (measured ~5 % faster than one executemany over the stream).
@@ -491,7 +489,7 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
 
 
 @contextlib.contextmanager
-def _log_after(raw: sqlite3.Connection, ladder: str, after: int | None, matches: int,
+def _log_after(raw: sqlite3.Connection, ladder: str, after: int, matches: int,
                helper: ReplayHelper | None) -> Iterator[Iterator[FibsLogRow]]:
     """The ladder's log after ``after`` (about ``matches`` rows), read by a new helper process
     when there is one and the log is long, else on this connection."""

@@ -199,33 +199,31 @@ class ReplayHelper:
         Asked for at once, so the helper works while the caller replays; a
         ladder left unfinished is read to its end before the next one.
         """
-        while self.pending:  # the last ladder's rest
-            self.pending = self.answer() != ("end",)
-        self._send(["ladder", name, scan, size])
-        self.pending = True
-        return self._chunks()
+        self._ask(["ladder", name, scan, size])
+        return (StoredChunk(*answer) for answer in self._answers())
 
     def rows(self, query: str, params: Sequence[Any], size: int = 4096
              ) -> Iterator[tuple[Any, ...]]:
         """The rows of ``query`` (read only), read by the helper ``size`` at a time."""
-        while self.pending:
-            self.pending = self.answer() != ("end",)
-        self._send(["rows", query, list(params), size])
-        self.pending = True
-        while self.pending:
-            answer = self.answer()
-            if answer == ("end",):
-                self.pending = False
-                return
+        self._ask(["rows", query, list(params), size])
+        for answer in self._answers():
             yield from answer[0]
 
-    def _chunks(self) -> Iterator[StoredChunk]:
+    def _ask(self, command: list[Any]) -> None:
+        """Send ``command`` once the last one's answers are read to their end."""
+        while self.pending:
+            self.pending = self.answer() != ("end",)
+        self._send(command)
+        self.pending = True
+
+    def _answers(self) -> Iterator[Any]:
+        """The answers to the last command, up to its ``("end",)``."""
         while self.pending:
             answer = self.answer()
             if answer == ("end",):
                 self.pending = False
                 return
-            yield StoredChunk(*answer)
+            yield answer
 
     def close(self) -> None:
         """Stop the helper; what it has not sent yet is not wanted."""

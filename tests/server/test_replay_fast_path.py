@@ -477,7 +477,8 @@ async def test_the_two_ladders_are_checked_through_both_plans(db_path: Path,
     assert await replay_module.run(config, False, io.StringIO()) == 0
     raw = sqlite3.connect(db_path)
     try:
-        assert {replay_module._history_scan(raw, ladder) for ladder in LADDERS} == {
+        assert {replay_module._scan(*replay_module._history_rows(raw, ladder))
+                for ladder in LADDERS} == {
             "", "NOT INDEXED"}
     finally:
         raw.close()
