@@ -22,13 +22,15 @@ rates it, skips it or fails exactly as before). No I/O here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from ratings_plugin.ladder import LadderOptions, Standing
-from ratings_plugin.plugin import HistoryRow, RatingRow, rating_row
+from ratings_plugin.ladder import LadderBook, LadderOptions, Standing
+from ratings_plugin.plugin import HistoryRow, RatingRow, rating_row, replay_ladder
 from ratings_plugin.systems.fibs import rate_ratings
+from server.domain import RatedUnit
 
 # One logged FIBS match, as server.log.fibs_log reads it (scores already
 # resolved from the winner when the match has none, as game_from_row does):
@@ -59,6 +61,7 @@ class FibsReplay:
         self.ids = ids
         # name -> [rating, experience, games, last played (date), id, casefolded name]
         self._state: dict[str, list[Any]] = {}
+        self._seeds: dict[str, Standing] = {}  # seed(): their standings before the log
 
     def history(self, log: Iterable[FibsLogRow]) -> Iterator[HistoryRow]:
         """The history rows of ``log`` (rated matches in ``seq`` order), two per match.
@@ -124,11 +127,65 @@ class FibsReplay:
         self._state[name] = entry
         return entry
 
+    def seed(self, standings: Iterable[Standing]) -> None:
+        """Start from these players' standings (a correction's book before its tail) instead
+        of from empty; :meth:`standings` then keeps their other fields, as ``LadderBook`` does.
+
+        Raises :class:`NotPlainFibs` for a player with no id.
+        """
+        for s in standings:
+            pid = self.ids.get(s.player)
+            if pid is None:
+                raise NotPlainFibs(f"no player id for {s.player!r}")
+            self._state[s.player] = [s.rating, s.experience, s.games,
+                                     s.last_played or date.min, pid, s.player.casefold()]
+            self._seeds[s.player] = s
+
     def standings(self) -> dict[str, Standing]:
         """Every player's standing after the log, as ``LadderBook`` would hold it."""
-        return {name: Standing(name, rating, games, last, experience)
-                for name, (rating, experience, games, last, _, _) in self._state.items()}
+        out = {}
+        for name, (rating, experience, games, last, _, _) in self._state.items():
+            seed = self._seeds.get(name)
+            day = None if last == date.min else last
+            out[name] = Standing(name, rating, games, day, experience) if seed is None else (
+                replace(seed, rating=rating, games=games, last_played=day,
+                        experience=experience))
+        return out
 
     def rating_rows(self) -> list[RatingRow]:
         """The ``ratings`` rows after the log, sorted as ``matchlobby replay`` writes them."""
         return sorted(rating_row(self.ladder, s, self.ids) for s in self.standings().values())
+
+
+def unit_rows(units: Iterable[RatedUnit]) -> Iterator[FibsLogRow]:
+    """The log rows ``server.log.fibs_log`` would read for single-match ``units`` (built by
+    ``server.log.ladder_units``: the scores already resolved from the winner)."""
+    for unit in units:
+        if unit.match_id is None or len(unit.games) != 1:
+            raise NotPlainFibs(f"unit {unit.seq} is not a single match")
+        g = unit.games[0]
+        yield (unit.match_id, unit.event_id, unit.at, "+".join(g.side_a), "+".join(g.side_b),
+               g.length, g.score_a, g.score_b, g.played_on.isoformat(), g.unrated_reason)
+
+
+def replay_units(name: str, options: LadderOptions, units: Sequence[RatedUnit],
+                 ids: Mapping[str, int], book: LadderBook) -> tuple[LadderBook, list[HistoryRow]]:
+    """:func:`~ratings_plugin.plugin.replay_ladder` of ``units`` applied to ``book`` (which is
+    changed), bit for bit, through :class:`FibsReplay` on a plain singles FIBS ladder.
+
+    For a correction's tail: a few µs a match instead of ~15 µs through
+    ``LadderBook`` (7.8 s of a void 500,000 matches from the end of the bench's
+    ladder). Any other ladder, or a unit the fast path does not take, goes
+    through ``replay_ladder`` itself, from ``book`` as it was.
+    """
+    if options.system == "fibs" and not options.doubles:
+        replay = FibsReplay(name, options, ids)
+        try:
+            replay.seed(book.standings.values())
+            history = list(replay.history(unit_rows(units)))
+        except NotPlainFibs:
+            pass
+        else:
+            book.standings.update(replay.standings())
+            return book, history
+    return replay_ladder(name, options, units, ids, book)

@@ -278,9 +278,11 @@ class RatingsPlugin:
         found = await stored_tail(conn, book, ladder, since, event.units, names)
         ids = dict(self.ids)
 
+        from ratings_plugin.fibs_replay import replay_units  # it builds on this module
+
         def replay() -> tuple[LadderBook, list[HistoryRow]]:  # on a thread: a tail may be long
-            return replay_ladder(ladder, book.options, event.units, ids,
-                                 start_book(book, found, event.units))
+            return replay_units(ladder, book.options, event.units, ids,
+                                start_book(book, found, event.units))
         replayed, history = await asyncio.to_thread(replay)
         await write_tail(conn, ladder, found.first, history, INSERT_HISTORY)
         await conn.executemany(UPSERT, sorted(rating_rows(ladder, replayed.standings.values(),
