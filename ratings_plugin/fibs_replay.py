@@ -1,4 +1,5 @@
-"""A FIBS ladder rebuilt from its whole log in one pass: the fast path of ``matchlobby replay``.
+"""A FIBS ladder rebuilt from its log in one pass: the fast path of ``matchlobby replay`` and of
+a correction's tail (:func:`replay_units`).
 
 :func:`ratings_plugin.plugin.replay_ladder` rebuilds any ladder through
 :class:`~ratings_plugin.ladder.LadderBook`, one ``RatedUnit`` at a time, with a
@@ -17,7 +18,9 @@ path would treat in any other way — a doubles side, a player on both sides,
 a draw, negative scores, an unrated or unlimited match, a bad length, a
 player with no id — raises :class:`NotPlainFibs` before anything is produced
 for it, and the caller replays the ladder the generic way instead (which
-rates it, skips it or fails exactly as before). No I/O here.
+rates it, skips it or fails exactly as before). A correction replays its tail
+from the standings before it (:meth:`FibsReplay.seed`) with the same result as
+``replay_ladder`` from a book holding them. No I/O here.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ class NotPlainFibs(Exception):
 
 
 class FibsReplay:
-    """One FIBS ladder replayed from empty: :meth:`history` streams, then :meth:`rating_rows`.
+    """One FIBS ladder replayed from empty (or from :meth:`seed`'s standings): :meth:`history`
+    streams, then :meth:`rating_rows`.
 
     ``ids`` maps player names to ids (every player of the log must be in it).
     """
