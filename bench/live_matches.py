@@ -371,6 +371,13 @@ async def main_async(args: argparse.Namespace) -> int:
                 + ("" if run.server_cpu is None else f", server {run.server_cpu / run.seconds:.0%}")
                 for run in result.runs]
         print(f"  CPU busy during the lobby run (share of one core): {'; '.join(busy)}")
+        # The server's Python runs on one core at a time (one GIL): at its CPU cost per match,
+        # the most it could reach with a whole core busy, whatever the commits.
+        ceiling = [run.matches / run.server_cpu / result.baseline_for(i)
+                   for i, run in enumerate(result.runs) if run.server_cpu]
+        if ceiling:
+            print("  ratio the server's CPU per match allows at 100 % of one core: "
+                  + ", ".join(f"{c:.2f}" for c in ceiling))
         errors = sum(run.errors for run in result.runs)
         if errors:
             print(f"  {errors} matches failed")

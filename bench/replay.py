@@ -28,7 +28,9 @@ that agree and writes the rest, so these write nothing, ~1 % and all of the
 2M rows); after each, the stored ratings and history must be byte-identical
 to those before it (a digest of every value's ``repr``, ids included); the
 baseline again (the round's ratios use the mean of the two). After the last
-round, ``--check`` once more. The commands run as the user runs them: the
+round, ``--check`` once more, and then the floor (:func:`floor`): the parts of a rewrite of
+every row (log read, replay, inserts, index builds, commit, close) each timed alone in this
+process, against the formula alone timed just before and after. The commands run as the user runs them: the
 ``matchlobby`` console script, as a subprocess (wall time, interpreter
 start-up included). The baseline runs in
 this process: the same rated matches loaded into lists (load timed apart, not
@@ -54,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -63,8 +66,18 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from bench._harness import bench_env, matchlobby_command  # noqa: E402
+from ratings_plugin.fibs_replay import FibsReplay  # noqa: E402
 from ratings_plugin.systems import fibs  # noqa: E402
-from server.storage import SCHEMA_VERSION, connect, migrate  # noqa: E402
+from server.config import default_ladders  # noqa: E402
+from server.log import fetched, fibs_log  # noqa: E402
+from server.replay import (  # noqa: E402
+    CACHE_PRAGMA,
+    CHUNK,
+    REWRITE_PRAGMAS,
+    _history_indexes,
+    _insert_history,
+)
+from server.storage import PRAGMAS, SCHEMA_VERSION, connect, migrate  # noqa: E402
 
 # Bump when the generated log changes: the cache file name carries it.
 BUILD_VERSION = 1
@@ -321,6 +334,69 @@ def digest(db: Path) -> tuple[str, int, int]:
     return h.hexdigest(), ratings, history
 
 
+# The parts of a rewrite of every history row, each timed alone (floor()), in this order.
+FLOOR_PARTS = ("log read", "replay", "inserts", "index builds", "commit", "close")
+
+
+def floor(cached: Path, work: Path) -> tuple[float, ...]:
+    """Seconds for each of :data:`FLOOR_PARTS` of a rewrite of every history row, one at a time.
+
+    What ``matchlobby replay`` must do when no stored row agrees, taken
+    apart and run with its own code on a copy of the database whose
+    history was emptied first (not timed): read the FIBS log into memory;
+    replay it (``FibsReplay.pairs``, the formula included; the rows consumed
+    as they come, as the rewrite does, then made again untimed); then, in one
+    transaction with the rewrite's pragmas, drop the history indexes,
+    insert the rows a chunk at a time as the rewrite does, build the
+    indexes again, commit and close (the close checkpoints the write-ahead
+    log). The rewrite overlaps the log read with the rest (the helper
+    process) and the replay with the inserts, but none of these with the
+    index builds, the commit or the close, all on its one connection: the
+    sum less the log read is what it takes with this schema unless some of
+    these parts run at the same time.
+    """
+    db = work / "floor.db"
+    shutil.copyfile(cached, db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        for pragma in (*PRAGMAS, CACHE_PRAGMA, *REWRITE_PRAGMAS):
+            conn.execute(pragma)
+        conn.execute("DELETE FROM history")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        ids = dict(conn.execute("SELECT name, id FROM players"))
+        options = next(x.options for x in default_ladders() if x.name == LADDER)
+        seconds = []
+        t = time.perf_counter()
+        log = list(fetched(fibs_log(conn, LADDER)))
+        seconds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        deque(FibsReplay(LADDER, options, ids).pairs(log), maxlen=0)  # consumed, as a rewrite does
+        seconds.append(time.perf_counter() - t)
+        pairs = list(FibsReplay(LADDER, options, ids).pairs(log))  # for the inserts, not timed
+        del log
+        conn.execute("BEGIN IMMEDIATE")
+        indexes = _history_indexes(conn, 2 * len(pairs), 2 * len(pairs))
+        for index, _ in indexes:
+            conn.execute(f'DROP INDEX "{index}"')
+        t = time.perf_counter()
+        for i in range(0, len(pairs), CHUNK // 2):
+            _insert_history(conn, LADDER, pairs[i:i + CHUNK // 2])
+        seconds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for _, statement in indexes:
+            conn.execute(statement)
+        seconds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        conn.execute("COMMIT")
+        seconds.append(time.perf_counter() - t)
+    finally:
+        t = time.perf_counter()
+        conn.close()
+        seconds.append(time.perf_counter() - t)
+    db.unlink()
+    return tuple(seconds)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--matches", type=int, default=1_000_000, help="rated matches (1,000,000)")
@@ -331,6 +407,8 @@ def main() -> None:
                    help="where the built database is kept (default: $TMPDIR/matchlobby-bench)")
     p.add_argument("--rebuild", action="store_true", help="build the database even if cached")
     p.add_argument("--tmp", default=None, help="parent of the work directory")
+    p.add_argument("--no-floor", action="store_true",
+                   help="skip timing the parts of a rewrite of every row alone (floor())")
     args = p.parse_args()
 
     cached = cached_database(args)
@@ -380,6 +458,17 @@ def main() -> None:
         if done.returncode:
             failures += 1
         print(f"after the last rewrite: replay --check {final_s:.2f} s (exit {done.returncode})")
+        parts: tuple[float, ...] = ()
+        floor_base = 0.0
+        if not args.no_floor:
+            base, _ = formula_alone(matches)
+            parts = floor(cached, work)
+            base2, _ = formula_alone(matches)
+            floor_base = (base + base2) / 2
+            print("floor: the parts of a rewrite of every row, each alone: "
+                  + ", ".join(f"{name} {t:.2f} s" for name, t in zip(FLOOR_PARTS, parts,
+                                                                      strict=True))
+                  + f"; baseline {base:.2f} / {base2:.2f} s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -400,6 +489,15 @@ def main() -> None:
     for i, label in enumerate(labels, start=1):
         ratio = statistics.median(r[i] / r[0] for r in rounds)
         print(f"{label}: target ≤ 3×: {'met' if ratio <= 3 else 'missed'} ({ratio:.2f}×)")
+    if parts:
+        # Everything but the log read (which the rewrite hands to its helper process) is on the
+        # rewrite's one connection, one part after another.
+        serial = sum(parts[1:]) / floor_base
+        storage = sum(parts[2:]) / floor_base
+        print("floor ratios to the formula alone: " + ", ".join(
+            f"{name} {t / floor_base:.2f}" for name, t in zip(FLOOR_PARTS, parts, strict=True))
+            + f"; writing alone (inserts to close) {storage:.2f}; replay to close, one after "
+            f"the other as the rewrite runs them {serial:.2f}")
     if failures:
         print(f"CORRECTNESS: {failures} failure(s) (check exit status or changed values)")
         raise SystemExit(1)
