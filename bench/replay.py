@@ -28,9 +28,10 @@ that agree and writes the rest, so these write nothing, ~1 % and all of the
 2M rows); after each, the stored ratings and history must be byte-identical
 to those before it (a digest of every value's ``repr``, ids included); the
 baseline again (the round's ratios use the mean of the two). After the last
-round, ``--check`` once more, and then the floor (:func:`floor`): the parts of a rewrite of
-every row (log read, replay, inserts, index builds, commit, close) each timed alone in this
-process, against the formula alone timed just before and after. The commands run as the user runs them: the
+round, ``--check`` once more, and then the floor (:func:`floor`): the parts of
+a rewrite of every row (log read, replay, inserts, index builds, commit,
+close) each timed alone in this process, against the formula alone timed just
+before and after. The commands run as the user runs them: the
 ``matchlobby`` console script, as a subprocess (wall time, interpreter
 start-up included). The baseline runs in
 this process: the same rated matches loaded into lists (load timed apart, not
