@@ -1,0 +1,74 @@
+"""Lobby plugins: code that reacts to what happens in the lobby and adds commands to it.
+
+A plugin is found through the ``matchlobby.plugins`` entry points: each names
+a factory called with a :class:`PluginSetup` that returns a
+:class:`LobbyPlugin`. The lobby then
+
+- creates and migrates the plugin's tables (:attr:`LobbyPlugin.schema`);
+- calls :meth:`~LobbyPlugin.load` at start (and again after a failed
+  transaction, to follow what the database holds);
+- calls :meth:`~LobbyPlugin.on_event` for every domain event, inside the
+  transaction that records it, so that what the plugin writes commits with
+  the result or not at all; the outcome it returns is the plugin's own;
+- once that transaction has committed, merges
+  :meth:`~LobbyPlugin.reply_fields` into the command's reply and calls
+  :meth:`~LobbyPlugin.on_commit`, where the plugin may push;
+- routes the plugin's commands (:meth:`~LobbyPlugin.commands`) like its own.
+
+The dependency runs one way: a plugin imports ``server.api`` and nothing else
+of the server; the server never imports a plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from server.api.commands import CliCommand, PluginCommand
+from server.api.events import DomainEvent
+from server.api.publish import Publisher
+from server.api.rating import LadderConfig
+from server.api.storage import Reader, Schema, Tx
+
+
+@dataclass(frozen=True)
+class PluginSetup:
+    """What a plugin factory is given: the configured ladders and its own configuration table
+    (``[plugins.NAME]``, empty when absent)."""
+
+    ladders: Sequence[LadderConfig]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+class LobbyPlugin(Protocol):
+    @property
+    def name(self) -> str:
+        """Its name: the configuration table ``[plugins.NAME]`` and its schema's record."""
+
+    @property
+    def schema(self) -> Schema: ...
+
+    def commands(self) -> Sequence[PluginCommand]:
+        """Commands it adds to the lobby (their names must be new)."""
+
+    def cli_commands(self) -> Sequence[CliCommand]:
+        """``matchlobby`` sub-commands it adds."""
+
+    async def load(self, reader: Reader, committed: bool) -> None:
+        """(Re)build its state in memory from what ``reader`` sees. ``committed`` is false when
+        ``reader`` is an open transaction whose writes are not durable yet (after a job of it
+        failed): then nothing may be published from it."""
+
+    async def on_event(self, tx: Tx, event: DomainEvent) -> Any:
+        """React inside the event's transaction; the returned outcome (``None`` for nothing)
+        comes back to :meth:`reply_fields` and :meth:`on_commit` once it has committed."""
+
+    def reply_fields(self, event: DomainEvent, outcome: Any) -> dict[str, Any]:
+        """Fields it adds to the reply of the command that caused the event."""
+
+    def on_commit(self, event: DomainEvent, outcome: Any, publish: Publisher) -> None:
+        """The transaction holding ``outcome`` committed: make it visible, push what changed."""
+
+    def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
+        """Fields it adds to a player's ``whois`` (``brief``: to their line in ``who``)."""

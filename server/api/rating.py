@@ -1,0 +1,176 @@
+"""Rating systems: what a ladder's system must offer the lobby and the ratings plugin.
+
+A system is pure: no I/O, no asyncio. It parses its ladder options, makes
+books (a ladder's standings in memory) that rate one unit at a time, says how
+its ladders are shown (the columns, the order) and how likely one player is to
+beat another. Systems are found through the ``matchlobby.rating_systems``
+entry points; a ladder's ``system`` in the configuration names one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal, Protocol
+
+from server.api.records import Game, RatedUnit
+
+ColumnKind = Literal["integer", "real", "text", "boolean"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a ladder's rows, as clients show it.
+
+    ``key`` is the row's field; ``decimals`` the places a real number is shown
+    with (the JSON keeps every digit); ``help`` explains the number to people.
+    """
+
+    key: str
+    label: str
+    kind: ColumnKind
+    decimals: int | None = None
+    help: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "label": self.label, "type": self.kind}
+        if self.decimals is not None:
+            out["decimals"] = self.decimals
+        if self.help:
+            out["help"] = self.help
+        return out
+
+
+class Standing(Protocol):
+    """What every system's standing has (systems add their own fields)."""
+
+    @property
+    def player(self) -> str: ...
+
+    @property
+    def rating(self) -> float:
+        """The value the ladder is ordered by and history records."""
+
+    @property
+    def games(self) -> int:
+        """Rated games played on the ladder."""
+
+    @property
+    def last_played(self) -> date | None: ...
+
+
+class Book(Protocol):
+    """A ladder's standings in memory, rated one unit at a time.
+
+    :meth:`compute` leaves the book as it is and returns the new standing of
+    every player whose standing changes; the caller commits them and then
+    :meth:`accept`\\ s them, so nothing is seen before it is durable.
+    """
+
+    standings: dict[str, Any]
+
+    def new_standing(self, player: str) -> Any: ...
+
+    def compute(self, unit: RatedUnit) -> dict[str, Any]: ...
+
+    def accept(self, new: Mapping[str, Any], unit: RatedUnit) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoredStanding:
+    """A standing as the ratings plugin stores it: the common fields and the system's own."""
+
+    rating: float
+    games: int
+    last_played: str | None
+    state: dict[str, Any]
+
+
+class RatingSystem(Protocol):
+    @property
+    def name(self) -> str:
+        """The name a configuration uses (``fibs``)."""
+
+    @property
+    def title(self) -> str:
+        """The name people read (``FIBS``)."""
+
+    @property
+    def live_matches(self) -> bool:
+        """Players may play live matches on its ladders, each rated when it ends."""
+
+    @property
+    def rates_each_result(self) -> bool:
+        """An event's results are rated one by one as they are entered, like live matches;
+        otherwise an event is rated as one unit when it closes."""
+
+    @property
+    def tail_corrections(self) -> bool:
+        """A correction may replay the log from the corrected unit on, starting from the
+        standings the stored history gives for that point (see :meth:`rewind`)."""
+
+    @property
+    def shared_field(self) -> str | None:
+        """A standing field every unit may move for every player (ČAS's Peklo): stored as one
+        value per ladder rather than in each player's row."""
+
+    def parse_options(self, table: Mapping[str, Any]) -> Any:
+        """A ladder's options from its configuration (the keys besides ``name`` and
+        ``system``); raises ``ValueError`` naming the problem."""
+
+    def option_keys(self) -> frozenset[str]:
+        """The configuration keys it reads."""
+
+    def doubles(self, options: Any) -> bool: ...
+
+    def new_book(self, options: Any) -> Book: ...
+
+    def check_game(self, options: Any, game: Game) -> None:
+        """Refuse a game its ladders cannot rate (raises ``ValueError`` with the reason)."""
+
+    def counts(self, options: Any, game: Game) -> bool:
+        """Whether the game moves ratings at all (an unrated or unlimited game does not)."""
+
+    def initial_rating(self, options: Any) -> float | None:
+        """What history shows as a newcomer's rating before their first unit (``None``: they
+        have none yet)."""
+
+    def columns(self, options: Any) -> Sequence[Column]:
+        """The row fields clients show, in order (besides rank, player and the active mark)."""
+
+    def row(self, options: Any, standing: Any, active: bool) -> dict[str, Any]:
+        """A ladder row's fields for a standing: ``rating``, ``games``, ``active`` and the
+        system's own, as :meth:`columns` names them."""
+
+    def is_active(self, options: Any, standing: Any, as_of: date | None) -> bool:
+        """Whether the player counts as active on ``as_of`` (inactive players are listed after
+        the active ones; inactivity never changes a rating)."""
+
+    def order(self, standing: Any) -> float:
+        """Higher first; equal values share a rank."""
+
+    def expectation(self, options: Any, a: Any, b: Any, length: int | None) -> float:
+        """The probability that A beats B in a game (of ``length`` points where it matters)."""
+
+    def encode(self, standing: Any) -> StoredStanding: ...
+
+    def decode(self, options: Any, player: str, stored: StoredStanding) -> Any: ...
+
+    def rewind(self, options: Any, standing: Any, rating_before: float,
+               games: Sequence[Game]) -> Any:
+        """The standing before ``games`` (a tail of the log), given the rating history shows
+        before the first of them; only systems with :attr:`tail_corrections`."""
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    """A configured ladder: its name, its system and the options parsed by that system."""
+
+    name: str
+    system: RatingSystem
+    options: Any
+
+    @property
+    def format(self) -> str:
+        return "doubles" if self.system.doubles(self.options) else "singles"
