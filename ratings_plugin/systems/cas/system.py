@@ -1,0 +1,232 @@
+"""The ČAS ladder as a rating system of the lobby: an event is one unit, rated when it closes.
+
+Every close re-solves Peklo over the whole history and renormalises the
+three methods over the whole ladder, so a close returns a standing for every
+player of the ladder, and players who did not play may move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import date
+from typing import Any
+
+import numpy as np
+
+from ratings_plugin.systems import common
+from ratings_plugin.systems.cas import combined, dansa, peklo
+from ratings_plugin.systems.cas.dansa import DansaRating
+from ratings_plugin.systems.cas.paluba import START as PALUBA_START
+from server.api import Column, Game, RatedUnit, RatingSystem, StoredStanding
+
+KEYS = common.COMMON_KEYS
+PEKLO_START = 1500.0
+_CasRow = tuple[str, str, int, int]
+
+
+@dataclass(frozen=True)
+class CasLadder:
+    inactivity_days: int | None = common.DEFAULT_INACTIVITY_DAYS
+
+
+@dataclass(frozen=True, slots=True)
+class CasStanding:
+    """A player's combined strength (``rating``) and its three components."""
+
+    player: str
+    rating: int
+    games: int = 0
+    last_played: date | None = None
+    paluba: int = PALUBA_START
+    dansa: int = dansa.START
+    peklo: float = PEKLO_START
+
+
+def cas_rows(games: Sequence[Game]) -> list[_CasRow]:
+    return [(g.side_a[0], g.side_b[0], g.score_a, g.score_b) for g in games]
+
+
+class CasBook:
+    """Standings and the whole history of rated games, which Peklo solves at every close.
+
+    :meth:`compute` keeps the history it extended, for :meth:`accept` of the
+    same games to adopt instead of extending it again.
+    """
+
+    def __init__(self, options: CasLadder) -> None:
+        self.options = options
+        self.standings: dict[str, CasStanding] = {}
+        self.history = peklo.PekloHistory()
+        self._pending: tuple[peklo.PekloHistory, int, list[_CasRow], peklo.PekloHistory] | None \
+            = None
+
+    def new_standing(self, player: str) -> CasStanding:
+        return CasStanding(player, 0)
+
+    def load_history(self, rows: Sequence[_CasRow]) -> None:
+        """The rated games of every closed event so far, in order (at start-up)."""
+        self.history.add(rows)
+
+    def compute(self, unit: RatedUnit) -> dict[str, CasStanding]:
+        """The whole ladder after one event: Paluba and Dansa move the event's players, Peklo is
+        solved again over the history and everyone is renormalised.
+
+        It runs over every player of the ladder on each close, so the
+        combination works on arrays in the Peklo history's player order and
+        the standings are built directly.
+        """
+        for g in unit.games:
+            SYSTEM.check_game(self.options, g)
+        games = [g for g in unit.games if SYSTEM.counts(self.options, g)]
+        if not games:
+            return {}
+        standings = self.standings
+        rows = cas_rows(games)
+        before = {p: standings[p] for a, b, _, _ in rows for p in (a, b) if p in standings}
+        state = combined.CasState(
+            paluba={p: s.paluba for p, s in before.items()},
+            dansa={p: DansaRating(s.dansa, s.games) for p, s in before.items()},
+        )
+        after = combined.rate_event(state, (combined.CasGame(*r) for r in rows))
+        history = self.history.extended(rows)
+        self._pending = (self.history, len(self.history), rows, history)
+        names = history.names
+        moved = after.dansa
+        olds = [standings.get(p) for p in names]  # None: new to the ladder, so in the event
+        newcomers = sum(p not in standings for p in moved)
+        if len(names) != len(standings) + newcomers or sum(s is None for s in olds) != newcomers:
+            raise ValueError("the ladder and its Peklo history disagree on the players")
+        paluba = [0 if s is None else s.paluba for s in olds]
+        dansas = [0 if s is None else s.dansa for s in olds]
+        for p, d in moved.items():
+            i = history.index[p]
+            paluba[i], dansas[i] = after.paluba[p], d.rating
+        elos = history.solution().elo
+        strength = combined.strengths(np.array(paluba, dtype=np.float64),
+                                      np.array(dansas, dtype=np.float64), elos).tolist()
+        peklos = elos.tolist()
+        out = _rerated(names, olds, strength, peklos, moved)
+        last = common.last_dates(games)
+        for p, d in moved.items():
+            i = history.index[p]
+            s = olds[i]
+            out[p] = CasStanding(p, strength[i], d.games,
+                                 last[p] if s is None else common.later(s.last_played, last[p]),
+                                 paluba[i], dansas[i], peklos[i])
+        return out
+
+    def accept(self, new: Mapping[str, CasStanding], unit: RatedUnit) -> None:
+        self.standings.update(new)
+        rows = cas_rows([g for g in unit.games if SYSTEM.counts(self.options, g)])
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] is self.history and pending[1] == len(
+                self.history) and pending[2] == rows:
+            self.history = pending[3]
+        else:
+            self.history = self.history.extended(rows)
+
+
+_SET_SLOT = tuple(getattr(CasStanding, f.name).__set__ for f in fields(CasStanding))
+
+
+def _rerated(names: Sequence[str], olds: Sequence[CasStanding | None], ratings: Sequence[int],
+             peklos: Sequence[float], skip: Container[str]) -> dict[str, CasStanding]:
+    """``replace(old, rating=r, peklo=e)`` for every player with an old standing not in ``skip``.
+
+    A ČAS close builds one standing per player of the ladder. Each is filled
+    slot by slot: the frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` for every field and takes about three times as long.
+    The result is the same as ``CasStanding(...)`` (every slot set, no ``__post_init__``).
+    """
+    make = CasStanding.__new__
+    player, rating, games, last_played, paluba, dansa_, peklo_ = _SET_SLOT
+    out: dict[str, CasStanding] = {}
+    for p, s, r, e in zip(names, olds, ratings, peklos, strict=True):
+        if s is None or p in skip:
+            continue
+        n = make(CasStanding)
+        player(n, p)
+        rating(n, r)
+        games(n, s.games)
+        last_played(n, s.last_played)
+        paluba(n, s.paluba)
+        dansa_(n, s.dansa)
+        peklo_(n, e)
+        out[p] = n
+    return out
+
+
+class Cas:
+    name = "cas"
+    title = "ČAS"
+    live_matches = False
+    rates_each_result = False
+    tail_corrections = False
+    shared_field: str | None = "peklo"
+
+    def option_keys(self) -> frozenset[str]:
+        return KEYS
+
+    def parse_options(self, table: Mapping[str, Any]) -> CasLadder:
+        common.doubles(table, False, self.title)
+        return CasLadder(common.inactivity_days(table))
+
+    def doubles(self, options: CasLadder) -> bool:
+        return False
+
+    def new_book(self, options: CasLadder) -> CasBook:
+        return CasBook(options)
+
+    def check_game(self, options: CasLadder, game: Game) -> None:
+        common.check_sides(game, 1, "singles")
+
+    def counts(self, options: CasLadder, game: Game) -> bool:
+        return game.unrated_reason is None
+
+    def initial_rating(self, options: CasLadder) -> float | None:
+        return None
+
+    def columns(self, options: CasLadder) -> Sequence[Column]:
+        return (Column("rating", "Strength", "integer",
+                       help="0–1000: the mean of Paluba, Dansa and Peklo, each scaled so that "
+                            "the ladder's lowest is 0 and its highest 1000. Every close "
+                            "rescales, so a player can move without playing."),
+                Column("paluba", "Paluba", "integer", help="Short-term form, from the scores."),
+                Column("dansa", "Dansa", "integer", help="Medium-term form (NSA-style rating)."),
+                Column("peklo", "Peklo", "real", 1,
+                       help="Long-term strength fitted to every game ever rated."),
+                Column("games", "Games", "integer"))
+
+    def row(self, options: CasLadder, s: CasStanding, active: bool) -> dict[str, Any]:
+        return {"rating": int(s.rating), "games": s.games, "active": active,
+                "paluba": s.paluba, "dansa": s.dansa, "peklo": s.peklo}
+
+    def is_active(self, options: CasLadder, s: CasStanding, as_of: date | None) -> bool:
+        return common.is_active(options.inactivity_days, s.last_played, as_of)
+
+    def order(self, s: CasStanding) -> float:
+        return s.rating
+
+    def expectation(self, options: CasLadder, a: CasStanding, b: CasStanding,
+                    length: int | None) -> float:
+        """Dansa's: the normal expectation at its scale."""
+        return dansa.expectation(a.dansa, b.dansa)
+
+    def encode(self, s: CasStanding) -> StoredStanding:
+        return StoredStanding(float(s.rating), s.games, common.iso(s.last_played),
+                              {"paluba": s.paluba, "dansa": s.dansa})
+
+    def decode(self, options: CasLadder, player: str, stored: StoredStanding) -> CasStanding:
+        return CasStanding(player, int(stored.rating), stored.games,
+                           common.from_iso(stored.last_played),
+                           int(stored.state.get("paluba", PALUBA_START)),
+                           int(stored.state.get("dansa", dansa.START)),
+                           float(stored.state.get("peklo", PEKLO_START)))
+
+    def rewind(self, options: CasLadder, s: CasStanding, rating_before: float,
+               games: Sequence[Game]) -> CasStanding:
+        raise NotImplementedError("a ČAS ladder is corrected from its whole log")
+
+
+SYSTEM: RatingSystem = Cas()

@@ -1,0 +1,185 @@
+"""Glicko-2 as a rating system of the lobby (RATINGS.md §5).
+
+A live match is one rating period for its two players, rated when it ends; an
+event is one period for everyone in it, rated when it closes. Before a period
+each participant's RD grows with the time since their last rated game: by
+elapsed time (seconds / 86,400) between two live matches, by whole calendar
+days otherwise (an event's period starts on the day of its first game).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from ratings_plugin.systems import common
+from ratings_plugin.systems.glicko2 import Glicko, GlickoOptions, idle, rate, win_probability
+from server.api import Column, Game, RatedUnit, RatingSystem, StoredStanding
+
+KEYS = frozenset({"tau", "start_rating", "start_rd", "start_volatility", "periods_per_day",
+                  "provisional_rd"}) | common.COMMON_KEYS
+SECONDS_A_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class GlickoLadder:
+    glicko: GlickoOptions = field(default_factory=GlickoOptions)
+    inactivity_days: int | None = common.DEFAULT_INACTIVITY_DAYS
+
+
+@dataclass(frozen=True, slots=True)
+class GlickoStanding:
+    """Rating, RD and volatility after the player's last period; ``last_at`` is when their last
+    live match ended (``None`` when their last period was an event)."""
+
+    player: str
+    rating: float
+    rd: float
+    volatility: float
+    games: int = 0
+    last_played: date | None = None
+    last_at: str | None = None
+
+    @property
+    def values(self) -> Glicko:
+        return Glicko(self.rating, self.rd, self.volatility)
+
+
+def _moment(at: str) -> datetime:
+    return datetime.fromisoformat(at)
+
+
+class GlickoBook:
+    def __init__(self, options: GlickoLadder) -> None:
+        self.options = options
+        self.standings: dict[str, GlickoStanding] = {}
+
+    def new_standing(self, player: str) -> GlickoStanding:
+        o = self.options.glicko
+        return GlickoStanding(player, o.start_rating, o.start_rd, o.start_volatility)
+
+    def _days_away(self, s: GlickoStanding, unit: RatedUnit, first_day: date) -> float:
+        if s.last_played is None:
+            return 0.0
+        if unit.live and s.last_at is not None:
+            seconds = (_moment(unit.at) - _moment(s.last_at)).total_seconds()
+            return max(0.0, seconds / SECONDS_A_DAY)
+        return float(max(0, (first_day - s.last_played).days))
+
+    def compute(self, unit: RatedUnit) -> dict[str, GlickoStanding]:
+        """One rating period: everyone from their values before it, after the idle step."""
+        for g in unit.games:
+            SYSTEM.check_game(self.options, g)
+        games = [g for g in unit.games if SYSTEM.counts(self.options, g)]
+        if not games:
+            return {}
+        first_day = min(g.played_on for g in games)
+        options = self.options.glicko
+        before: dict[str, GlickoStanding] = {}
+        start: dict[str, Glicko] = {}
+        for g in games:
+            for p in g.players:
+                if p not in before:
+                    s = self.standings.get(p) or self.new_standing(p)
+                    before[p] = s
+                    start[p] = idle(s.values, self._days_away(s, unit, first_day), options)
+        results: dict[str, list[tuple[Glicko, float]]] = {p: [] for p in before}
+        for g in games:
+            a, b = g.side_a[0], g.side_b[0]
+            score = 0.5 if g.is_draw else 1.0 if g.a_won else 0.0
+            results[a].append((start[b], score))
+            results[b].append((start[a], 1.0 - score))
+        last = common.last_dates(games)
+        out: dict[str, GlickoStanding] = {}
+        for p, s in before.items():
+            new = rate(start[p], results[p], options.tau)
+            out[p] = GlickoStanding(p, new.rating, new.rd, new.volatility,
+                                    s.games + len(results[p]),
+                                    common.later(s.last_played, last[p]),
+                                    unit.at if unit.live else None)
+        return out
+
+    def accept(self, new: Mapping[str, GlickoStanding], unit: RatedUnit) -> None:
+        self.standings.update(new)
+
+
+class Glicko2:
+    name = "glicko2"
+    title = "Glicko-2"
+    live_matches = True
+    rates_each_result = False
+    tail_corrections = False
+    shared_field: str | None = None
+
+    def option_keys(self) -> frozenset[str]:
+        return KEYS
+
+    def parse_options(self, table: Mapping[str, Any]) -> GlickoLadder:
+        common.doubles(table, False, self.title)
+        d = GlickoOptions()
+        options = GlickoOptions(
+            tau=common.number(table, "tau", d.tau),
+            start_rating=common.number(table, "start_rating", d.start_rating),
+            start_rd=common.number(table, "start_rd", d.start_rd),
+            start_volatility=common.number(table, "start_volatility", d.start_volatility),
+            periods_per_day=common.number(table, "periods_per_day", d.periods_per_day),
+            provisional_rd=common.number(table, "provisional_rd", d.provisional_rd))
+        return GlickoLadder(options, common.inactivity_days(table))
+
+    def doubles(self, options: GlickoLadder) -> bool:
+        return False
+
+    def new_book(self, options: GlickoLadder) -> GlickoBook:
+        return GlickoBook(options)
+
+    def check_game(self, options: GlickoLadder, game: Game) -> None:
+        common.check_sides(game, 1, "singles")
+
+    def counts(self, options: GlickoLadder, game: Game) -> bool:
+        return game.unrated_reason is None and game.length is not None
+
+    def initial_rating(self, options: GlickoLadder) -> float:
+        return options.glicko.start_rating
+
+    def columns(self, options: GlickoLadder) -> Sequence[Column]:
+        return (Column("rating", "Rating", "real", 2),
+                Column("rd", "RD", "real", 2,
+                       help="Rating deviation: how uncertain the rating is; it grows while a "
+                            "player is away."),
+                Column("provisional", "Provisional", "boolean",
+                       help=f"RD above {options.glicko.provisional_rd:g}: too few recent games "
+                            "for the rating to be trusted."),
+                Column("games", "Games", "integer"))
+
+    def row(self, options: GlickoLadder, s: GlickoStanding, active: bool) -> dict[str, Any]:
+        return {"rating": s.rating, "games": s.games, "active": active, "rd": s.rd,
+                "volatility": s.volatility, "provisional": s.rd > options.glicko.provisional_rd}
+
+    def is_active(self, options: GlickoLadder, s: GlickoStanding, as_of: date | None) -> bool:
+        return common.is_active(options.inactivity_days, s.last_played, as_of)
+
+    def order(self, s: GlickoStanding) -> float:
+        return s.rating
+
+    def expectation(self, options: GlickoLadder, a: GlickoStanding, b: GlickoStanding,
+                    length: int | None) -> float:
+        return win_probability(a.values, b.values)
+
+    def encode(self, s: GlickoStanding) -> StoredStanding:
+        return StoredStanding(s.rating, s.games, common.iso(s.last_played),
+                              {"rd": s.rd, "volatility": s.volatility, "last_at": s.last_at})
+
+    def decode(self, options: GlickoLadder, player: str, stored: StoredStanding
+               ) -> GlickoStanding:
+        st = stored.state
+        return GlickoStanding(player, stored.rating, float(st["rd"]), float(st["volatility"]),
+                              stored.games, common.from_iso(stored.last_played), st.get("last_at"))
+
+    def rewind(self, options: GlickoLadder, s: GlickoStanding, rating_before: float,
+               games: Sequence[Game]) -> GlickoStanding:
+        raise NotImplementedError("a Glicko-2 ladder is corrected from its whole log")
+
+
+SYSTEM: RatingSystem = Glicko2()
