@@ -39,6 +39,10 @@ LOG_TABLES: Mapping[str, str] = {
 class Reader(Protocol):
     """Reads; outside a transaction each call sees everything committed when it starts."""
 
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
@@ -80,10 +84,6 @@ class Tx(Reader, Protocol):
 
 class Store(Reader, Protocol):
     """A database opened outside the lobby (a ``matchlobby`` sub-command)."""
-
-    @property
-    def backend(self) -> str:
-        """``sqlite`` or ``postgresql``."""
 
     @property
     def log(self) -> LogReader: ...
