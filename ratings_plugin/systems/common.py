@@ -56,9 +56,9 @@ def check_sides(game: Game, width: int, kind: str) -> None:
         raise ValueError("the match length must be positive")
 
 
-def no_draws(game: Game, title: str) -> None:
+def no_draws(game: Game, system: str) -> None:
     if game.is_draw and game.unrated_reason is None:
-        raise ValueError(f"{title} has no draws: the scores must differ")
+        raise ValueError(f"{system} has no draws: the scores must differ")
 
 
 def last_dates(games: Iterable[Game]) -> dict[str, date]:
