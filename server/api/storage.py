@@ -46,11 +46,6 @@ class LogReader(Protocol):
         """Every rated game of the ladder's closed events, in the order they were rated, as
         (side A, side B, score A, score B) of singles games (for whole-history systems)."""
 
-    async def last_days(self, ladder: str, player_ids: Iterable[int], before: int
-                        ) -> dict[int, str]:
-        """Each player's last day (YYYY-MM-DD) with a rated game on the ladder in a unit before
-        ``seq`` ``before``; players without one are left out."""
-
 
 class Reader(Protocol):
     """Reads; outside a transaction each call sees everything committed when it starts."""
