@@ -8,6 +8,7 @@ of buckets must cost almost nothing, so the bucket is these few lines.
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -17,6 +18,23 @@ K = TypeVar("K", bound=Hashable)
 # Records kept per table before the stale ones are swept (then the oldest, if still too many):
 # an address or an account name a record, about 200 bytes each.
 MAX_RECORDS = 100_000
+
+
+def client_key(address: str) -> str:
+    """Whom a per-address limit counts: the address, or for IPv6 its /64 network.
+
+    An IPv6 host usually holds a whole /64 (and picks new addresses in it at will), so
+    counting single IPv6 addresses would give each guesser 2^64 allowances.
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return address
 
 
 @dataclass(slots=True)

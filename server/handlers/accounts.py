@@ -8,7 +8,7 @@ from typing import Any
 import aiosqlite
 
 from server.accounts import MIN_PASSWORD, HashBusy
-from server.limits import Throttled
+from server.limits import Throttled, client_key
 from server.lobby import Lobby, LobbyError, Player, Session, fail, handler
 from server.protocol import help_text
 from server.storage import now
@@ -45,14 +45,15 @@ async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         raise fail("bad_request", f"A password needs at least {MIN_PASSWORD} characters.")
     if name.casefold() in lobby.players:
         raise fail("conflict", f"The name {name!r} is taken.")
-    wait = lobby.registrations.take(session.address)
+    client = client_key(session.address)
+    wait = lobby.registrations.take(client)
     if wait > 0:
         raise fail("rate_limited", f"Too many new accounts from your address; try again in "
                                    f"{math.ceil(wait / 60)} min.")
     try:
-        hashed = await lobby.hasher.hash(password, session.address)
+        hashed = await lobby.hasher.hash(password, client)
     except HashBusy:
-        lobby.registrations.give_back(session.address)
+        lobby.registrations.give_back(client)
         raise busy() from None
     if name.casefold() in lobby.players:
         raise fail("conflict", f"The name {name!r} is taken.")
@@ -66,7 +67,7 @@ async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     pid = await lobby.db.write(job)
     player = Player(pid, name, "player", hashed, when)
     lobby.players[player.key] = player
-    lobby.login_throttle.trust(player.key, session.address)
+    lobby.login_throttle.trust(player.key, client)
     lobby.sign_in(session, player)
     return {"player": name, "role": "player"}
 
@@ -85,8 +86,9 @@ async def refresh_player(lobby: Lobby, name: str) -> Player | None:
 
 @handler("login")
 async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    client = client_key(session.address)
     try:  # counted before anything is awaited: concurrent guesses each see the earlier ones
-        attempt = lobby.login_throttle.begin(args["name"].casefold(), session.address)
+        attempt = lobby.login_throttle.begin(args["name"].casefold(), client)
     except Throttled as e:
         raise fail("rate_limited",
                    f"Too many failed logins; try again in {math.ceil(e.wait)} s.") from None
@@ -94,7 +96,7 @@ async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         player = await refresh_player(lobby, args["name"])
         # an unknown name is checked against a dummy hash: it takes as long as a wrong password
         ok = await lobby.hasher.verify(args["password"], player.password_hash if player else None,
-                                       session.address)
+                                       client)
     except HashBusy:
         lobby.login_throttle.cancelled(attempt)
         raise busy() from None
