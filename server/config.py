@@ -68,7 +68,12 @@ class Limits:
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     login_free_failures: int = 5
+    login_address_failures: int = 20
+    login_account_failures: int = 100
     login_max_delay: float = 300.0
+    registrations_per_hour: int = 10
+    password_hash_slots: int = 2
+    password_hash_queue: int = 64
     origins: tuple[str, ...] = ()
 
 

@@ -11,7 +11,6 @@ import functools
 import json
 import math
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import orjson
 
 from ratings_plugin.games import valid_name
+from server.cmdline import SplitError, split_words
 from server.commands import COMMANDS, GROUPS, Arg, CommandSpec
 
 MAX_ID_LENGTH = 64
@@ -294,9 +294,9 @@ def _reject_constant(name: str) -> Any:
 
 def parse_line(text: str) -> Request:
     try:
-        words = shlex.split(text)
-    except ValueError as e:
-        raise bad(f"Cannot split the command line: {e}.") from None
+        words = split_words(text)
+    except SplitError as e:
+        raise bad(str(e)) from None
     if not words:
         raise bad("Empty command; try 'help'.")
     name = words[0].lower()

@@ -47,7 +47,7 @@ def config_text(drop_timeout: float | None = None) -> str:
     server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
     return (server + "[password_hashing]\nn = 1024\n\n"
             "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
-            "connections_per_address = 100000\n")
+            "connections_per_address = 100000\nregistrations_per_hour = 0\n")
 
 
 # ---- the database, read back ---------------------------------------------------------------
