@@ -86,7 +86,7 @@ def parse_rated(text: str) -> str | None:
     if t == "":
         return None
     if t.startswith("no:") and t[3:].strip():
-        return clean_text(t[3:], "the reason in rated", REASON_MAX)
+        return clean_text(text.lstrip()[3:], "the reason in rated", REASON_MAX)
     raise ValueError(f"rated must be empty or 'no:REASON': {text[:40]!r}")
 
 
