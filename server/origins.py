@@ -13,10 +13,12 @@ client) are not concerned.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARDS = ("", "0.0.0.0", "::")
+ORIGIN_RE = re.compile(r"https?://(\[[0-9a-f:.]+\]|[^/:\[\]@?#\s]+)(:[0-9]{1,5})?")
 
 
 def is_loopback(host: str) -> bool:
@@ -67,6 +69,12 @@ class OriginPolicy:
         self.any = "*" in listed
         self.allowed = frozenset(listed) if listed else own_origins(host, ports, tls)
         self.wildcard_host = host in WILDCARDS
+
+    def malformed(self) -> list[str]:
+        """Configured entries no browser ever sends (``lobby.example.org`` without a scheme,
+        a path): they allow nothing, which an operator should hear about."""
+        return sorted(o for o in self.allowed if self.configured and o not in ("*", "null")
+                      and ORIGIN_RE.fullmatch(o) is None)
 
     def allows(self, origin: str) -> bool:
         return self.any or normalise(origin) in self.allowed

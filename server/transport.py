@@ -237,6 +237,10 @@ class Transport:
         level = logging.WARNING if self.origins.wildcard_host and not self.origins.configured \
             else logging.INFO
         log.log(level, "%s", self.origins.describe())
+        for entry in self.origins.malformed():
+            log.warning("limits.origins: %r is not an origin such as "
+                        "\"https://lobby.example.org\" (scheme://host[:port]); it allows nothing",
+                        entry)
         if lim.idle_timeout:
             self._watchdog = asyncio.get_running_loop().create_task(self._close_idle(lim.idle_timeout))
         return self.server

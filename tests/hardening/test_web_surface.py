@@ -122,6 +122,22 @@ async def test_configured_origins_replace_the_default(db_path: Path, configured:
         await server.astop()
 
 
+async def test_a_configured_entry_that_is_no_origin_is_reported(db_path: Path) -> None:
+    """``lobby.example.org`` (no scheme) or a path never matches what a browser sends."""
+    limits = Limits(origins=("lobby.example.org", "https://lobby.example.org/lobby",
+                             "https://ok.example.org"))
+    with captured_logs(logging.INFO) as logs:
+        server = ServerThread(db_path, limits).start()
+    try:
+        warned = [r.getMessage() for r in logs.server_records() if r.levelno == logging.WARNING]
+        assert len(warned) == 2, warned
+        assert "'lobby.example.org'" in warned[1] and "'https://lobby.example.org/lobby'" in warned[0]
+        assert handshake(server.port, "lobby.example.org", "http://lobby.example.org") == 403
+        assert handshake(server.port, "ok.example.org", "https://ok.example.org") == 101
+    finally:
+        await server.astop()
+
+
 async def test_listening_on_every_address_allows_only_this_machine_and_says_so(db_path: Path) -> None:
     """0.0.0.0: the server cannot know the names it is reached by; a browser elsewhere is
     refused until ``limits.origins`` lists the page's address, and the log says so at start."""
