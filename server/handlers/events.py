@@ -211,7 +211,7 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     if len(rows) > MAX_IMPORT_ROWS:
         raise fail("bad_request", f"CSV: at most {MAX_IMPORT_ROWS} rows in one import.")
     games: list[Game] = []
-    name = unicodedata.normalize("NFC", event.name).casefold()  # as every row's (results_file)
+    name = unicodedata.normalize("NFC", event.name).casefold()  # as the rows' (free_text)
     for r in rows:
         if r.event.casefold() != name:
             raise fail("bad_request", f"CSV:{r.line}: the row is for event {r.event!r}, "

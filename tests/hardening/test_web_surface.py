@@ -214,6 +214,20 @@ async def test_only_get_and_head_reach_the_static_files(server: ServerThread, me
     await still_serving(server)
 
 
+async def test_a_request_with_a_body_is_dropped_and_harms_nothing(server: ServerThread) -> None:
+    """websockets' parser takes no request body: the connection ends without a response."""
+    for request in (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+                    b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    b"5\r\nhello\r\n0\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=LIVENESS) as sock:
+            sock.sendall(request)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert PAGE not in answer and not answer.startswith(b"HTTP/1.1 200"), answer[:100]
+    await still_serving(server)
+
+
 async def test_the_websocket_endpoint_takes_only_get(server: ServerThread) -> None:
     for method in ("POST", "HEAD", "PUT"):
         status, headers, body = exchange(server.port, f"{method} /ws HTTP/1.1\r\nHost: x\r\n\r\n".encode())
