@@ -19,6 +19,7 @@ from ratings_plugin.results_file import (
 )
 
 SYSTEMS = ("fibs", "p4p", "cas")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 EXTRA_COLUMNS = {
     "fibs": ["experience"],
     "p4p": ["class"],
@@ -79,13 +80,29 @@ def format_table(ladder: dict[str, Any]) -> str:
     return "\n".join([title, line(cols), *(line(r) for r in body)]) + "\n"
 
 
+def spreadsheet_safe(value: Any, cell: str) -> str:
+    """A text cell a spreadsheet would run as a formula, made inert with a leading ``'``.
+
+    OWASP's advice on CSV injection: a cell starting with ``=``, ``+``, ``-``, ``@``, tab
+    or carriage return (after spaces, which some spreadsheets skip). Only text is escaped:
+    numbers (a negative rating) are written as they are and stay numbers; a player named
+    ``-2`` is text and is escaped like any other name starting with ``-``.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return cell
+    if cell.lstrip(" ").startswith(FORMULA_START):
+        return "'" + cell
+    return cell
+
+
 def format_csv(ladder: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     cols = columns(ladder["system"], with_of=True)
     writer.writerow(cols)
     for row in ladder["players"]:
-        writer.writerow([_cell(ladder["system"], c, row[c], False) for c in cols])
+        writer.writerow([spreadsheet_safe(row[c], _cell(ladder["system"], c, row[c], False))
+                         for c in cols])
     return out.getvalue()
 
 
