@@ -6,9 +6,11 @@ import asyncio
 import gc
 import logging
 import signal
+import sqlite3
 from dataclasses import dataclass
 
 from server.config import Config
+from server.dbcheck import DatabaseProblem, check_database
 from server.lobby import Lobby
 from server.storage import Database
 from server.transport import Transport
@@ -35,12 +37,31 @@ class RunningServer:
 
 async def start_server(config: Config, host: str | None = None, port: int | None = None
                        ) -> RunningServer:
+    """Check the database file, open it, load the lobby, listen.
+
+    Raises :class:`~server.dbcheck.DatabaseProblem` for a file it cannot use and
+    ``OSError`` when it cannot listen; whatever it opened is closed again first
+    (an open connection's thread would keep the process alive without serving).
+    """
+    await check_database(config.database, quick_check=config.startup_check == "quick")
     db = Database(config.database, batch_max=config.commit_batch)
-    await db.open()
-    lobby = Lobby(config, db)
-    await lobby.start()
-    transport = Transport(lobby, config.limits, config.tls, config.compression)
-    await transport.start(host or config.host, config.port if port is None else port)
+    try:
+        await db.open()
+        try:
+            lobby = Lobby(config, db)
+            await lobby.start()
+        except BaseException:
+            await db.close()
+            raise
+    except sqlite3.DatabaseError as e:  # what the check cannot see, found while loading
+        raise DatabaseProblem(f"{config.database}: the database is damaged "
+                              f"({' '.join(str(e).split())}, while loading it)") from None
+    try:
+        transport = Transport(lobby, config.limits, config.tls, config.compression)
+        await transport.start(host or config.host, config.port if port is None else port)
+    except BaseException:
+        await db.close()
+        raise
     return RunningServer(config, db, lobby, transport)
 
 
@@ -56,8 +77,15 @@ def tune_gc() -> None:
     gc.set_threshold(20_000, 10, 10)
 
 
+class CannotListen(Exception):
+    """The server could not listen (the port is taken, the TLS files are unreadable)."""
+
+
 async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> None:
-    server = await start_server(config, host, port)
+    try:
+        server = await start_server(config, host, port)
+    except OSError as e:
+        raise CannotListen(" ".join(str(e).split())) from None
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

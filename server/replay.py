@@ -44,6 +44,7 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
+from server.dbcheck import DatabaseProblem, check_database
 from server.log import (
     FROM_THE_START,
     fetched,
@@ -598,6 +599,21 @@ async def rewrite(conn: aiosqlite.Connection, config: Config) -> Rewritten:
 
 
 async def run(config: Config, check_only: bool, out: TextIO = sys.stdout) -> int:
+    """Check (0: all agree, 1: differences, printed) or rewrite (0).
+
+    A file that is damaged or not a matchlobby database raises
+    :class:`~server.dbcheck.DatabaseProblem`, also when SQLite finds the damage
+    only while replaying (``quick_check`` does not compare indexes with rows).
+    """
+    await check_database(config.database, quick_check=config.startup_check == "quick")
+    try:
+        return await _run(config, check_only, out)
+    except sqlite3.DatabaseError as e:
+        raise DatabaseProblem(f"{config.database}: the database is damaged "
+                              f"({' '.join(str(e).split())}, while replaying)") from None
+
+
+async def _run(config: Config, check_only: bool, out: TextIO) -> int:
     # check_same_thread=False: the FIBS fast path uses the sqlite3 connection on this thread.
     conn = await connect(config.database, check_same_thread=False)
     try:
