@@ -7,6 +7,7 @@ import gc
 import logging
 import signal
 import sqlite3
+import sys
 from dataclasses import dataclass
 
 from server.config import Config
@@ -81,7 +82,8 @@ class CannotListen(Exception):
     """The server could not listen (the port is taken, the TLS files are unreadable)."""
 
 
-async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> None:
+async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> int:
+    """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving)."""
     try:
         server = await start_server(config, host, port)
     except OSError as e:
@@ -96,5 +98,12 @@ async def serve_forever(config: Config, host: str | None = None, port: int | Non
           f"(database {config.database}; {len(config.ladders)} ladders)", flush=True)
     await stop.wait()
     log.info("stopping")
+    fault = server.db.fault
     await server.stop()
+    if fault is not None:
+        print(f"matchlobby stopped; the database failed while serving ({fault}) and every "
+              "change since was refused. Check and repair the file before starting again.",
+              file=sys.stderr, flush=True)
+        return 1
     print("matchlobby stopped; everything is saved.", flush=True)
+    return 0

@@ -129,11 +129,10 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
         from server.app import CannotListen, serve_forever
 
         try:
-            asyncio.run(serve_forever(config, args.host, args.port))
+            return asyncio.run(serve_forever(config, args.host, args.port))
         except CannotListen as e:
             print(f"matchlobby serve: cannot listen: {e}", file=sys.stderr)
             return 2
-        return 0
     if args.command == "replay":
         from server.replay import run as replay
 
