@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 
 from server.config import Config
-from server.dbcheck import DatabaseProblem, check_database
+from server.dbcheck import DatabaseProblem, check_database, problem
 from server.lobby import Lobby
 from server.storage import Database
 from server.transport import Transport
@@ -48,15 +48,17 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     db = Database(config.database, batch_max=config.commit_batch)
     try:
         await db.open()
-        try:
-            lobby = Lobby(config, db)
-            await lobby.start()
-        except BaseException:
-            await db.close()
-            raise
-    except sqlite3.DatabaseError as e:  # what the check cannot see, found while loading
-        raise DatabaseProblem(f"{config.database}: the database is damaged "
-                              f"({' '.join(str(e).split())}, while loading it)") from None
+        lobby = Lobby(config, db)
+        await lobby.start()
+    except BaseException as e:  # what the check cannot see, found while loading
+        fault = db.fault
+        await db.close()
+        if isinstance(e, sqlite3.Error):
+            raise problem(config.database, e, "loading it") from None
+        if fault is not None:
+            raise DatabaseProblem(f"{config.database}: the database failed while loading it "
+                                  f"({fault})") from None
+        raise
     try:
         transport = Transport(lobby, config.limits, config.tls, config.compression)
         await transport.start(host or config.host, config.port if port is None else port)

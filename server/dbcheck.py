@@ -26,7 +26,7 @@ from pathlib import Path
 
 from server.storage import SCHEMA_VERSION, connect, migrate
 
-__all__ = ["DatabaseProblem", "check_database"]
+__all__ = ["DatabaseProblem", "check_database", "problem"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # A table, its columns and its indexes, by name: what a schema version must have.
@@ -39,6 +39,20 @@ class DatabaseProblem(Exception):
 
 def _line(text: object) -> str:
     return " ".join(str(text).split())
+
+
+_WHAT = {
+    sqlite3.SQLITE_NOTADB: "not a usable SQLite database",
+    sqlite3.SQLITE_CORRUPT: "the database is damaged",
+    sqlite3.SQLITE_IOERR: "the file could not be read or written",
+    sqlite3.SQLITE_FULL: "the disk is full",
+}
+
+
+def problem(path: str | Path, error: sqlite3.Error, doing: str) -> DatabaseProblem:
+    """SQLite's ``error`` while ``doing`` something with ``path``, as one line."""
+    what = _WHAT.get(getattr(error, "sqlite_errorcode", 0) & 0xFF, "cannot use the database")
+    return DatabaseProblem(f"{path}: {what} ({_line(error)}, while {doing})")
 
 
 async def expected_schema(version: int) -> Schema:
@@ -75,7 +89,7 @@ def _missing(expected: Schema, found: Schema) -> str | None:
     return None
 
 
-def _check_path(path: Path) -> bool:
+def _check_path(path: Path, writable: bool) -> bool:
     """Whether there is a file to check (False: a new database will be made there)."""
     if not path.exists():
         folder = path.parent
@@ -91,11 +105,11 @@ def _check_path(path: Path) -> bool:
     if path.is_dir():
         raise DatabaseProblem(f"{path}: is a folder, not a database file")
     try:
-        with open(path, "r+b") as f:
+        with open(path, "r+b" if writable else "rb") as f:
             head = f.read(len(SQLITE_HEADER))
     except OSError as e:
-        raise DatabaseProblem(f"{path}: cannot open it for reading and writing: "
-                              f"{e.strerror or e}") from None
+        raise DatabaseProblem(f"{path}: cannot open it for reading"
+                              f"{' and writing' if writable else ''}: {e.strerror or e}") from None
     if head and head != SQLITE_HEADER:
         raise DatabaseProblem(f"{path}: not an SQLite database (it does not start with the "
                               "SQLite header)")
@@ -103,28 +117,22 @@ def _check_path(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _reading(path: Path, what: str) -> Iterator[None]:
-    """SQLite's errors while ``what`` as one line about the file."""
+def _reading(path: Path, doing: str) -> Iterator[None]:
+    """SQLite's errors while ``doing`` something as one line about the file."""
     try:
         yield
-    except sqlite3.DatabaseError as e:
-        if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
-            raise DatabaseProblem(f"{path}: not a usable SQLite database ({_line(e)}, "
-                                  f"while {what})") from None
-        raise DatabaseProblem(f"{path}: the database is damaged ({_line(e)}, "
-                              f"while {what})") from None
     except sqlite3.Error as e:
-        raise DatabaseProblem(f"{path}: cannot use the database ({_line(e)}, "
-                              f"while {what})") from None
+        raise problem(path, e, doing) from None
 
 
-async def check_database(path: str, quick_check: bool = True) -> None:
+async def check_database(path: str, quick_check: bool = True, writable: bool = True) -> None:
     """Raise :class:`DatabaseProblem` unless ``path`` is a usable matchlobby database or absent.
 
-    ``quick_check``: also run ``PRAGMA quick_check`` (reads the whole file once).
+    ``quick_check``: also run ``PRAGMA quick_check`` (reads the whole file once);
+    ``writable``: the file must open for writing too.
     """
     file = Path(path)
-    if not _check_path(file):
+    if not _check_path(file, writable):
         return
     conn: sqlite3.Connection | None = None
     try:

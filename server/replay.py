@@ -44,7 +44,7 @@ from ratings_plugin.plugin import (
 )
 from server import peklo_store
 from server.config import Config, Ladder
-from server.dbcheck import DatabaseProblem, check_database
+from server.dbcheck import check_database, problem
 from server.log import (
     FROM_THE_START,
     fetched,
@@ -602,15 +602,15 @@ async def run(config: Config, check_only: bool, out: TextIO = sys.stdout) -> int
     """Check (0: all agree, 1: differences, printed) or rewrite (0).
 
     A file that is damaged or not a matchlobby database raises
-    :class:`~server.dbcheck.DatabaseProblem`, also when SQLite finds the damage
-    only while replaying (``quick_check`` does not compare indexes with rows).
+    :class:`~server.dbcheck.DatabaseProblem`, and so does any SQLite error while
+    replaying (damage that ``quick_check`` does not see, a lock held too long).
     """
-    await check_database(config.database, quick_check=config.startup_check == "quick")
+    await check_database(config.database, quick_check=config.startup_check == "quick",
+                         writable=not check_only)
     try:
         return await _run(config, check_only, out)
-    except sqlite3.DatabaseError as e:
-        raise DatabaseProblem(f"{config.database}: the database is damaged "
-                              f"({' '.join(str(e).split())}, while replaying)") from None
+    except sqlite3.Error as e:
+        raise problem(config.database, e, "replaying") from None
 
 
 async def _run(config: Config, check_only: bool, out: TextIO) -> int:
