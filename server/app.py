@@ -7,6 +7,7 @@ import gc
 import logging
 import signal
 import sqlite3
+import ssl
 import sys
 from dataclasses import dataclass
 
@@ -89,7 +90,10 @@ async def serve_forever(config: Config, host: str | None = None, port: int | Non
     try:
         server = await start_server(config, host, port)
     except OSError as e:
-        raise CannotListen(" ".join(str(e).split())) from None
+        reason = " ".join(str(e).split())
+        if config.tls.enabled and isinstance(e, FileNotFoundError | IsADirectoryError | ssl.SSLError):
+            reason += f" (TLS certificate {config.tls.certificate}, key {config.tls.key})"
+        raise CannotListen(reason) from None
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -705,10 +705,16 @@ class GroupWriter:
         return CommitFailed("an earlier transaction failed")
 
     def fail_storage(self, error: sqlite3.Error, commands: Iterable[str]) -> StorageFailed:
-        """Stop every write for good after ``error`` (logged the first time); what to raise."""
+        """Stop every write for good after ``error`` (logged the first time); what to raise.
+
+        On the loop's thread, not holding ``lock``. A batch already handed to the commit
+        thread may still commit (its jobs are then answered as committed); no other does.
+        """
         if self.fault is None:
             code = getattr(error, "sqlite_errorname", "SQLite error")
-            self.fault = f"{code}: {' '.join(str(error).split())}"
+            with self.lock:
+                self.fault = f"{code}: {' '.join(str(error).split())}"
+                self.failed = True  # nothing more is handed over; _recover fails what waits
             hit = ", ".join(dict.fromkeys(commands)) or "no command"
             log.error("database failure (%s) in %s; every write is refused from now on and "
                       "reads are served as they can be. Stop the server, check the file "
@@ -726,7 +732,7 @@ class GroupWriter:
             with self.lock:
                 later, self.filling = self.filling, None
             if later is not None:
-                self._fail(later, StorageFailed(READ_ONLY))
+                await self._abandon(later, StorageFailed(READ_ONLY))
             self.failed = False
             return
         with self.lock:

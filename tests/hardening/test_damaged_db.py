@@ -7,7 +7,7 @@ what is wrong, without a traceback and without listening: random bytes, a trunca
 a text file, a bad header, a newer schema, a dropped table, ``history`` pages overwritten
 (only ``PRAGMA quick_check`` sees it), a folder, a path it cannot create. ``replay``,
 ``replay --check`` and ``user add`` say the same in one line. A missing file is a new
-database.
+database; a port already taken is one line too.
 
 While serving, an error that says the file failed (a damaged page under a running server;
 a file-size limit that makes the disk "full") answers the command that hit it with
@@ -25,6 +25,7 @@ import os
 import random
 import resource
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -213,6 +214,23 @@ def test_serve_refuses_a_damaged_database_at_once(
     line = one_line(done.stderr, "matchlobby serve: ", path, says)
     assert "listening" not in done.stdout and "Traceback" not in done.stdout + done.stderr
     print(f"\n{damage.__name__}: exit 2 after {took:.2f} s: {line}")
+
+
+def test_serve_on_a_taken_port_exits_at_once(db_path: Path, tmp_path: Path) -> None:
+    """The file is fine but the port is not: one line, status 2, no process left behind."""
+    config = tmp_path / "matchlobby.toml"
+    config.write_text(FAST_CONFIG, encoding="utf-8")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*matchlobby_command(), "serve", "--db", str(db_path), "--config",
+                               str(config), "--port", str(port)], cwd=tmp_path, env=cli_env(),
+                              capture_output=True, text=True, timeout=START_BOUND, check=False)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("matchlobby serve: cannot listen: "), lines
+    assert "address already in use" in lines[0].lower(), lines
 
 
 def test_serve_creates_a_missing_database(tmp_path: Path) -> None:

@@ -445,6 +445,47 @@ async def test_grouped_rows_that_break_a_constraint_keep_none_of_the_batch(tmp_p
         await db.close()
 
 
+async def _fill(conn: aiosqlite.Connection) -> None:
+    await conn.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, body TEXT)")
+    await conn.executemany("INSERT INTO big (body) VALUES (?)", [("x" * 100,)] * 2000)
+
+
+async def _count_big(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("SELECT count(*) FROM big") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else -1
+
+
+async def _damaged_big_table(db: Database, path: Path) -> None:
+    """Table ``big``, then every page of it overwritten on disk under the open database."""
+    await db.write(_fill)
+    assert await db.write(_count_big) == 2000
+    other = sqlite3.connect(path, isolation_level=None)
+    assert other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+    pages = [r[0] for r in other.execute("SELECT pageno FROM dbstat WHERE name = 'big'")]
+    size = other.execute("PRAGMA page_size").fetchone()[0]
+    with open(path, "r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * size)
+            f.write(b"\xa5" * size)
+    other.execute("CREATE TABLE poke (x)")  # a commit: the connections' caches are read afresh
+    other.close()
+
+
+async def test_a_damaged_page_met_by_a_read_stops_every_write(tmp_path: Path) -> None:
+    db = await _open(tmp_path)
+    try:
+        await _damaged_big_table(db, tmp_path / "w.db")
+        with pytest.raises(StorageFailed):
+            await db.fetchall("SELECT count(*) FROM big")
+        assert db.fault is not None
+        with pytest.raises(StorageFailed):
+            await db.write(_put("refused"))
+        assert "refused" not in _committed(tmp_path)
+    finally:
+        await db.close()
+
+
 async def test_a_damaged_page_met_by_a_job_stops_every_write(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A job's read meets a page gone bad on disk: its whole batch fails (an earlier job's
@@ -452,33 +493,11 @@ async def test_a_damaged_page_met_by_a_job_stops_every_write(
     is refused at once."""
     db = await _open(tmp_path)
     path = tmp_path / "w.db"
-
-    async def fill(conn: aiosqlite.Connection) -> None:
-        await conn.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, body TEXT)")
-        await conn.executemany("INSERT INTO big (body) VALUES (?)", [("x" * 100,)] * 2000)
-
-    async def count_big(conn: aiosqlite.Connection) -> int:
-        async with conn.execute("SELECT count(*) FROM big") as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row else -1
-
     try:
-        await db.write(fill)
-        assert await db.write(count_big) == 2000
-        other = sqlite3.connect(path, isolation_level=None)
-        assert other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
-        pages = [r[0] for r in other.execute("SELECT pageno FROM dbstat WHERE name = 'big'")]
-        size = other.execute("PRAGMA page_size").fetchone()[0]
-        with open(path, "r+b") as f:
-            for page in pages:
-                f.seek((page - 1) * size)
-                f.write(b"\xa5" * size)
-        other.execute("CREATE TABLE poke (x)")  # a commit: the writer's cache is read afresh
-        other.close()
-
+        await _damaged_big_table(db, path)
         token = current_command.set("resign (alice)")
         try:
-            results = await asyncio.gather(db.write(_put("lost")), db.write(count_big),
+            results = await asyncio.gather(db.write(_put("lost")), db.write(_count_big),
                                            return_exceptions=True)
         finally:
             current_command.reset(token)
