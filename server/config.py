@@ -93,8 +93,9 @@ class Config:
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
     compression: bool = False
-    # Before opening the database: "quick" also runs PRAGMA quick_check (reads the whole
-    # file: ~3-4 s per 500 MB); "schema" checks only the header, version and schema.
+    # Before serve and user add open the database: "quick" also runs PRAGMA quick_check
+    # (reads the whole file: ~3-4 s per 500 MB); "schema" checks only the header, version
+    # and schema.
     startup_check: str = "quick"
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)

@@ -254,10 +254,16 @@ def test_serve_creates_a_missing_database(tmp_path: Path) -> None:
     assert sql(db, "PRAGMA user_version")[0][0] >= 1
 
 
-@pytest.mark.parametrize("command", [["replay", "--check"], ["replay"], ["user", "add", "carol"]],
-                         ids=["replay --check", "replay", "user add"])
-def test_offline_commands_report_damage_in_one_line(command: list[str], db_path: Path,
-                                                     tmp_path: Path) -> None:
+OFFLINE = [  # the command, and how it finds the damaged history pages
+    (["replay", "--check"], "damaged (database disk image is malformed, while replaying)"),
+    (["replay"], "damaged (database disk image is malformed, while replaying)"),
+    (["user", "add", "carol"], "PRAGMA quick_check"),
+]
+
+
+@pytest.mark.parametrize(("command", "says"), OFFLINE, ids=[" ".join(c[0]) for c in OFFLINE])
+def test_offline_commands_report_damage_in_one_line(command: list[str], says: str,
+                                                     db_path: Path, tmp_path: Path) -> None:
     config = tmp_path / "matchlobby.toml"
     config.write_text(FAST_CONFIG, encoding="utf-8")
     history_damaged(db_path)
@@ -265,20 +271,29 @@ def test_offline_commands_report_damage_in_one_line(command: list[str], db_path:
                    stdin="carol-secret\n")
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     what = "replay --check" if "--check" in command else " ".join(command[:2])
-    one_line(done.stderr, f"matchlobby {what}: ", db_path, "PRAGMA quick_check")
+    one_line(done.stderr, f"matchlobby {what}: ", db_path, says)
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_replay_check_reports_damage_it_finds_while_replaying(db_path: Path,
-                                                                tmp_path: Path) -> None:
-    """With only the schema checked first, the damage is met while reading the history."""
+def test_serve_can_skip_the_page_scan(db_path: Path, tmp_path: Path) -> None:
+    """``startup_check = "schema"``: a database whose schema is whole starts without the
+    page scan (the damage is then met while serving: see the tests below)."""
     config = tmp_path / "matchlobby.toml"
     config.write_text('[server]\nstartup_check = "schema"\n\n' + FAST_CONFIG, encoding="utf-8")
     history_damaged(db_path)
-    done = run_cli(["replay", "--check", "--db", str(db_path), "--config", str(config)], tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
-    one_line(done.stderr, "matchlobby replay --check: ", db_path, "while replaying")
-    assert "Traceback" not in done.stdout + done.stderr
+    proc = subprocess.Popen([*matchlobby_command(), "serve", "--db", str(db_path), "--config",
+                             str(config), "--port", str(free_port())], cwd=tmp_path,
+                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        assert "listening" in proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=START_BOUND) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # ---- a storage fault while serving ----------------------------------------------------------
