@@ -122,7 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-
 def _database_command(args: argparse.Namespace, config: Config) -> int:
     """``serve``, ``replay`` or ``user add``: a database it cannot use raises ``DatabaseProblem``."""
     if args.command == "serve":

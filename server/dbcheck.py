@@ -4,7 +4,9 @@ A server started on a damaged file would answer from whatever it managed to
 load and acknowledge results on top of a broken log; one started on a file it
 cannot read would print a traceback and stay up without listening. Every
 command that opens the database (``serve``, ``replay``, ``user add``) calls
-:func:`check_database` first and stops with its one-line reason.
+:func:`check_database` first and stops with its one-line reason (``replay``
+without ``quick_check``: it reads those pages itself, and reports SQLite's
+errors the same way).
 
 In order: the path (a folder, unreadable, a missing folder), the SQLite
 header, whether SQLite can read the schema at all, the schema version (newer
@@ -51,7 +53,8 @@ _WHAT = {
 
 def problem(path: str | Path, error: sqlite3.Error, doing: str) -> DatabaseProblem:
     """SQLite's ``error`` while ``doing`` something with ``path``, as one line."""
-    what = _WHAT.get(getattr(error, "sqlite_errorcode", 0) & 0xFF, "cannot use the database")
+    what = _WHAT.get((getattr(error, "sqlite_errorcode", None) or 0) & 0xFF,
+                     "cannot use the database")
     return DatabaseProblem(f"{path}: {what} ({_line(error)}, while {doing})")
 
 

@@ -66,11 +66,10 @@ class StorageFailed(CommitFailed):
 # SQLite's primary result codes for a file that failed, rather than a statement.
 STORAGE_FAULTS = frozenset({sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FULL,
                             sqlite3.SQLITE_NOTADB})
-READ_ONLY = ("The database failed (a disk error or damage), so the server refuses every change "
-             "until the operator repairs it and restarts the server; nothing was changed.")
+READ_ONLY = ("The database failed (a disk error or damage): the server is read-only until the "
+             "operator repairs the database and restarts it. Nothing was changed.")
 # What the running task is doing, for the log line of a storage fault (the lobby sets it).
-current_command: ContextVar[str] = ContextVar("current_command",
-                                                 default="the server's own work")
+current_command: ContextVar[str] = ContextVar("current_command", default="the server's own work")
 
 
 def storage_fault(error: BaseException) -> sqlite3.Error | None:
@@ -79,7 +78,7 @@ def storage_fault(error: BaseException) -> sqlite3.Error | None:
     e: BaseException | None = error
     while e is not None and id(e) not in seen:
         if isinstance(e, sqlite3.Error) and \
-                getattr(e, "sqlite_errorcode", 0) & 0xFF in STORAGE_FAULTS:
+                (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF in STORAGE_FAULTS:
             return e
         seen.add(id(e))
         e = e.__cause__ or e.__context__
@@ -707,14 +706,12 @@ class GroupWriter:
     def fail_storage(self, error: sqlite3.Error, commands: Iterable[str]) -> StorageFailed:
         """Stop every write for good after ``error`` (logged the first time); what to raise.
 
-        On the loop's thread, not holding ``lock``. A batch already handed to the commit
-        thread may still commit (its jobs are then answered as committed); no other does.
+        No job starts after this. Jobs that ran before it (a read elsewhere found the
+        fault) are committed as usual if SQLite can, and answered as committed.
         """
         if self.fault is None:
             code = getattr(error, "sqlite_errorname", "SQLite error")
-            with self.lock:
-                self.fault = f"{code}: {' '.join(str(error).split())}"
-                self.failed = True  # nothing more is handed over; _recover fails what waits
+            self.fault = f"{code}: {' '.join(str(error).split())}"
             hit = ", ".join(dict.fromkeys(commands)) or "no command"
             log.error("database failure (%s) in %s; every write is refused from now on and "
                       "reads are served as they can be. Stop the server, check the file "
