@@ -181,9 +181,14 @@ def missing(conn: sqlite3.Connection, ack: Ack) -> str | None:
         found = one("SELECT 1 FROM events WHERE id = ?", (data["id"],)).fetchone()
         return None if found else f"event {data['id']}"
     if ack.cmd == "event close":
-        row = one("SELECT status, seq FROM events WHERE id = ?", (ack.args["event"],)).fetchone()
-        return None if row and row[0] == "closed" and row[1] is not None else \
-            f"event {ack.args['event']} closed (found {row})"
+        event = ack.args["event"]
+        row = one("SELECT status, seq FROM events WHERE id = ?", (event,)).fetchone()
+        if row is None or row[0] != "closed" or row[1] is None:
+            return f"event {event} closed (found {row})"
+        stored = set(one("SELECT p.name, h.after FROM history h JOIN players p "
+                         "ON p.id = h.player_id WHERE h.event_id = ?", (event,)).fetchall())
+        lacking = {(c["player"], c["after"]) for c in data["changes"]} - stored
+        return f"the rating changes of event {event}: {sorted(lacking)}" if lacking else None
     raise AssertionError(f"no check for {ack.cmd}")
 
 
