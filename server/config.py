@@ -98,6 +98,10 @@ class Config:
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
     compression: bool = False
+    # Before serve and user add open the database: "quick" also runs PRAGMA quick_check
+    # (reads the whole file: ~3-4 s per 500 MB); "schema" checks only the header, version
+    # and schema.
+    startup_check: str = "quick"
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
 
@@ -108,7 +112,9 @@ class Config:
         return None
 
 
-SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression"}
+SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
+               "startup_check"}
+STARTUP_CHECKS = ("quick", "schema")
 LADDER_KEYS = {"name", "system", "format", "inactivity_days", "experience_includes_match",
                "start_rating", "k_thresholds", "k_values", "start_class", "floor", "f"}
 
@@ -173,6 +179,11 @@ def load_config(path: str | Path | None) -> Config:
         kwargs["compression"] = bool(server["compression"])
     if "name" in server:
         kwargs["server_name"] = str(server["name"])
+    if "startup_check" in server:
+        if server["startup_check"] not in STARTUP_CHECKS:
+            raise ConfigError(f"{path}: [server] startup_check must be one of "
+                              f"{', '.join(STARTUP_CHECKS)}")
+        kwargs["startup_check"] = server["startup_check"]
     if "ladders" in data:
         ladders = tuple(_ladder(e, f"{path}: ladders[{i}]") for i, e in enumerate(data["ladders"]))
         names = [x.name for x in ladders]

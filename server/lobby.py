@@ -28,8 +28,8 @@ from server.config import Config, Ladder
 from server.domain import DomainEvent
 from server.limits import LoginThrottle, RegistrationLimit
 from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
-from server.storage import CommitFailed, Database, now, today
-from server.writer import write_later
+from server.storage import CommitFailed, Database, StorageFailed, now, today
+from server.writer import current_command, write_later
 
 log = logging.getLogger(__name__)
 AWAY_AFTER = 600.0
@@ -317,7 +317,13 @@ class Lobby:
         except ProtocolError as e:
             session.send(error(e.code, e.message, e.id, e.cmd))
             return
-        message = await self.run(session, request, deferred)
+        # Named in the log line of a storage fault (server/writer.py).
+        token = current_command.set(request.cmd if session.player is None
+                                    else f"{request.cmd} ({session.player.name})")
+        try:
+            message = await self.run(session, request, deferred)
+        finally:
+            current_command.reset(token)
         if not session.closed:
             session.send(message)
         for targets, msg in deferred:
@@ -414,6 +420,8 @@ class Lobby:
             return error(e.code, e.message, request.id, request.cmd)
         except ProtocolError as e:
             return error(e.code, e.message, request.id, request.cmd)
+        except StorageFailed as e:
+            return error("internal", str(e), request.id, request.cmd)
         except CommitFailed:
             return error("internal", "The server could not save this; nothing was changed. "
                                      "Please try again.", request.id, request.cmd)
