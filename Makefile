@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean browser
+.PHONY: serve test lint bench clean browser compiler
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,18 @@ browser:
 	  fi; \
 	fi
 
-test: lint browser
+# The power-cut test compiles an LD_PRELOAD shim (tests/reliability/syncrecord.c) with the
+# machine's C compiler: install one on a clean machine (as root) when there is none.
+compiler:
+	@if ! command -v gcc >/dev/null 2>&1 && ! command -v cc >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev; \
+	  else \
+	    echo "note: no C compiler (as root: apt-get install gcc); the power-cut test will be skipped"; \
+	  fi; \
+	fi
+
+test: lint browser compiler
 	$(BIN)/python -m pytest
 
 # Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.

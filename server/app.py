@@ -6,9 +6,13 @@ import asyncio
 import gc
 import logging
 import signal
+import sqlite3
+import ssl
+import sys
 from dataclasses import dataclass
 
 from server.config import Config
+from server.dbcheck import DatabaseProblem, check_database, problem
 from server.lobby import Lobby
 from server.storage import Database
 from server.transport import Transport
@@ -35,12 +39,33 @@ class RunningServer:
 
 async def start_server(config: Config, host: str | None = None, port: int | None = None
                        ) -> RunningServer:
+    """Check the database file, open it, load the lobby, listen.
+
+    Raises :class:`~server.dbcheck.DatabaseProblem` for a file it cannot use and
+    ``OSError`` when it cannot listen; whatever it opened is closed again first
+    (an open connection's thread would keep the process alive without serving).
+    """
+    await check_database(config.database, quick_check=config.startup_check == "quick")
     db = Database(config.database, batch_max=config.commit_batch)
-    await db.open()
-    lobby = Lobby(config, db)
-    await lobby.start()
-    transport = Transport(lobby, config.limits, config.tls, config.compression)
-    await transport.start(host or config.host, config.port if port is None else port)
+    try:
+        await db.open()
+        lobby = Lobby(config, db)
+        await lobby.start()
+    except BaseException as e:  # what the check cannot see, found while loading
+        fault = db.fault
+        await db.close()
+        if isinstance(e, sqlite3.Error):
+            raise problem(config.database, e, "loading it") from None
+        if fault is not None:
+            raise DatabaseProblem(f"{config.database}: the database failed while loading it "
+                                  f"({fault})") from None
+        raise
+    try:
+        transport = Transport(lobby, config.limits, config.tls, config.compression)
+        await transport.start(host or config.host, config.port if port is None else port)
+    except BaseException:
+        await db.close()
+        raise
     return RunningServer(config, db, lobby, transport)
 
 
@@ -56,8 +81,19 @@ def tune_gc() -> None:
     gc.set_threshold(20_000, 10, 10)
 
 
-async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> None:
-    server = await start_server(config, host, port)
+class CannotListen(Exception):
+    """The server could not listen (the port is taken, the TLS files are unreadable)."""
+
+
+async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> int:
+    """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving)."""
+    try:
+        server = await start_server(config, host, port)
+    except OSError as e:
+        reason = " ".join(str(e).split())
+        if config.tls.enabled and isinstance(e, FileNotFoundError | IsADirectoryError | ssl.SSLError):
+            reason += f" (TLS certificate {config.tls.certificate}, key {config.tls.key})"
+        raise CannotListen(reason) from None
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -68,5 +104,12 @@ async def serve_forever(config: Config, host: str | None = None, port: int | Non
           f"(database {config.database}; {len(config.ladders)} ladders)", flush=True)
     await stop.wait()
     log.info("stopping")
+    fault = server.db.fault
     await server.stop()
+    if fault is not None:
+        print(f"matchlobby stopped; the database failed while serving ({fault}) and every "
+              "change since was refused. Check and repair the file before starting again.",
+              file=sys.stderr, flush=True)
+        return 1
     print("matchlobby stopped; everything is saved.", flush=True)
+    return 0

@@ -110,11 +110,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"matchlobby: {e}", file=sys.stderr)
         return 2
-    if args.command == "serve":
-        from server.app import serve_forever
+    from server.dbcheck import DatabaseProblem
 
-        asyncio.run(serve_forever(config, args.host, args.port))
-        return 0
+    what = "replay --check" if getattr(args, "check", False) else args.command
+    if args.command == "user":
+        what += f" {args.user_command}"
+    try:
+        return _database_command(args, config)
+    except DatabaseProblem as e:
+        print(f"matchlobby {what}: {e}", file=sys.stderr)
+        return 2
+
+
+def _database_command(args: argparse.Namespace, config: Config) -> int:
+    """``serve``, ``replay`` or ``user add``: a database it cannot use raises ``DatabaseProblem``."""
+    if args.command == "serve":
+        from server.app import CannotListen, serve_forever
+
+        try:
+            return asyncio.run(serve_forever(config, args.host, args.port))
+        except CannotListen as e:
+            print(f"matchlobby serve: cannot listen: {e}", file=sys.stderr)
+            return 2
     if args.command == "replay":
         from server.replay import run as replay
 

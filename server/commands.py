@@ -95,9 +95,11 @@ COMMANDS: dict[str, CommandSpec] = {
         _c("claim", PLAYER, "Win a match whose opponent has been disconnected too long.",
            Arg("match", "id")),
         _c("abort", PLAYER, "Propose (or agree) to end your match unrated."),
-        _c("event create", ADMIN, "Open an event on a ladder (DATE defaults to today).",
+        _c("event create", ADMIN, "Open an event on a ladder (DATE defaults to today); NAME is "
+                                  "up to 100 characters, without control or invisible ones.",
            Arg("name", "title"), Arg("ladder", "ladder"), Arg("date", "date", True)),
-        _c("event result", ADMIN, "Record a game; a side is NAME or NAME1+NAME2.",
+        _c("event result", ADMIN, "Record a game; a side is NAME or NAME1+NAME2; REASON is up "
+                                  "to 200 characters, without control or invisible ones.",
            Arg("event", "id"), Arg("side_a", "side"), Arg("side_b", "side"),
            Arg("score_a", "score"), Arg("score_b", "score"), Arg("length", "length", True),
            flags=(Flag("unrated", "reason"),)),
@@ -109,7 +111,8 @@ COMMANDS: dict[str, CommandSpec] = {
            Arg("status", "status", True), read_only=True),
         _c("event show", ANYONE, "An event's games and standings.", Arg("event", "id"),
            read_only=True),
-        _c("void", ADMIN, "Void a match; its ladder is recomputed from the log.",
+        _c("void", ADMIN, "Void a match; its ladder is recomputed from the log. REASON is up to "
+                          "200 characters, without control or invisible ones.",
            Arg("match", "id"), Arg("reason", "reason")),
         _c("adjudicate", ADMIN, "Decide a disputed match, or correct a result; recomputes the ladder.",
            Arg("match", "id"), Arg("winner", "name")),

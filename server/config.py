@@ -68,7 +68,12 @@ class Limits:
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     login_free_failures: int = 5
+    login_address_failures: int = 20
+    login_account_failures: int = 100
     login_max_delay: float = 300.0
+    registrations_per_hour: int = 10
+    password_hash_slots: int = 2
+    password_hash_queue: int = 64
     origins: tuple[str, ...] = ()
 
 
@@ -93,6 +98,10 @@ class Config:
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
     compression: bool = False
+    # Before serve and user add open the database: "quick" also runs PRAGMA quick_check
+    # (reads the whole file: ~3-4 s per 500 MB); "schema" checks only the header, version
+    # and schema.
+    startup_check: str = "quick"
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
 
@@ -103,7 +112,9 @@ class Config:
         return None
 
 
-SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression"}
+SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
+               "startup_check"}
+STARTUP_CHECKS = ("quick", "schema")
 LADDER_KEYS = {"name", "system", "format", "inactivity_days", "experience_includes_match",
                "start_rating", "k_thresholds", "k_values", "start_class", "floor", "f"}
 
@@ -168,6 +179,11 @@ def load_config(path: str | Path | None) -> Config:
         kwargs["compression"] = bool(server["compression"])
     if "name" in server:
         kwargs["server_name"] = str(server["name"])
+    if "startup_check" in server:
+        if server["startup_check"] not in STARTUP_CHECKS:
+            raise ConfigError(f"{path}: [server] startup_check must be one of "
+                              f"{', '.join(STARTUP_CHECKS)}")
+        kwargs["startup_check"] = server["startup_check"]
     if "ladders" in data:
         ladders = tuple(_ladder(e, f"{path}: ladders[{i}]") for i, e in enumerate(data["ladders"]))
         names = [x.name for x in ladders]

@@ -22,13 +22,14 @@ import aiosqlite
 
 from ratings_plugin.plugin import Outcome, RatingsPlugin
 from server import PROTOCOL_VERSION, __version__
+from server.accounts import PasswordHasher
 from server.commands import ADMIN, PLAYER
 from server.config import Config, Ladder
 from server.domain import DomainEvent
-from server.limits import LoginThrottle
+from server.limits import LoginThrottle, RegistrationLimit
 from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
-from server.storage import CommitFailed, Database, now, today
-from server.writer import write_later
+from server.storage import CommitFailed, Database, StorageFailed, now, today
+from server.writer import current_command, write_later
 
 log = logging.getLogger(__name__)
 AWAY_AFTER = 600.0
@@ -167,12 +168,17 @@ class Lobby:
         self.match_of: dict[str, int] = {}
         self.invitations: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
         self.invited_by: dict[str, set[str]] = {}  # inviter → invitees (may hold stale keys)
-        self.hash_slots = asyncio.Semaphore(2)
         self.known_requests: set[int] = set()
         self.inflight: dict[tuple[int, str],
                             asyncio.Future[tuple[dict[str, Any], RequestKey]]] = {}
-        self.login_throttle = LoginThrottle(free=config.limits.login_free_failures,
-                                            cap=config.limits.login_max_delay)
+        lim = config.limits
+        self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
+                                     lim.password_hash_queue)
+        self.login_throttle = LoginThrottle(per_pair=lim.login_free_failures,
+                                            per_address=lim.login_address_failures,
+                                            per_account=lim.login_account_failures,
+                                            cap=lim.login_max_delay)
+        self.registrations = RegistrationLimit(lim.registrations_per_hour)
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started
@@ -311,7 +317,13 @@ class Lobby:
         except ProtocolError as e:
             session.send(error(e.code, e.message, e.id, e.cmd))
             return
-        message = await self.run(session, request, deferred)
+        # Named in the log line of a storage fault (server/writer.py).
+        token = current_command.set(request.cmd if session.player is None
+                                    else f"{request.cmd} ({session.player.name})")
+        try:
+            message = await self.run(session, request, deferred)
+        finally:
+            current_command.reset(token)
         if not session.closed:
             session.send(message)
         for targets, msg in deferred:
@@ -408,6 +420,8 @@ class Lobby:
             return error(e.code, e.message, request.id, request.cmd)
         except ProtocolError as e:
             return error(e.code, e.message, request.id, request.cmd)
+        except StorageFailed as e:
+            return error("internal", str(e), request.id, request.cmd)
         except CommitFailed:
             return error("internal", "The server could not save this; nothing was changed. "
                                      "Please try again.", request.id, request.cmd)

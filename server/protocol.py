@@ -11,21 +11,22 @@ import functools
 import json
 import math
 import re
-import shlex
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 import orjson
 
+from server.api.text import EVENT_NAME_MAX, REASON_MAX, clean_text
 from ratings_plugin.games import valid_name
+from server.cmdline import SplitError, split_words
 from server.commands import COMMANDS, GROUPS, Arg, CommandSpec
 
 MAX_ID_LENGTH = 64
 MAX_SAFE_INT = 2**53
 MAX_SCORE = 1_000_000
 MAX_LENGTH = 1000
-MAX_TEXT = 200
+MAX_TEXT = REASON_MAX
 LADDER_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 Id = int | str | None
@@ -58,15 +59,13 @@ def bad(message: str) -> ProtocolError:
 
 
 def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
+    """Free text, by the one rule for it (:func:`server.api.text.clean_text`)."""
     if not isinstance(value, str):
         raise bad(f"{what} must be text.")
-    if not value.strip():
-        raise bad(f"{what} must not be empty.")
-    if len(value) > limit:
-        raise bad(f"{what} is longer than {limit} characters.")
-    if any(ord(ch) < 32 and ch not in "\t" for ch in value):
-        raise bad(f"{what} contains control characters.")
-    return value
+    try:
+        return clean_text(value, what, limit)
+    except ValueError as e:
+        raise bad(f"{e}.") from None
 
 
 def _int(value: Any, what: str, low: int, high: int) -> int:
@@ -152,8 +151,10 @@ def convert(arg: Arg, value: Any) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise bad("CSV must be the non-empty text of a results file.")
         return value
-    if kind in ("title", "reason", "text"):
-        return _text(value, what).strip()
+    if kind == "title":
+        return _text(value, what, EVENT_NAME_MAX)
+    if kind in ("reason", "text"):
+        return _text(value, what)
     raise AssertionError(f"unknown argument kind {kind}")
 
 
@@ -294,9 +295,9 @@ def _reject_constant(name: str) -> Any:
 
 def parse_line(text: str) -> Request:
     try:
-        words = shlex.split(text)
-    except ValueError as e:
-        raise bad(f"Cannot split the command line: {e}.") from None
+        words = split_words(text)
+    except SplitError as e:
+        raise bad(str(e)) from None
     if not words:
         raise bad("Empty command; try 'help'.")
     name = words[0].lower()

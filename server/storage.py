@@ -20,9 +20,17 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from server import peklo_store
-from server.writer import CommitFailed, GroupWriter, Hooks
+from server.writer import (
+    CommitFailed,
+    GroupWriter,
+    Hooks,
+    StorageFailed,
+    current_command,
+    storage_fault,
+)
 
-__all__ = ["CommitFailed", "Database", "connect", "migrate", "now", "rows", "today"]
+__all__ = ["CommitFailed", "Database", "StorageFailed", "connect", "migrate", "now", "rows",
+           "today"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -187,8 +195,12 @@ def today() -> date:
 async def connect(path: str, check_same_thread: bool = True) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None, check_same_thread=check_same_thread)
     conn.row_factory = aiosqlite.Row
-    for pragma in PRAGMAS:
-        await conn.execute(pragma)
+    try:
+        for pragma in PRAGMAS:
+            await conn.execute(pragma)
+    except BaseException:
+        await conn.close()  # its thread would keep the process alive
+        raise
     return conn
 
 
@@ -198,12 +210,12 @@ async def schema_version(conn: aiosqlite.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-async def migrate(conn: aiosqlite.Connection) -> int:
-    """Bring the schema to :data:`SCHEMA_VERSION`, one migration per transaction."""
+async def migrate(conn: aiosqlite.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring the schema to ``target``, one migration per transaction."""
     version = await schema_version(conn)
     if version > SCHEMA_VERSION:
         raise RuntimeError(f"database schema {version} is newer than this server ({SCHEMA_VERSION})")
-    while version < SCHEMA_VERSION:
+    while version < target:
         version += 1
         await conn.execute("BEGIN IMMEDIATE")
         try:
@@ -240,16 +252,21 @@ class Database(Hooks):
         return 0 if self._group is None else self._group.commits
 
     async def open(self) -> None:
-        # check_same_thread=False: jobs run on the loop's thread (see server.writer)
-        self.writer = await connect(self.path, check_same_thread=False)
-        await migrate(self.writer)
-        self.reader = await connect(self.path)
-        await self.reader.execute("PRAGMA query_only=ON")
-        self.quick = sqlite3.connect(self.path, isolation_level=None)
-        self.quick.row_factory = sqlite3.Row
-        self.quick.execute("PRAGMA query_only=ON")
-        self._group = GroupWriter(self.writer, self, self.batch_max)
-        await self._group.start()
+        """Open the connections and start the writer; on failure close what was opened."""
+        try:
+            # check_same_thread=False: jobs run on the loop's thread (see server.writer)
+            self.writer = await connect(self.path, check_same_thread=False)
+            await migrate(self.writer)
+            self.reader = await connect(self.path)
+            await self.reader.execute("PRAGMA query_only=ON")
+            self.quick = sqlite3.connect(self.path, isolation_level=None)
+            self.quick.row_factory = sqlite3.Row
+            self.quick.execute("PRAGMA query_only=ON")
+            self._group = GroupWriter(self.writer, self, self.batch_max)
+            await self._group.start()
+        except BaseException:
+            await self.close()
+            raise
         self._task = asyncio.create_task(self._group.run(), name="db-writer")
 
     async def close(self) -> None:
@@ -258,6 +275,8 @@ class Database(Hooks):
             await self._group.queue.put(None)
             await self._task
             self._task = None
+        elif self._group is not None:  # opened but never run (the thread stops once)
+            self._group.committer.stop()
         for conn in (self.reader, self.writer):
             if conn is not None:
                 await conn.close()
@@ -282,7 +301,11 @@ class Database(Hooks):
         just before and apply it twice.
         """
         assert self.reader is not None
-        return list(await self.reader.execute_fetchall(sql, tuple(params)))
+        try:
+            return list(await self.reader.execute_fetchall(sql, tuple(params)))
+        except sqlite3.Error as e:
+            self._read_failed(e)
+            raise
 
     def fetchone_now(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
         """One row by key, read on the event loop's thread: for small indexed lookups only.
@@ -293,8 +316,24 @@ class Database(Hooks):
         has been committed.
         """
         assert self.quick is not None
-        rows: list[sqlite3.Row] = self.quick.execute(sql, tuple(params)).fetchall()  # ends the read
+        try:
+            rows: list[sqlite3.Row] = self.quick.execute(sql, tuple(params)).fetchall()  # ends the read
+        except sqlite3.Error as e:
+            self._read_failed(e)
+            raise
         return rows[0] if rows else None
+
+    def _read_failed(self, error: sqlite3.Error) -> None:
+        """After a read's error: one that says the file failed stops every write (see
+        server.writer) and is raised as :class:`StorageFailed`."""
+        fault = storage_fault(error)
+        if fault is not None and self._group is not None:
+            raise self._group.fail_storage(fault, [current_command.get()]) from error
+
+    @property
+    def fault(self) -> str | None:
+        """The storage fault that made the database read-only, if one did."""
+        return None if self._group is None else self._group.fault
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
         """The first row of :meth:`fetchall` (the queries look rows up by key)."""

@@ -20,15 +20,18 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
+from websockets.asyncio.messages import Assembler
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
+from websockets.typing import Data
 
 from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Lobby, Session
+from server.origins import OriginPolicy
 from server.protocol import encode_frame, error, frame_id
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,38 @@ class CorkedConnection(ServerConnection):
         if len(writes) > 1 and all(writes):  # an empty item stands for end of stream
             self.protocol.writes = [b"".join(writes)]
         super().send_data()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        # The assembler websockets made, with its own arguments (they differ between versions),
+        # as the subclass that answers text that is not UTF-8 instead of closing.
+        self.recv_messages.__class__ = TolerantAssembler
+
+
+class NotUtf8(bytes):
+    """The payload of a text frame that is not UTF-8, handed to the handler to be answered.
+
+    websockets would close the connection with 1007; the lobby answers ``bad_request``
+    instead, as it does every other bad frame.
+    """
+
+    position: int  # of the first byte that is not UTF-8
+
+
+class TolerantAssembler(Assembler):
+    """websockets' message assembler, returning :class:`NotUtf8` where it would raise.
+
+    The message is already taken off the queue when its decoding fails, so the next
+    ``recv`` reads the next message as usual.
+    """
+
+    async def get(self, decode: bool | None = None) -> Data:  # type: ignore[override]
+        try:
+            return await super().get(decode)
+        except UnicodeDecodeError as e:
+            payload = NotUtf8(e.object)
+            payload.position = e.start
+            return payload
 
 
 class Cork:
@@ -161,6 +196,7 @@ class Transport:
         self.per_address: Counter[str] = Counter()
         self._closing: set[asyncio.Task[None]] = set()
         self.cork = Cork()
+        self.origins: OriginPolicy | None = None  # known once listening (the port may be 0)
 
     @property
     def max_message(self) -> int:
@@ -196,6 +232,15 @@ class Transport:
             # costs ~30 µs a frame and a zlib context per connection for nothing.
             compression="deflate" if self.compression else None,
         )
+        ports = {int(sock.getsockname()[1]) for sock in self.server.sockets}
+        self.origins = OriginPolicy(lim.origins, host, ports, self.tls.enabled)
+        level = logging.WARNING if self.origins.wildcard_host and not self.origins.configured \
+            else logging.INFO
+        log.log(level, "%s", self.origins.describe())
+        for entry in self.origins.malformed():
+            log.warning("limits.origins: %r is not an origin such as "
+                        "\"https://lobby.example.org\" (scheme://host[:port]); it allows nothing",
+                        entry)
         if lim.idle_timeout:
             self._watchdog = asyncio.get_running_loop().create_task(self._close_idle(lim.idle_timeout))
         return self.server
@@ -219,12 +264,17 @@ class Transport:
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
+        # websockets passes every method through (older versions refused all but GET
+        # themselves and have no attribute for it).
+        method = getattr(request, "method", "GET")
         if path != WS_PATH:
             if request.headers.get("Upgrade", "").lower() == "websocket":
                 return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
-            return static_file(connection, path)
+            return static_response(connection, method, path)
+        if method != "GET":
+            return _without_body(method, _not_allowed(connection, "GET"))
         origin = request.headers.get("Origin")
-        if origin is not None and not self.origin_allowed(origin, request.headers.get("Host")):
+        if origin is not None and not self.origin_allowed(origin):
             log.warning("refused a connection from origin %r", origin[:100])
             return connection.respond(403, "This origin may not connect to the lobby.\n")
         address = _address(connection)
@@ -232,15 +282,10 @@ class Transport:
             return connection.respond(429, "Too many connections from your address.\n")
         return None
 
-    def origin_allowed(self, origin: str, host: str | None) -> bool:
-        """Browsers only: the allowlist, or by default the server's own origin."""
-        allowed = self.limits.origins
-        if "*" in allowed or origin in allowed:
-            return True
-        if allowed:
-            return False
-        scheme = "https" if self.tls.enabled else "http"
-        return host is not None and origin == f"{scheme}://{host}"
+    def origin_allowed(self, origin: str) -> bool:
+        """Browsers only: ``limits.origins``, or by default the server's own origins."""
+        assert self.origins is not None, "the server has not started"
+        return self.origins.allows(origin)
 
     async def handler(self, ws: ServerConnection) -> None:
         lim = self.limits
@@ -313,7 +358,11 @@ class Transport:
                     continue
                 strikes = 0
                 if isinstance(frame, bytes):
-                    send(error("bad_request", "Binary frames are not understood; send text."))
+                    if isinstance(frame, NotUtf8):
+                        send(error("bad_request", "A text frame must be UTF-8; this one is not "
+                                                  f"(byte {frame.position})."))
+                    else:
+                        send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
                 await self.lobby.handle_frame(session, frame)
                 self.cork.flush()  # the reply and its pushes leave now, together
@@ -378,6 +427,13 @@ class Transport:
         await self.server.wait_closed()
 
 
+def static_response(connection: ServerConnection, method: str, path: str) -> Response:
+    """A static file for GET, its headers alone for HEAD, 405 for any other method."""
+    if method not in ("GET", "HEAD"):
+        return _not_allowed(connection, "GET, HEAD")
+    return _without_body(method, static_file(connection, path))
+
+
 def static_file(connection: ServerConnection, path: str) -> Response:
     """The web page's files from ``clients/web``; nothing outside it is ever served."""
     relative = "index.html" if path in ("", "/") else path.lstrip("/")
@@ -393,10 +449,27 @@ def static_file(connection: ServerConnection, path: str) -> Response:
         ("Content-Length", str(len(body))),
         ("Cache-Control", "no-cache"),
         ("X-Content-Type-Options", "nosniff"),
+        # No other site may frame the page (clickjacking): CSP for today's browsers,
+        # X-Frame-Options for the older ones.
         ("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; "
-                                    "img-src 'self' data:; style-src 'self' 'unsafe-inline'"),
+                                    "img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                                    "frame-ancestors 'none'"),
+        ("X-Frame-Options", "DENY"),
     ])
     return Response(200, "OK", headers, body)
+
+
+def _not_allowed(connection: ServerConnection, allow: str) -> Response:
+    response = connection.respond(405, f"Method not allowed; this address takes {allow}.\n")
+    response.headers["Allow"] = allow
+    return response
+
+
+def _without_body(method: str, response: Response) -> Response:
+    """A HEAD request is answered with the headers GET would get (Content-Length included)."""
+    if method == "HEAD":
+        response.body = b""
+    return response
 
 
 def _address(connection: ServerConnection) -> str:

@@ -7,6 +7,7 @@ import sys
 from ratings_plugin.games import valid_name
 from server.accounts import MIN_PASSWORD, hash_password
 from server.config import Config
+from server.dbcheck import check_database
 from server.storage import connect, migrate, now
 
 
@@ -19,6 +20,7 @@ async def add_user(config: Config, name: str, password: str, admin: bool) -> int
         print(f"matchlobby user add: the password needs at least {MIN_PASSWORD} characters",
               file=sys.stderr)
         return 2
+    await check_database(config.database, quick_check=config.startup_check == "quick")
     hashed = hash_password(password, config.password)
     role = "admin" if admin else "player"
     conn = await connect(config.database)

@@ -20,6 +20,13 @@ what it would have seen had each statement run at once.
 A batch is filled while the one before it commits, and is committed only if
 that one was (it was computed on top of its effects): after a failure both
 fail and the owner reloads its in-memory state (``on_commit_failure``).
+
+An error that says the file itself failed (:data:`STORAGE_FAULTS`: an I/O
+error, a damaged page, a full disk) is different: writing on would build on a
+file that may have lost what it holds. The batch fails like any other, the
+fault is logged once with the commands it hit (:meth:`GroupWriter.fail_storage`),
+and from then on every job is refused with :class:`StorageFailed` without
+touching the file, until the process is restarted.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ import queue
 import re
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, TypeVar, cast
@@ -49,6 +57,32 @@ class CommitFailed(Exception):
 
 class FlushFailed(Exception):
     """A queued write failed: the transaction is broken and nothing of it may be kept."""
+
+
+class StorageFailed(CommitFailed):
+    """The database file failed; nothing was changed, and no write is tried until a restart."""
+
+
+# SQLite's primary result codes for a file that failed, rather than a statement.
+STORAGE_FAULTS = frozenset({sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FULL,
+                            sqlite3.SQLITE_NOTADB})
+READ_ONLY = ("The database failed (a disk error or damage): the server is read-only until the "
+             "operator repairs the database and restarts it. Nothing was changed.")
+# What the running task is doing, for the log line of a storage fault (the lobby sets it).
+current_command: ContextVar[str] = ContextVar("current_command", default="the server's own work")
+
+
+def storage_fault(error: BaseException) -> sqlite3.Error | None:
+    """The SQLite error behind ``error`` (itself, its cause or context) that means the file failed."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        if isinstance(e, sqlite3.Error) and \
+                (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF in STORAGE_FAULTS:
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
 
 
 _WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLAC")
@@ -113,10 +147,11 @@ def _grouped(sql: str, rows: list[Any]) -> tuple[str, tuple[Any, ...]] | None:
 
 
 class _Queued:
-    __slots__ = ("future", "job")
+    __slots__ = ("command", "future", "job")
 
     def __init__(self, job: Job) -> None:
         self.job = job
+        self.command = current_command.get()
         self.future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
 
@@ -428,6 +463,7 @@ class GroupWriter:
         self.flying: _Batch | None = None  # being committed
         self.in_job = False
         self.failed = False
+        self.fault: str | None = None  # the storage fault that stopped every write
         self.commits = 0
         self.committer = _CommitThread()
         self.committed_seq = 0  # as stored by the last batch handed over
@@ -441,6 +477,8 @@ class GroupWriter:
 
     async def write(self, job: Job) -> Any:
         """Queue ``job``; its result once the commit holding it is done."""
+        if self.fault is not None:
+            raise StorageFailed(READ_ONLY)
         queued = _Queued(job)
         self.queue.put_nowait(queued)  # unbounded
         return await queued.future
@@ -456,7 +494,11 @@ class GroupWriter:
                 while item is not None:
                     if self.failed:
                         await self._recover()
-                    await self._run_one(item)
+                    if self.fault is not None:
+                        if not item.future.done():
+                            item.future.set_exception(StorageFailed(READ_ONLY))
+                    else:
+                        await self._run_one(item)
                     full = self.filling  # read once: the commit thread may take it meanwhile
                     if full is not None and len(full.items) >= self.batch_max:
                         if self.flying is None:
@@ -498,7 +540,7 @@ class GroupWriter:
             with self.lock:
                 later, self.filling = self.filling, None
             if later is not None:  # computed on top of a failed commit
-                await self._abandon(later, CommitFailed("an earlier transaction failed"))
+                await self._abandon(later, self._refusal())
 
     def _new_batch(self) -> _Batch:
         b = _Batch(_Writes(self.raw, self.counters))
@@ -521,6 +563,8 @@ class GroupWriter:
         except Exception as e:
             if writes.broken is not None:
                 raise FlushFailed(str(writes.broken)) from writes.broken
+            if storage_fault(e) is not None:  # the file failed: nothing of the batch is kept
+                raise
             writes.end_job(ok=False)
             if self.hooks.on_job_failure is not None:
                 if not writes.begun:
@@ -538,11 +582,14 @@ class GroupWriter:
     async def _abandon(self, b: _Batch, error: BaseException) -> None:
         """A batch that cannot be committed: roll back what ran, fail every job of it."""
         b.writes.release()
+        if (fault := storage_fault(error)) is not None:
+            error = self.fail_storage(fault, (item.command for item in b.items))
         if b.writes.begun:
             try:
                 await self.conn.execute("ROLLBACK")
             except Exception:
-                log.exception("rollback failed")
+                if self.fault is None:  # after a fault, its one log line says it all
+                    log.exception("rollback failed")
         self._fail(b, error)
 
     def _submit(self) -> None:
@@ -597,12 +644,13 @@ class GroupWriter:
             if b.seq is not None:
                 conn.execute("UPDATE counters SET value = ? WHERE name = 'seq'", (b.seq,))
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
             if conn.in_transaction:
                 try:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
-                    log.exception("rollback failed")
+                    if storage_fault(e) is None:
+                        log.exception("rollback failed")
             raise
 
     def _landed(self, b: _Batch, error: BaseException | None) -> None:
@@ -612,13 +660,15 @@ class GroupWriter:
             self.flying = b.next
         b.landed.set_result(None)
         if error is not None:
+            if (fault := storage_fault(error)) is not None:
+                error = self.fail_storage(fault, (item.command for item in b.items))
             self._fail(b, error)
             with self.lock:
                 later = None if self.in_job else self.filling  # nothing of it has run yet
                 if later is not None:
                     self.filling = None
             if later is not None:
-                self._fail(later, CommitFailed("an earlier transaction failed"))
+                self._fail(later, self._refusal())
             return
         self.commits += 1
         for item, result, err in b.outcomes:
@@ -638,17 +688,50 @@ class GroupWriter:
                 return
 
     def _fail(self, b: _Batch, error: BaseException) -> None:
-        if not isinstance(error, CommitFailed):
+        if self.fault is None and not isinstance(error, CommitFailed):
             log.error("transaction failed; nothing of it is kept", exc_info=error)
         self.failed = True
         for item in b.items:
             if not item.future.done():
-                item.future.set_exception(CommitFailed(str(error)))
+                item.future.set_exception(StorageFailed(READ_ONLY) if self.fault is not None
+                                          else CommitFailed(str(error)))
         _retire(b)
 
+    def _refusal(self) -> CommitFailed:
+        """What the jobs of a batch computed on top of a failed one are told."""
+        if self.fault is not None:
+            return StorageFailed(READ_ONLY)
+        return CommitFailed("an earlier transaction failed")
+
+    def fail_storage(self, error: sqlite3.Error, commands: Iterable[str]) -> StorageFailed:
+        """Stop every write for good after ``error`` (logged the first time); what to raise.
+
+        No job starts after this. Jobs that ran before it (a read elsewhere found the
+        fault) are committed as usual if SQLite can, and answered as committed.
+        """
+        if self.fault is None:
+            code = getattr(error, "sqlite_errorname", "SQLite error")
+            self.fault = f"{code}: {' '.join(str(error).split())}"
+            hit = ", ".join(dict.fromkeys(commands)) or "no command"
+            log.error("database failure (%s) in %s; every write is refused from now on and "
+                      "reads are served as they can be. Stop the server, check the file "
+                      "(PRAGMA integrity_check, matchlobby replay --check), repair or restore "
+                      "it, and start the server again.", self.fault, hit)
+        return StorageFailed(READ_ONLY)
+
     async def _recover(self) -> None:
-        """After a failed transaction: reload what the failed jobs changed in memory."""
+        """After a failed transaction: reload what the failed jobs changed in memory.
+
+        Not after a storage fault: no job runs again, and the file may not be readable.
+        """
         await self._drain()
+        if self.fault is not None:
+            with self.lock:
+                later, self.filling = self.filling, None
+            if later is not None:
+                await self._abandon(later, StorageFailed(READ_ONLY))
+            self.failed = False
+            return
         with self.lock:
             self.counters.load(self.raw)  # no commit is in flight
             self.committed_seq = self.counters.values["seq"]
@@ -660,7 +743,7 @@ class GroupWriter:
         """Open the batch's transaction (a job reads): after the commit in flight."""
         await self._drain()
         if self.failed:
-            b.writes.broken = CommitFailed("an earlier transaction failed; nothing was changed")
+            b.writes.broken = self._refusal()
             raise b.writes.broken
         await self.conn.execute("BEGIN IMMEDIATE")  # on aiosqlite's thread: may wait for the lock
         b.writes.begun = True

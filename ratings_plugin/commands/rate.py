@@ -21,6 +21,9 @@ from server.api.results_file import (
 )
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _check_rows(rows: Sequence[ResultRow], system: RatingSystem, source: str) -> LadderConfig:
     """The ladder the rows make (singles, or doubles where a side has two players), every row
     checked by the system; raises ``ResultsError`` naming the file and line."""
@@ -113,13 +116,28 @@ def format_table(ladder: dict[str, Any]) -> str:
     return "\n".join([title, line(cols), *(line(r) for r in body)]) + "\n"
 
 
+def spreadsheet_safe(value: Any, cell: str) -> str:
+    """A text cell a spreadsheet would run as a formula, made inert with a leading ``'``.
+
+    OWASP's advice on CSV injection: a cell starting with ``=``, ``+``, ``-``, ``@``, tab
+    or carriage return (after spaces, which some spreadsheets skip). Only text is escaped:
+    numbers (a negative rating) are written as they are and stay numbers; a player named
+    ``-2`` is text and is escaped like any other name starting with ``-``.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return cell
+    if cell.lstrip(" ").startswith(FORMULA_START):
+        return "'" + cell
+    return cell
+
+
 def format_csv(ladder: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     cols = columns(ladder, with_of=True)
     writer.writerow(cols)
     for row in ladder["players"]:
-        writer.writerow([_cell(row[c], False) for c in cols])
+        writer.writerow([spreadsheet_safe(row[c], _cell(row[c], False)) for c in cols])
     return out.getvalue()
 
 

@@ -15,6 +15,7 @@ from datetime import date
 from pathlib import Path
 
 from server.api.records import Game, valid_name
+from server.api.text import EVENT_NAME_MAX, REASON_MAX, clean_text
 
 REQUIRED = ("event", "date", "side_a", "side_b", "score_a", "score_b")
 OPTIONAL = ("length", "rated")
@@ -81,13 +82,13 @@ def parse_length(text: str) -> int | None:
 
 
 def parse_rated(text: str) -> str | None:
-    """Empty means rated; ``no:REASON`` gives the reason it is not."""
+    """Empty means rated; ``no:REASON`` gives the reason it is not (the rule of free text)."""
     t = text.strip()
     if t == "":
         return None
     if t.startswith("no:") and t[3:].strip():
-        return t[3:].strip()
-    raise ValueError(f"rated must be empty or 'no:REASON': {text!r}")
+        return clean_text(text.lstrip()[3:], "the reason in rated", REASON_MAX)
+    raise ValueError(f"rated must be empty or 'no:REASON': {text[:40]!r}")
 
 
 def parse_date(text: str) -> date:
@@ -140,9 +141,9 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
 
 
 def _parse_row(cells: dict[str, str], spelling: dict[str, str]) -> tuple[str, Game]:
-    event = cells["event"].strip()
-    if not event:
+    if not cells["event"].strip():
         raise ValueError("event is empty")
+    event = clean_text(cells["event"], "event", EVENT_NAME_MAX)
     played_on = parse_date(cells["date"])
     side_a = tuple(spelling.setdefault(n.casefold(), n) for n in parse_side(cells["side_a"]))
     side_b = tuple(spelling.setdefault(n.casefold(), n) for n in parse_side(cells["side_b"]))

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any
 
 import aiosqlite
 
-from server.accounts import MIN_PASSWORD, hash_password, verify_password
-from server.lobby import Lobby, Player, Session, fail, handler
+from server.accounts import MIN_PASSWORD, HashBusy
+from server.limits import Throttled, client_key
+from server.lobby import Lobby, LobbyError, Player, Session, fail, handler
 from server.protocol import help_text
 from server.storage import now
 
 WRONG = "Wrong name or password."
+
+
+def busy() -> LobbyError:
+    return fail("rate_limited", "The server is busy checking passwords; try again in a moment.")
 
 
 async def create_player(conn: aiosqlite.Connection, name: str, password_hash: str | None,
@@ -41,8 +45,16 @@ async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         raise fail("bad_request", f"A password needs at least {MIN_PASSWORD} characters.")
     if name.casefold() in lobby.players:
         raise fail("conflict", f"The name {name!r} is taken.")
-    async with lobby.hash_slots:
-        hashed = await asyncio.to_thread(hash_password, password, lobby.config.password)
+    client = client_key(session.address)
+    wait = lobby.registrations.take(client)
+    if wait > 0:
+        raise fail("rate_limited", f"Too many new accounts from your address; try again in "
+                                   f"{math.ceil(wait / 60)} min.")
+    try:
+        hashed = await lobby.hasher.hash(password, client)
+    except HashBusy:
+        lobby.registrations.give_back(client)
+        raise busy() from None
     if name.casefold() in lobby.players:
         raise fail("conflict", f"The name {name!r} is taken.")
     when = now()
@@ -55,6 +67,7 @@ async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     pid = await lobby.db.write(job)
     player = Player(pid, name, "player", hashed, when)
     lobby.players[player.key] = player
+    lobby.login_throttle.trust(player.key, client)
     lobby.sign_in(session, player)
     return {"player": name, "role": "player"}
 
@@ -73,18 +86,26 @@ async def refresh_player(lobby: Lobby, name: str) -> Player | None:
 
 @handler("login")
 async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    key = args["name"].casefold()
-    wait = lobby.login_throttle.wait_for(key, session.address)
-    if wait > 0:
-        raise fail("rate_limited", f"Too many failed logins; try again in {math.ceil(wait)} s.")
-    player = await refresh_player(lobby, args["name"])
-    async with lobby.hash_slots:
-        ok = await asyncio.to_thread(verify_password, args["password"],
-                                     player.password_hash if player else None)
+    client = client_key(session.address)
+    try:  # counted before anything is awaited: concurrent guesses each see the earlier ones
+        attempt = lobby.login_throttle.begin(args["name"].casefold(), client)
+    except Throttled as e:
+        raise fail("rate_limited",
+                   f"Too many failed logins; try again in {math.ceil(e.wait)} s.") from None
+    try:
+        player = await refresh_player(lobby, args["name"])
+        # an unknown name is checked against a dummy hash: it takes as long as a wrong password
+        ok = await lobby.hasher.verify(args["password"], player.password_hash if player else None,
+                                       client)
+    except HashBusy:
+        lobby.login_throttle.cancelled(attempt)
+        raise busy() from None
+    except BaseException:
+        lobby.login_throttle.cancelled(attempt)
+        raise
     if player is None or not ok:
-        lobby.login_throttle.failed(key, session.address)
         raise fail("forbidden", WRONG)
-    lobby.login_throttle.succeeded(key, session.address)
+    lobby.login_throttle.succeeded(attempt)
     when = now()
 
     async def job(conn: aiosqlite.Connection) -> None:

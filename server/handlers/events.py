@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -210,8 +211,9 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     if len(rows) > MAX_IMPORT_ROWS:
         raise fail("bad_request", f"CSV: at most {MAX_IMPORT_ROWS} rows in one import.")
     games: list[Game] = []
+    name = unicodedata.normalize("NFC", event.name).casefold()  # as the rows' (server/api/text.py)
     for r in rows:
-        if r.event.casefold() != event.name.casefold():
+        if r.event.casefold() != name:
             raise fail("bad_request", f"CSV:{r.line}: the row is for event {r.event!r}, "
                                       f"not {event.name!r}.")
         g = r.game

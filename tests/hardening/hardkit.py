@@ -25,7 +25,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from server.app import RunningServer, start_server
-from server.config import Config, Limits
+from server.config import Config, Limits, PasswordHashing
 
 T = TypeVar("T")
 
@@ -44,8 +44,9 @@ LIVENESS = 2.0
 class ServerThread:
     """``server.app.start_server`` on port 0, on an event loop of its own."""
 
-    def __init__(self, db: Path, limits: Limits | None = None, drop_timeout: float = 600.0) -> None:
-        self.config = Config(database=str(db), password=FAST_HASHING, drop_timeout=drop_timeout,
+    def __init__(self, db: Path, limits: Limits | None = None, drop_timeout: float = 600.0,
+                 password: PasswordHashing = FAST_HASHING) -> None:
+        self.config = Config(database=str(db), password=password, drop_timeout=drop_timeout,
                              limits=limits or Limits())
         self.db = db
         self.loop = asyncio.new_event_loop()

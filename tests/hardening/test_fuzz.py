@@ -49,7 +49,9 @@ LIMIT = 64 * 1024
 HARD_LIMIT = 16 * LIMIT  # beyond it websockets itself closes with 1009 (server.transport)
 REPLY_TIMEOUT = 10.0  # no reply within this is a hang, not slowness
 FUZZ_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, strikes=1_000_000,
-                     login_free_failures=1_000_000_000, connections_per_address=1000)
+                     login_free_failures=1_000_000_000, login_address_failures=1_000_000_000,
+                     login_account_failures=1_000_000_000, registrations_per_hour=0,
+                     connections_per_address=1000)
 # Besides the read-only ones, the commands that write nothing to the database even when
 # they succeed: a batch in which no other command succeeded must leave it untouched.
 IN_MEMORY = frozenset({"logout", "watch", "unwatch", "invite", "decline"})
@@ -687,17 +689,69 @@ def test_oversized_frames_are_refused_then_closed(fuzzed: Fuzzed, kind: str, siz
     assert fuzzed.logs.errors()[errors:] == []
 
 
-def test_invalid_utf8_in_a_text_frame_is_a_protocol_error(fuzzed: Fuzzed) -> None:
-    """Not text at all: the WebSocket layer closes with 1007 (RFC 6455 §8.1); nothing else is hurt."""
-    for data in (b"\xff\xfe who", b"login alice \xc3", b'{"cmd": "\xed\xa0\x80"}'):
-        conn = Conn(fuzzed.server.url)
+NOT_UTF8 = [
+    b"\xff\xfe who",                  # bytes that never occur in UTF-8
+    b"login alice \xc3",               # a sequence cut short at the end
+    b'{"cmd": "\xed\xa0\x80"}',         # an encoded surrogate
+    b"whois \xc0\xaf",                 # an overlong encoding of "/"
+    b"whois \xf4\x90\x80\x80",          # beyond U+10FFFF
+    b'{"id": 3, "cmd": "whois", "args": {"name": "\xe9"}}',  # Latin-1, not UTF-8
+]
+
+
+def check_not_utf8(fuzzed: Fuzzed, data: bytes | list[bytes]) -> None:
+    """A text frame (or a fragmented text message) that is not UTF-8: ``bad_request`` saying so,
+    and the connection stays open and usable; nothing written, nothing logged."""
+    before = dump_db(fuzzed.server.db)
+    errors = len(fuzzed.logs.errors())
+    conn = Conn(fuzzed.server.url)
+    try:
         conn.ws.send(data, text=True)
-        with pytest.raises(ConnectionClosed):
-            conn.reply()
-        assert conn.ws.close_code == 1007, conn.ws.close_code
+        reply = conn.reply()
+        assert reply["ok"] is False and reply["error"]["code"] == "bad_request", reply
+        assert "UTF-8" in reply["error"]["message"], reply
+        conn.probe()
+        assert conn.ws.close_code is None
+    finally:
         conn.close()
-        FIGURES["frames"] += 1
-        FIGURES["frames: invalid UTF-8 text, closed 1007"] += 1
+    assert dump_db(fuzzed.server.db) == before
+    assert fuzzed.logs.errors()[errors:] == []
+    FIGURES["frames"] += 1
+    FIGURES["frames: invalid UTF-8 text, answered bad_request"] += 1
+
+
+@pytest.mark.parametrize("data", NOT_UTF8)
+def test_invalid_utf8_in_a_text_frame_is_answered(fuzzed: Fuzzed, data: bytes) -> None:
+    check_not_utf8(fuzzed, data)
+    check_not_utf8(fuzzed, [data[:5], data[5:]])  # the same as a fragmented message
+
+
+def test_utf8_split_between_fragments_is_still_text(fuzzed: Fuzzed) -> None:
+    """A character whose bytes straddle two fragments is good text: decoded as a whole."""
+    conn = Conn(fuzzed.server.url)
+    try:
+        word = "help é".encode()
+        conn.ws.send([word[:-1], word[-1:]], text=True)
+        reply = conn.reply()
+        assert reply["ok"] is False and reply["error"]["code"] == "unknown_command", reply
+        assert "é" in reply["error"]["message"]
+        conn.probe()
+    finally:
+        conn.close()
+
+
+@fuzz_settings(examples=40)
+@given(data=st.binary(min_size=1, max_size=200).filter(lambda b: not _is_utf8(b)))
+def test_random_bytes_that_are_not_utf8_are_answered(fuzzed: Fuzzed, data: bytes) -> None:
+    check_not_utf8(fuzzed, data)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def test_the_server_is_still_up_and_logged_no_error(fuzzed: Fuzzed) -> None:

@@ -89,6 +89,19 @@ CASES: dict[str, Case] = {
         "p4p", body("Cup,2026-03-14,ann,bob,10,3,,", good=GOOD_DOUBLES),
         "results.csv:7", "singles and doubles are mixed",
     ),
+    # free text (server/api/text.py), through the real command
+    "event name with a right-to-left override": Case(
+        "cas", body("Open\u202e,2026-03-14,ann,bob,400,300,,"), "results.csv:7",
+        "event contains an invisible formatting character (U+202E)",
+    ),
+    "reason of 60 KB": Case(
+        "cas", body(f"Open,2026-03-14,ann,bob,400,300,,no:{'r' * 60_000}"), "results.csv:7",
+        "the reason in rated is longer than 200 characters",
+    ),
+    "reason with a left-to-right isolate": Case(
+        "cas", body("Open,2026-03-14,ann,bob,400,300,,no:void\u2066ed"), "results.csv:7",
+        "the reason in rated contains an invisible formatting character (U+2066)",
+    ),
 }
 
 # Further problems beyond the list, checked in-process through the command's body
@@ -145,6 +158,31 @@ MORE_CASES: dict[str, Case] = {
         "rated must be empty or 'no:REASON': 'maybe'",
     ),
     "empty event": Case("cas", body(",2026-03-14,ann,bob,400,300,,"), "results.csv:7", "event is empty"),
+    # free text (server/api/text.py), more cases
+    "event name with a zero-width space": Case(
+        "cas", body("Op\u200ben,2026-03-14,ann,bob,400,300,,"), "results.csv:7",
+        "event contains an invisible formatting character (U+200B)",
+    ),
+    "event name with an escape sequence": Case(
+        "cas", body("Open\x1b[2J,2026-03-14,ann,bob,400,300,,"), "results.csv:7",
+        "event contains a control character (U+001B)",
+    ),
+    "event name longer than 100": Case(
+        "cas", body(f"{'E' * 101},2026-03-14,ann,bob,400,300,,"), "results.csv:7",
+        "event is longer than 100 characters",
+    ),
+    "reason longer than 200": Case(
+        "cas", body(f"Open,2026-03-14,ann,bob,400,300,,no:{'r' * 201}"), "results.csv:7",
+        "the reason in rated is longer than 200 characters",
+    ),
+    "reason with a byte-order mark": Case(
+        "cas", body("Open,2026-03-14,ann,bob,400,300,,no:\ufeffvoid"), "results.csv:7",
+        "the reason in rated contains an invisible formatting character (U+FEFF)",
+    ),
+    "reason with a tab": Case(
+        "cas", body("Open,2026-03-14,ann,bob,400,300,,no:void\ted"), "results.csv:7",
+        "the reason in rated contains a control character (U+0009)",
+    ),
     "bad length": Case(
         "fibs", body("Night,2026-03-14,ann,bob,3,1,long,"), "results.csv:7",
         "length is not a whole number or 'unlimited': 'long'",

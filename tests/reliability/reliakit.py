@@ -1,5 +1,6 @@
-"""Helpers for the reliability tests (crash safety, races): the command line, the database
-read back with plain ``sqlite3``, and the ladders recomputed from the log by ``matchlobby rate``.
+"""Helpers for the reliability tests (crash safety, races, power cuts): the command line,
+``matchlobby serve`` as a process, the database read back with plain ``sqlite3``, and the
+ladders recomputed from the log by ``matchlobby rate``.
 
 Imported by ``conftest.py`` and the test modules (pytest puts this directory on
 ``sys.path``; the tests have no ``__init__.py``). Named apart from the other
@@ -9,10 +10,14 @@ command line and the accounts come from ``tests/kit/sharedkit.py``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +36,9 @@ from sharedkit import (
 from clients import LobbyClient
 
 __all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
-    "ADMINS", "ADMIN_PASSWORD", "CLEAN_REFUSALS", "PASSWORD", "SYSTEMS", "cli_env", "config_text",
-    "free_port", "integrity", "ladders_against_recomputation", "log_rows", "matchlobby_command",
-    "replay_check", "run_cli", "same_value", "seq_gaps", "sql",
+    "ADMINS", "ADMIN_PASSWORD", "CLEAN_REFUSALS", "PASSWORD", "SYSTEMS", "ServerProcess", "cli_env",
+    "config_text", "free_port", "integrity", "ladders_against_recomputation", "log_rows",
+    "matchlobby_command", "replay_check", "run_cli", "same_value", "seq_gaps", "sql",
 ]
 
 ADMINS = ("root", "root2", "root3", "root4", "root5", "root6")
@@ -47,7 +52,74 @@ def config_text(drop_timeout: float | None = None) -> str:
     server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
     return (server + "[password_hashing]\nn = 1024\n\n"
             "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
-            "connections_per_address = 100000\n")
+            "connections_per_address = 100000\nregistrations_per_hour = 0\n")
+
+
+# ---- the server as a process ---------------------------------------------------------------
+
+
+class ServerProcess:
+    """``matchlobby serve`` on a fixed port and file; killed and started again."""
+
+    def __init__(self, db: Path, config: Path, port: int, log: Path,
+                 env: dict[str, str] | None = None) -> None:
+        self.db, self.config, self.port, self.log = db, config, port, log
+        self.env = env or {}  # added to the environment (cli_env)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            out.write(f"---- start {self.starts + 1}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(
+                [*matchlobby_command(), "serve", "--db", str(self.db), "--config",
+                 str(self.config), "--port", str(self.port)],
+                cwd=self.db.parent, env=cli_env(**self.env), stdout=out, stderr=subprocess.STDOUT)
+        self.starts += 1
+
+    async def ready(self, timeout: float = 30.0) -> float:
+        """Wait until the port accepts connections; the seconds it took."""
+        began = time.monotonic()
+        while True:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server exited with {self.proc.returncode}:\n"
+                                     f"{self.tail()}")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                if time.monotonic() - began > timeout:
+                    raise AssertionError(f"the server did not listen within {timeout} s:\n"
+                                         f"{self.tail()}") from None
+                await asyncio.sleep(0.02)
+                continue
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            return time.monotonic() - began
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        assert self.proc.returncode == -signal.SIGKILL
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
+
+    def stop_quietly(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
 
 
 # ---- the database, read back ---------------------------------------------------------------

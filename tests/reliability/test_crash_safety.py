@@ -27,8 +27,6 @@ import contextlib
 import itertools
 import os
 import random
-import signal
-import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,12 +37,11 @@ from reliakit import (
     ADMIN_PASSWORD,
     ADMINS,
     PASSWORD,
-    cli_env,
+    ServerProcess,
     config_text,
     free_port,
     integrity,
     ladders_against_recomputation,
-    matchlobby_command,
     replay_check,
     seq_gaps,
     sql,
@@ -63,68 +60,6 @@ FOOSBALL = [f"fs{i}" for i in range(8)]
 DOUBLES = [f"fd{i}" for i in range(10)]
 BACKGAMMON = [f"bg{i}" for i in range(4)]
 LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
-
-
-class ServerProcess:
-    """``matchlobby serve`` on a fixed port and file; killed and started again."""
-
-    def __init__(self, db: Path, config: Path, port: int, log: Path) -> None:
-        self.db, self.config, self.port, self.log = db, config, port, log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            out.write(f"---- start {self.starts + 1}\n".encode())
-            out.flush()
-            self.proc = subprocess.Popen(
-                [*matchlobby_command(), "serve", "--db", str(self.db), "--config",
-                 str(self.config), "--port", str(self.port)],
-                cwd=self.db.parent, env=cli_env(), stdout=out, stderr=subprocess.STDOUT)
-        self.starts += 1
-
-    async def ready(self, timeout: float = 30.0) -> float:
-        """Wait until the port accepts connections; the seconds it took."""
-        began = time.monotonic()
-        while True:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the server exited with {self.proc.returncode}:\n"
-                                     f"{self.tail()}")
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            except OSError:
-                if time.monotonic() - began > timeout:
-                    raise AssertionError(f"the server did not listen within {timeout} s:\n"
-                                         f"{self.tail()}") from None
-                await asyncio.sleep(0.02)
-                continue
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-            return time.monotonic() - began
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        assert self.proc.returncode == -signal.SIGKILL
-
-    def terminate(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=30)
-
-    def stop_quietly(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-
-    def tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
 
 @dataclass

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import sqlite3
 import weakref
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import pytest
 
-from server.storage import CommitFailed, Database, rows
-from server.writer import GROUP_MAX, _grouped, new_match_id, next_seq, write_later
+from server.storage import CommitFailed, Database, StorageFailed, rows
+from server.writer import (
+    GROUP_MAX,
+    READ_ONLY,
+    _grouped,
+    current_command,
+    new_match_id,
+    next_seq,
+    write_later,
+)
 
 
 async def _open(tmp_path: Path) -> Database:
@@ -433,3 +443,74 @@ async def test_grouped_rows_that_break_a_constraint_keep_none_of_the_batch(tmp_p
         assert [r["v"] for r in await db.fetchall("SELECT v FROM t ORDER BY id")] == ["p", "q"]
     finally:
         await db.close()
+
+
+async def _fill(conn: aiosqlite.Connection) -> None:
+    await conn.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, body TEXT)")
+    await conn.executemany("INSERT INTO big (body) VALUES (?)", [("x" * 100,)] * 2000)
+
+
+async def _count_big(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("SELECT count(*) FROM big") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else -1
+
+
+async def _damaged_big_table(db: Database, path: Path) -> None:
+    """Table ``big``, then every page of it overwritten on disk under the open database."""
+    await db.write(_fill)
+    assert await db.write(_count_big) == 2000
+    other = sqlite3.connect(path, isolation_level=None)
+    assert other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+    pages = [r[0] for r in other.execute("SELECT pageno FROM dbstat WHERE name = 'big'")]
+    size = other.execute("PRAGMA page_size").fetchone()[0]
+    with open(path, "r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * size)
+            f.write(b"\xa5" * size)
+    other.execute("CREATE TABLE poke (x)")  # a commit: the connections' caches are read afresh
+    other.close()
+
+
+async def test_a_damaged_page_met_by_a_read_stops_every_write(tmp_path: Path) -> None:
+    db = await _open(tmp_path)
+    try:
+        await _damaged_big_table(db, tmp_path / "w.db")
+        with pytest.raises(StorageFailed):
+            await db.fetchall("SELECT count(*) FROM big")
+        assert db.fault is not None
+        with pytest.raises(StorageFailed):
+            await db.write(_put("refused"))
+        assert "refused" not in _committed(tmp_path)
+    finally:
+        await db.close()
+
+
+async def test_a_damaged_page_met_by_a_job_stops_every_write(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A job's read meets a page gone bad on disk: its whole batch fails (an earlier job's
+    write with it), the fault is logged once with the commands, and from then on every job
+    is refused at once."""
+    db = await _open(tmp_path)
+    path = tmp_path / "w.db"
+    try:
+        await _damaged_big_table(db, path)
+        token = current_command.set("resign (alice)")
+        try:
+            results = await asyncio.gather(db.write(_put("lost")), db.write(_count_big),
+                                           return_exceptions=True)
+        finally:
+            current_command.reset(token)
+        assert all(isinstance(r, StorageFailed) for r in results), results
+        assert str(results[0]) == READ_ONLY
+        assert db.fault is not None and db.fault.startswith("SQLITE_CORRUPT"), db.fault
+        with pytest.raises(StorageFailed):
+            await db.write(_put("refused"))
+        assert "lost" not in _committed(tmp_path)
+        assert "refused" not in _committed(tmp_path)
+    finally:
+        await db.close()
+    logged = [r.getMessage() for r in caplog.records
+              if r.name == "server.writer" and r.levelno >= logging.ERROR]
+    assert len(logged) == 1, logged
+    assert "database failure (SQLITE_CORRUPT" in logged[0] and "resign (alice)" in logged[0]

@@ -1,0 +1,52 @@
+"""The one rule for text people type freely: event names and reasons.
+
+Such text is shown to other people (the web page, the terminal client, a
+spreadsheet), so it must read as what it is: no control characters, and none
+of the invisible ones that reorder or hide text (bidirectional overrides and
+isolates, zero-width joiners and spaces, the byte-order mark). It is stored in
+NFC so that two spellings of the same letters are one name.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+EVENT_NAME_MAX = 100
+REASON_MAX = 200
+# The most code points one character's canonical decomposition has (U+1F82: alpha and three
+# marks): NFC makes a text at most this many times shorter, so a text that many times longer
+# than the limit is refused before any other work.
+MAX_DECOMPOSITION = 4
+
+# Control characters (C0 with tab and newline, DEL, C1), the line and paragraph separators and
+# lone surrogates: searched in the whole text, surrounding whitespace included (NFC neither
+# makes nor removes any of them).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# Unicode's format characters (category Cf): every bidirectional mark (U+061C, U+200E/F,
+# U+202A-U+202E, U+2066-U+2069), the zero-width ones (U+200B-U+200D, U+2060, U+FEFF), soft
+# hyphens, tags. Too many for a pattern; none is whitespace, so only the stripped text is read.
+_FORMAT = "Cf"
+
+
+def clean_text(value: str, what: str, limit: int) -> str:
+    """``value`` in NFC without surrounding whitespace; ``ValueError`` saying what is wrong.
+
+    ``what`` names the text in the message ("REASON", "event"). The work is bounded by
+    ``limit``, whatever the length of ``value``.
+    """
+    if len(value) > MAX_DECOMPOSITION * limit:
+        raise ValueError(f"{what} is longer than {limit} characters")
+    if (bad := _CONTROL.search(value)) is not None:
+        raise ValueError(f"{what} contains a control character (U+{ord(bad.group()):04X})")
+    text = unicodedata.normalize("NFC", value).strip()
+    if not text:
+        raise ValueError(f"{what} must not be empty")
+    if len(text) > limit:
+        raise ValueError(f"{what} is longer than {limit} characters")
+    if not text.isprintable():  # also false for harmless spaces such as U+00A0: look closer
+        for ch in text:
+            if unicodedata.category(ch) == _FORMAT:
+                raise ValueError(f"{what} contains an invisible formatting character "
+                                 f"(U+{ord(ch):04X})")
+    return text
