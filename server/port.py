@@ -15,7 +15,7 @@ from typing import Any
 import aiosqlite
 
 from server.api import Index, RatedUnit, Schema, Table, TableColumn
-from server.log import cas_history, ladder_units, with_turns
+from server.log import event_games, ladder_units, with_turns
 from server.writer import write_later
 
 Job = Callable[[Any], Awaitable[Any]]
@@ -36,7 +36,7 @@ class SqliteLog:
         return await ladder_units(self.conn, ladder, since)
 
     async def event_games(self, ladder: str) -> list[tuple[str, str, int, int]]:
-        return await cas_history(self.conn, ladder)
+        return await event_games(self.conn, ladder)
 
 
 class SqliteTx:

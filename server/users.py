@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ratings_plugin.games import valid_name
 from server.accounts import MIN_PASSWORD, hash_password
+from server.api import valid_name
 from server.config import Config
 from server.dbcheck import check_database
 from server.storage import connect, migrate, now

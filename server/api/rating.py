@@ -137,6 +137,11 @@ class RatingSystem(Protocol):
         otherwise an event is rated as one unit when it closes."""
 
     @property
+    def match_lengths(self) -> bool:
+        """Its games are matches to a length: a scored result's winner reaches the length and
+        the loser stays below it (backgammon)."""
+
+    @property
     def tail_corrections(self) -> bool:
         """A correction may replay the log from the corrected unit on, starting from the
         standings the stored history gives for that point (see :meth:`rewind`)."""

@@ -163,6 +163,7 @@ class Cas:
     live_matches = False
     rates_each_result = False
     tail_corrections = False
+    match_lengths = False
     shared_field: str | None = "peklo"
 
     def option_keys(self) -> frozenset[str]:

@@ -69,6 +69,7 @@ class Fibs:
     live_matches = True
     rates_each_result = True
     tail_corrections = True
+    match_lengths = True
     shared_field: str | None = None
 
     def option_keys(self) -> frozenset[str]:

@@ -114,6 +114,7 @@ class Glicko2:
     live_matches = True
     rates_each_result = False
     tail_corrections = False
+    match_lengths = False
     shared_field: str | None = None
 
     def option_keys(self) -> frozenset[str]:

@@ -91,6 +91,7 @@ class P4P:
     live_matches = False
     rates_each_result = False
     tail_corrections = False
+    match_lengths = False
     shared_field: str | None = None
 
     def option_keys(self) -> frozenset[str]:
