@@ -97,18 +97,16 @@ class Environment:
 
     async def open(self) -> Store:
         from server.dbcheck import check_database
-        from server.plugins import load_plugins
-        from server.port import SqliteStore, migrate_plugin
-        from server.storage import connect, migrate
+        from server.plugins import migrate_all
+        from server.port import SqliteStore
+        from server.storage import connect
 
         await check_database(self.database, quick_check=False, writable=self.writable)
         # check_same_thread=False: a plugin's fast path may use the sqlite3 connection on this
         # thread (Store.native).
         conn = await connect(self.database, check_same_thread=False)
         try:
-            await migrate(conn)
-            for plugin in load_plugins(self.config):
-                await migrate_plugin(conn, plugin.schema)
+            await migrate_all(conn, self.config)
         except BaseException:
             await conn.close()
             raise

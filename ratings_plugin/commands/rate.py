@@ -20,7 +20,6 @@ from server.api.results_file import (
     read_results,
 )
 
-
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -77,12 +76,15 @@ def rate_file(system: str, path: str, as_of: str | None = None) -> dict[str, Any
 
 
 def columns(ladder: dict[str, Any], with_of: bool = False) -> list[str]:
-    """Output columns; CSV carries ``of`` too, so it has exactly the JSON fields."""
+    """Output columns: the fixed ones, then the system's (as its columns describe them), then
+    any other field of its rows; CSV carries ``of`` too, so it has exactly the JSON fields."""
     head = ["rank", "of"] if with_of else ["rank"]
+    fixed = [*head, "player", "rating", "games", "active"]
+    extra = [c["key"] for c in ladder["columns"] if c["key"] not in fixed]
     players = ladder["players"]
-    extra = [k for k in players[0] if k not in ("rank", "of", "player", "rating", "games",
-                                                 "active")] if players else []
-    return [*head, "player", "rating", "games", "active", *extra]
+    extra += [k for k in (players[0] if players else {}) if k not in fixed and k not in extra
+              and k != "of"]
+    return fixed + extra
 
 
 def _decimals(ladder: dict[str, Any]) -> dict[str, int]:

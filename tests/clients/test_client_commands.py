@@ -1,6 +1,6 @@
 """Every command of the command table makes a round trip through :class:`LobbyClient`.
 
-The cases are generated from ``server.commands.COMMANDS``: a command added to the
+The cases are generated from the lobby's command table (``server.plugins.command_table``): a command added to the
 table without a case here fails ``test_round_trip[that command]``. Each case
 asserts what the command really did (pushes to the others, what ``whois``,
 ``rating``, ``ladder`` and ``history`` say afterwards), not only that it was
@@ -31,7 +31,9 @@ from clientkit import (
 )
 
 from clients.models import Ladder, MatchFinished, Ratings, Whois
-from server.commands import COMMANDS
+from server.plugins import command_table
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 Case = Callable[[Lobby, Path], Awaitable[None]]
 CASES: dict[str, Case] = {}

@@ -32,9 +32,12 @@ from websockets.exceptions import ConnectionClosed
 
 from clients import LobbyClient
 from server.commands import ADMIN as ADMIN_ROLE
-from server.commands import ANYONE, COMMANDS, PLAYER
+from server.commands import ANYONE, PLAYER
 from server.config import Config, Limits
+from server.plugins import command_table
 from server.users import add_user
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 ROLES = ("guest", "player", "other", "admin")
 OK = "ok"

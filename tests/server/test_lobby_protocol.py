@@ -12,7 +12,10 @@ from lobbykit import Harness, expect_error, results_text, start_match, today
 from websockets.asyncio.client import connect
 
 from clients import LobbyClient
-from server.commands import ADMIN, ANYONE, COMMANDS, PLAYER, CommandSpec
+from server.commands import ADMIN, ANYONE, PLAYER, CommandSpec
+from server.plugins import command_table
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 # ---- plain lines and JSON give the same answers -------------------------------------------
 
