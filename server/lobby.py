@@ -171,7 +171,7 @@ class Lobby:
         self.ladders: dict[str, LadderConfig] = {x.name: x for x in config.ladders}
         self.plugins = list(plugins)
         self.publisher = LobbyPublisher(self)
-        self.handlers: dict[str, Handler] = dict(HANDLERS)
+        self.handlers: dict[str, Handler] = {}  # the plugins' (the lobby's own: HANDLERS)
         plugin_commands = [c for plugin in self.plugins for c in plugin.commands()]
         self.commands = CommandTable([*COMMANDS.values(), *(c.spec for c in plugin_commands)])
         for command in plugin_commands:
@@ -427,7 +427,7 @@ class Lobby:
 
     async def _execute(self, session: Session, request: Request, deferred: Deferred,
                        key: RequestKey | None) -> dict[str, Any]:
-        fn = self.handlers[request.cmd]
+        fn = HANDLERS.get(request.cmd) or self.handlers[request.cmd]
         token = _DEFERRED.set(deferred)
         key_token = _REQUEST.set(key)
         try:

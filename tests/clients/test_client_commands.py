@@ -300,16 +300,26 @@ async def _ladders(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await start_match(alice, bob)
     await alice.resign()
-    assert await alice.call("ladders") == {"ladders": [
+    listed = (await alice.call("ladders"))["ladders"]
+    assert [{k: x[k] for k in ("ladder", "system", "format", "updated", "live", "players")}
+            for x in listed] == [
         {"ladder": "backgammon", "system": "fibs", "format": "singles",
-         "updated": "after each match", "players": 2},
+         "updated": "after each match", "live": True, "players": 2},
         {"ladder": "scrabble", "system": "cas", "format": "singles",
-         "updated": "when an event closes", "players": 0},
+         "updated": "when an event closes", "live": False, "players": 0},
         {"ladder": "foosball-singles", "system": "p4p", "format": "singles",
-         "updated": "when an event closes", "players": 0},
+         "updated": "when an event closes", "live": False, "players": 0},
         {"ladder": "foosball-doubles", "system": "p4p", "format": "doubles",
-         "updated": "when an event closes", "players": 0},
-    ]}
+         "updated": "when an event closes", "live": False, "players": 0},
+    ]
+    # each ladder's columns: what a client shows of its rows, every one a field of them
+    rows = (await alice.call("ladder", ladder="backgammon"))["players"]
+    fibs = listed[0]
+    assert fibs["system_title"] == "FIBS"
+    assert [c["key"] for c in fibs["columns"]] == ["rating", "experience", "games"]
+    assert all(c["key"] in rows[0] for c in fibs["columns"])
+    assert [c["key"] for c in listed[1]["columns"]] == ["rating", "paluba", "dansa", "peklo",
+                                                        "games"]
 
 
 @case("watch")
