@@ -76,7 +76,8 @@ STORED_FIBS_ROWS = """SELECT h.player_id, h.before, h.after, h.match_id,
 # The same from a given id on: the stored rows of one chunk.
 STORED_FIBS_CHUNK = STORED_FIBS_ROWS.replace("ORDER BY", "AND h.id >= ? ORDER BY") + " LIMIT ?"
 # From this many history rows (the table's largest id) the stored side of a FIBS ladder is read by
-# the helper process (ratings_plugin/commands/replay_helper.py); below it, starting one costs more than it saves.
+# the helper process (ratings_plugin/commands/replay_helper.py); below it, starting one costs
+# more than it saves.
 HELPER_MIN_ROWS = 200_000
 PAIRS_PER_INSERT = 50  # matches whose history rows go in one INSERT (_insert_history)
 # A ladder rewrite smaller than this keeps the history indexes up to date (see _history_indexes).

@@ -1,7 +1,7 @@
 """Every command of the command table makes a round trip through :class:`LobbyClient`.
 
-The cases are generated from the lobby's command table (``server.plugins.command_table``): a command added to the
-table without a case here fails ``test_round_trip[that command]``. Each case
+The cases are generated from the lobby's command table (``server.plugins.command_table``): a
+command added to the table without a case here fails ``test_round_trip[that command]``. Each case
 asserts what the command really did (pushes to the others, what ``whois``,
 ``rating``, ``ladder`` and ``history`` say afterwards), not only that it was
 answered, and the refusals it can meet.
