@@ -269,14 +269,16 @@ async function openProfile(name, { focus = true } = {}) {
 function ratingCell(r) {
   const column = ratingColumn(r.ladder);
   const title = [column.label, column.help].filter(Boolean).join(": ");
-  return el("td", { class: "num rating", title }, fmtValue(column, r.rating));
+  const text = fmtValue(column, r.rating);
+  return el("td", { class: "num rating", title }, column.help ? el("span", { class: "explained" }, text) : text);
 }
 
 // A profile row's other columns (not the rating, not the games): "Label value, …".
 function detailsOf(r) {
   const shown = columnsOf(r.ladder).filter((c) => c.key !== "rating" && c.key !== "games");
   return shown.flatMap((c, i) => [i ? ", " : null,
-    el("span", { title: c.help || null, dataset: { key: c.key } }, `${c.label} ${fmtValue(c, r[c.key])}`)]);
+    el("span", { class: c.help ? "explained" : null, title: c.help || null, dataset: { key: c.key } },
+      `${c.label} ${fmtValue(c, r[c.key])}`)]);
 }
 
 function renderProfile(who, entries) {
@@ -344,10 +346,14 @@ function chartWidth(node) {
   return Math.max(240, Math.floor(node.clientWidth || 320));
 }
 
-// The y axis: whole numbers, unless its ticks are closer together than 1.
+// Tick steps of a y axis whose values are whole numbers (uPlot would also try 2.5, 25, …).
+const WHOLE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
+// The y axis's labels, with as many places as its step needs (none for a whole step).
 function axisTicks(vals) {
   const step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : 1;
-  const digits = step >= 1 || step === 0 ? 0 : Math.min(6, Math.ceil(-Math.log10(step) - 1e-9));
+  let digits = 0;
+  while (digits < 6 && Math.abs(step * 10 ** digits - Math.round(step * 10 ** digits)) > 1e-6) digits += 1;
   return vals.map((v) => (v === null || v === undefined ? "" : v.toFixed(digits)));
 }
 
@@ -373,7 +379,11 @@ function drawChart(ladder, column, entries, node) {
         value: (u, v) => fmtValue(column, v),
       },
     ],
-    axes: [{}, { size: 64, values: (u, vals) => axisTicks(vals) }],
+    axes: [{}, {
+      size: 64,
+      values: (u, vals) => axisTicks(vals),
+      ...(column.type === "integer" ? { incrs: WHOLE_STEPS } : {}),
+    }],
   };
   return new window.uPlot(opts, [xs, ys], node);
 }
