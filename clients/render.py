@@ -119,7 +119,9 @@ def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
     head = f"{data['ladder']} ({data['system']}): {data['total']} players"
     if not data["players"]:
         return head + "\n  (nobody yet)"
-    columns = columns_from(data.get("columns"), data["players"])
+    known = ladders.get(data["ladder"])
+    columns = columns_from(data.get("columns")) or (known.columns if known else ()) or \
+        columns_from(None, data["players"])
     return "\n".join([head, ladder_rows(columns, data["players"]), *legend(columns)])
 
 

@@ -192,8 +192,11 @@ def test_ladder_tables_per_system() -> None:
     empty = {"ladder": "scrabble", "system": "cas", "total": 0, "columns": CAS_COLUMNS,
              "players": []}
     assert render_reply(ok("ladder", empty)) == "scrabble (cas): 0 players\n  (nobody yet)"
-    # a reply without columns (an older server) is shown by the rows' own fields
+    # a reply without columns (an older server): the ladder as described by the ladders reply,
+    # else by the rows' own fields
     bare = {k: v for k, v in fibs.items() if k != "columns"}
+    assert render_reply(ok("ladder", bare), LADDERS).splitlines() == render_reply(
+        ok("ladder", fibs)).splitlines()
     assert render_reply(ok("ladder", bare)).splitlines()[1:3] == [
         "rank  player   rating  experience  games  active",
         "   1  carol   1612.00          21      3  yes"]
