@@ -24,7 +24,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from clients.models import Ladder, LadderInfo, MatchFinished, Ratings, Whois
+from clients.models import History, Ladder, LadderInfo, MatchFinished, Ratings, Whois
 
 log = logging.getLogger(__name__)
 Push = dict[str, Any]
@@ -356,6 +356,9 @@ class LobbyClient:
         if all:
             args["all"] = True
         return Ladder.from_dict(await self.call("ladder", **args))
+
+    async def history(self, name: str, ladder: str | None = None) -> History:
+        return History.from_dict(await self.call("history", name=name, ladder=ladder))
 
     async def resign(self) -> MatchFinished:
         return MatchFinished.from_dict(await self.call("resign"))

@@ -209,6 +209,34 @@ class Ladder:
 
 
 @dataclass(frozen=True)
+class HistoryEntry:
+    ladder: str
+    at: str
+    before: float | None
+    after: float
+    change: float | None
+    cause: dict[str, int]
+
+    def cells(self, rating: Column) -> list[str]:
+        """Before, after and change as people read them, shown as the ladder's ``rating``
+        column (:attr:`LadderInfo.rating_column`)."""
+        return [rating.text(self.before), rating.text(self.after), rating.change_text(self.change)]
+
+
+@dataclass(frozen=True)
+class History:
+    player: str
+    ladder: str | None
+    entries: list[HistoryEntry]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> History:
+        return cls(d["player"], d.get("ladder"),
+                   [HistoryEntry(e["ladder"], e["at"], e["before"], e["after"], e["change"],
+                                 dict(e["cause"])) for e in d["entries"]])
+
+
+@dataclass(frozen=True)
 class RatingChange:
     player: str
     before: float | None

@@ -294,6 +294,13 @@ async def _history(lobby: Lobby, tmp: Path) -> None:
     # the last entry is what rating says now
     now = (await carol.rating("alice")).ratings[0].rating
     assert entries[-1]["after"] == now
+    # the typed view, shown as the ladder's rating column says (two places on FIBS)
+    typed = await carol.history("alice")
+    assert [(e.ladder, e.at, e.before, e.after, e.change, e.cause) for e in typed.entries] == [
+        (e["ladder"], e["at"], e["before"], e["after"], e["change"], e["cause"]) for e in entries]
+    rating = {i.ladder: i for i in await carol.ladders()}["backgammon"].rating_column
+    assert [e.cells(rating) for e in typed.entries] == [
+        [f"{b:.2f}", f"{a:.2f}", f"{a - b:+.2f}"] for b, a in model.players["alice"].history]
     await expect_error(carol.call("history", name="nobody"), "not_found")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ladder_shapes import LADDERS_REPLY, ZETA_COLUMNS, ZETA_ROWS
 
-from clients.models import Column, Ladder, LadderInfo, LadderRow
+from clients.models import Column, History, Ladder, LadderInfo, LadderRow
 
 
 def test_a_ladders_reply_becomes_ladder_infos() -> None:
@@ -88,3 +88,18 @@ def test_a_ladder_without_columns_is_described_by_its_first_row() -> None:
     assert LadderRow.from_dict(row).cells([Column("games", "G", "integer")]) == ["3"]
     assert Ladder.from_dict({"ladder": "x", "system": "s", "total": 0, "players": []}
                             ).columns == ()
+
+
+def test_history_in_the_ladders_rounding() -> None:
+    history = History.from_dict({"player": "alice", "ladder": None, "entries": [
+        {"ladder": "go", "at": "2026-12-01T08:00:00Z", "before": None, "after": 1500.4,
+         "change": None, "cause": {"event": 3}},
+        {"ladder": "go", "at": "2026-12-02T08:00:00Z", "before": 1500.4, "after": 1387.2,
+         "change": -113.2, "cause": {"match": 4, "event": 5}}]})
+    score = LadderInfo.from_dict(
+        next(x for x in LADDERS_REPLY["ladders"] if x["ladder"] == "go")).rating_column
+    assert [e.cells(score) for e in history.entries] == [["-", "1500", "new"],
+                                                         ["1500", "1387", "-113"]]
+    assert [e.cells(Column("rating", "Elo", "real", 1)) for e in history.entries] == [
+        ["-", "1500.4", "new"], ["1500.4", "1387.2", "-113.2"]]
+    assert history.entries[1].cause == {"match": 4, "event": 5}
