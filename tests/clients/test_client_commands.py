@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,9 @@ from clientkit import (
     start_match,
     today,
 )
+from ladder_shapes import LADDERS_REPLY
 
-from clients.models import Ladder, MatchFinished, Ratings, Whois
+from clients.models import Ladder, LadderInfo, MatchFinished, Ratings, Whois
 from server.plugins import command_table
 
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
@@ -292,6 +294,13 @@ async def _history(lobby: Lobby, tmp: Path) -> None:
     # the last entry is what rating says now
     now = (await carol.rating("alice")).ratings[0].rating
     assert entries[-1]["after"] == now
+    # the typed view, shown as the ladder's rating column says (two places on FIBS)
+    typed = await carol.history("alice")
+    assert [(e.ladder, e.at, e.before, e.after, e.change, e.cause) for e in typed.entries] == [
+        (e["ladder"], e["at"], e["before"], e["after"], e["change"], e["cause"]) for e in entries]
+    rating = {i.ladder: i for i in await carol.ladders()}["backgammon"].rating_column
+    assert [e.cells(rating) for e in typed.entries] == [
+        [f"{b:.2f}", f"{a:.2f}", f"{a - b:+.2f}"] for b, a in model.players["alice"].history]
     await expect_error(carol.call("history", name="nobody"), "not_found")
 
 
@@ -320,6 +329,22 @@ async def _ladders(lobby: Lobby, tmp: Path) -> None:
     assert all(c["key"] in rows[0] for c in fibs["columns"])
     assert [c["key"] for c in listed[1]["columns"]] == ["rating", "paluba", "dansa", "peklo",
                                                         "games"]
+    # the library's typed view: the descriptions the renderers' tests use, learned by the client
+    described = {x["ladder"]: LadderInfo.from_dict({**x, "players": 0})
+                 for x in LADDERS_REPLY["ladders"] if x["system"] != "zeta"}
+    spectator = await lobby.client()
+    assert spectator.ladder_info == {}
+    infos = await spectator.ladders()
+    assert {i.ladder: replace(i, players=0) for i in infos if i.ladder in described} == described
+    assert [i.players for i in infos] == [2, 0, 0, 0]
+    assert spectator.ladder_info == {i.ladder: i for i in infos}
+    other = await lobby.client()
+    assert (await other.send_line("ladders"))["ok"]  # any ladders reply teaches the client
+    assert other.ladder_info == spectator.ladder_info
+    table = await spectator.ladder("backgammon")
+    assert table.columns == infos[0].columns
+    assert table.cells() == [[f"{r['rating']:.2f}", str(r["experience"]), str(r["games"])]
+                             for r in rows]
 
 
 @case("watch")
