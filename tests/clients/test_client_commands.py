@@ -812,3 +812,24 @@ async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
         assert close(row.rating, model.players[name].rating)
     await expect_error(admin.adjudicate(mid, "alice"), "conflict")  # already alice's
     await expect_error(admin.adjudicate(999, "alice"), "not_found")
+
+
+# ---- added by a plugin: the streaks plugin (tests/plugins/streaks) ---------------------------
+
+
+@case("streak")
+async def _streak(lobby: Lobby, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    guest = await lobby.client()
+    for _ in range(2):
+        await start_match(alice, bob)
+        await bob.resign()
+    assert await guest.call("streak", name="alice") == {
+        "player": "alice", "streaks": [{"ladder": "backgammon", "current": 2, "best": 2}]}
+    await start_match(bob, alice)
+    await alice.resign()
+    assert (await guest.call("streak", name="ALICE"))["streaks"] == [
+        {"ladder": "backgammon", "current": 0, "best": 2}]
+    assert (await alice.call("streak", name="bob"))["streaks"] == [
+        {"ladder": "backgammon", "current": 1, "best": 1}]
+    await expect_error(guest.call("streak", name="nobody"), "not_found")
