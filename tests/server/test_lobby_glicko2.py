@@ -53,6 +53,7 @@ name = "blitz"
 system = "glicko2"
 periods_per_day = 0
 """
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "matchlobby.example.toml"
 COLUMNS = [
     {"key": "rating", "label": "Rating", "type": "real", "decimals": 2},
     {"key": "rd", "label": "RD", "type": "real", "decimals": 2},
@@ -345,3 +346,18 @@ async def test_doubles_are_refused_on_a_glicko2_ladder(glicko: GlickoLobby,
     assert closed["changes"] == []
     assert (await admin.call("ladder", ladder="chess", all=True))["players"] == []
     assert sql(glicko.db, "SELECT count(*) FROM matches WHERE event_id = ?", (eid,)) == [(0,)]
+
+
+def test_the_examples_glicko2_ladder_shows_every_option_at_its_default(tmp_path: Path) -> None:
+    """docs/matchlobby.example.toml keeps it commented out (the example is the defaults);
+    uncommented, it is a Glicko-2 ladder with every option, each at its default."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    block = text[text.index('# [[ladders]]\n# name = "chess"\n# system = "glicko2"'):]
+    lines = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    path = tmp_path / "glicko2.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (ladder,) = load_config(path).ladders
+    assert (ladder.name, ladder.system.name, ladder.format) == ("chess", "glicko2", "singles")
+    assert ladder.options == ladder.system.parse_options({})
+    keys = {line.split("=")[0].strip() for line in lines if "=" in line} - {"name", "system"}
+    assert keys == ladder.system.option_keys() - {"format"}
