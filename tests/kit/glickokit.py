@@ -18,6 +18,11 @@ SCALE = 173.7178
 TAU = 0.5
 PERIODS_PER_DAY = 0.21436
 START = (1500.0, 350.0, 0.06)
+REL = 1e-6
+"""How close the server's values must come to this module's. The volatility's iteration stops
+anywhere within ε = 0.000001 of ln σ′², and rounding noise can make two correct programs stop at
+opposite ends of its last bracket: about one period in a million, σ′ then differs by up to 5e-7
+(relative), the rating and RD by less; otherwise they agree to about 1e-11."""
 
 
 def g(phi: float) -> float:
@@ -63,17 +68,21 @@ def period(r: float, rd: float, sigma: float, results: Sequence[tuple[float, flo
            tau: float = TAU) -> tuple[float, float, float]:
     """Steps 2–8: (r′, RD′, σ′) after games against (r_j, RD_j, score) opponents."""
     mu, phi = (r - 1500) / SCALE, rd / SCALE
-    terms = []
+    # Summed in game order (not with sum(), which compensates from Python 3.12 on): the
+    # volatility's iteration may return the other end of its last bracket, up to ε away, when
+    # rounding noise flips the sign of f(C) near the root, so the sums must round alike.
+    information = 0.0
+    improvement = 0.0
     for r_j, rd_j, score in results:
         mu_j, phi_j = (r_j - 1500) / SCALE, rd_j / SCALE
         e = 1 / (1 + math.exp(-g(phi_j) * (mu - mu_j)))
-        terms.append((g(phi_j), e, score))
-    v = 1 / sum(gj ** 2 * e * (1 - e) for gj, e, _ in terms)
-    delta = v * sum(gj * (s - e) for gj, e, s in terms)
-    sigma_new = new_volatility(phi, sigma, delta, v, tau)
+        information += g(phi_j) ** 2 * e * (1 - e)
+        improvement += g(phi_j) * (score - e)
+    v = 1 / information
+    sigma_new = new_volatility(phi, sigma, v * improvement, v, tau)
     phi_star = math.sqrt(phi ** 2 + sigma_new ** 2)
     phi_new = 1 / math.sqrt(1 / phi_star ** 2 + 1 / v)
-    mu_new = mu + phi_new ** 2 * sum(gj * (s - e) for gj, e, s in terms)
+    mu_new = mu + phi_new ** 2 * improvement
     return 1500 + SCALE * mu_new, SCALE * phi_new, sigma_new
 
 

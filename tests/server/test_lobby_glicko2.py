@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from glickokit import GlickoModel
+from glickokit import REL, GlickoModel
 from lobbykit import (
     PASSWORD,
     Harness,
@@ -141,9 +141,9 @@ async def check_state(client: LobbyClient, log: Log, ladder: str, provisional_rd
     assert [r["player"] for r in table["players"]] == model.ranking()
     for row in table["players"]:
         p = model.players[row["player"]]
-        assert row["rating"] == pytest.approx(p.rating, rel=1e-12), row
-        assert row["rd"] == pytest.approx(p.rd, rel=1e-12), row
-        assert row["volatility"] == pytest.approx(p.volatility, rel=1e-12), row
+        assert row["rating"] == pytest.approx(p.rating, rel=REL), row
+        assert row["rd"] == pytest.approx(p.rd, rel=REL), row
+        assert row["volatility"] == pytest.approx(p.volatility, rel=REL), row
         assert row["games"] == p.games and row["of"] == len(model.players)
         assert row["provisional"] is (row["rd"] > provisional_rd)
         assert row["active"] is True
@@ -151,7 +151,7 @@ async def check_state(client: LobbyClient, log: Log, ladder: str, provisional_rd
         assert mine == {"ladder": ladder, "system": "glicko2", **row}
         entries = (await client.call("history", name=row["player"], ladder=ladder))["entries"]
         got = [x for e in entries for x in (e["before"], e["after"])]
-        assert got == pytest.approx([x for pair in p.history for x in pair], rel=1e-12)
+        assert got == pytest.approx([x for pair in p.history for x in pair], rel=REL)
 
 
 async def play(winner: LobbyClient, loser: LobbyClient, ladder: str,
@@ -175,7 +175,7 @@ def check_changes(finished: dict[str, Any], model: GlickoModel) -> None:
     assert len(finished["changes"]) == 2
     for c in finished["changes"]:
         before, after = model.players[c["player"]].history[-1]
-        assert (c["before"], c["after"]) == pytest.approx((before, after), rel=1e-12)
+        assert (c["before"], c["after"]) == pytest.approx((before, after), rel=REL)
         assert c["change"] == c["after"] - c["before"]
 
 
@@ -247,14 +247,14 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
                                                               "erin"]
     for c in closed["changes"]:
         assert (c["before"], c["after"]) == pytest.approx(model.players[c["player"]].history[-1],
-                                                          rel=1e-12)
+                                                          rel=REL)
         assert c["cause"] == {"event": event["id"]}
     await check_state(watcher, log, "chess", 250.0)
     # one period, not four: the games one after the other would give alice another rating
     one_by_one = Log(glicko.db)
     one_by_one.periods = log.periods[:-1] + [("event", 0, day, [g]) for g in scored]
     assert one_by_one.model().players["alice"].rating != pytest.approx(
-        model.players["alice"].rating, rel=1e-9)
+        model.players["alice"].rating, rel=REL)
     assert (await replay_check(glicko))[0] == 0
 
     # More live matches after the event, a restart (the standings come back from the ratings
