@@ -15,7 +15,8 @@ from server.writer import new_match_id, next_seq, write_later
 
 
 def check_score(length: int | None, winner_score: int, loser_score: int) -> None:
-    """A finished match's score: the winner ahead and, in a limited match, at the length."""
+    """A finished match's score: the winner ahead and, in a match to ``length`` points (on a
+    ladder whose system plays to a length), at the length."""
     if winner_score <= loser_score:
         raise fail("bad_request", "Impossible score: the winner must have more points.")
     if length is not None and (winner_score < length or loser_score >= length):
@@ -223,7 +224,8 @@ async def report_win(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
         raise fail("bad_request", "Give both scores (yours first) or none.")
     scores = None if mine is None or theirs is None else (mine, theirs)
     if scores is not None:
-        check_score(m.length, *scores)
+        ladder = lobby.ladder(m.ladder)
+        check_score(m.length if ladder.system.match_lengths else None, *scores)
     m.busy = True
     data = {"match": m.id, "by": me, "scores": list(scores) if scores else None,
             "status": "claimed"}
