@@ -72,7 +72,8 @@ COMMANDS: dict[str, CommandSpec] = {
            Arg("name", "name"), read_only=True),
         _c("rating", ANYONE, "Ratings of a player (yourself by default) in every ladder, or one.",
            Arg("name", "name", True), Arg("ladder", "ladder", True), read_only=True),
-        _c("ladder", ANYONE, "A ladder's ranking, active players first.",
+        _c("ladder", ANYONE, "A ladder's ranking, active players first: COUNT rows (50) from "
+                             "rank FROM, at most 500 a reply; 'next' asks for the rest.",
            Arg("ladder", "ladder"), Arg("from", "count", True), Arg("count", "count", True),
            flags=(Flag("all"),), read_only=True),
         _c("history", ANYONE, "A player's rating history, oldest first.",
@@ -107,7 +108,9 @@ COMMANDS: dict[str, CommandSpec] = {
            Arg("event", "id")),
         _c("events", ANYONE, "List events, optionally only open or closed ones.",
            Arg("status", "status", True), read_only=True),
-        _c("event show", ANYONE, "An event's games and standings.", Arg("event", "id"),
+        _c("event show", ANYONE, "An event's games and standings: COUNT (all) of each from "
+                                 "FROM, at most 200 a reply; 'next' asks for the rest.",
+           Arg("event", "id"), Arg("from", "count", True), Arg("count", "count", True),
            read_only=True),
         _c("void", ADMIN, "Void a match; its ladder is recomputed from the log.",
            Arg("match", "id"), Arg("reason", "reason")),

@@ -6,7 +6,10 @@ import time
 from typing import Any
 
 from server.lobby import AWAY_AFTER, Lobby, Player, Session, fail, handler
+from server.paging import Page
 from server.storage import today
+
+LADDER_PAGE = 500  # rows of ~100-170 bytes: a reply of at most ~85 KB
 
 
 def status_of(lobby: Lobby, name: str) -> str:
@@ -97,11 +100,11 @@ async def ladder_(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     rows = lobby.ratings.rows(ladder.name, today())
     if not args.get("all"):
         rows = [r for r in rows if r["active"]]
-    start = max(1, args.get("from") or 1)
-    count = args.get("count")
-    count = 50 if count is None else min(count, 1000)
+    page = Page.of(args, 50, LADDER_PAGE)
+    players = page.slice(rows)
     return {"ladder": ladder.name, "system": ladder.system, "total": len(rows),
-            "players": rows[start - 1:start - 1 + count]}
+            "players": players, "from": page.start,
+            "next": page.next(args, len(players), len(rows))}
 
 
 @handler("history")

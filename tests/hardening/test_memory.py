@@ -1,0 +1,292 @@
+"""Memory under slow readers: a real ``matchlobby serve`` process whose RSS is read from /proc.
+
+Connections that never read (a 4 KiB receive buffer, nothing read after ``hello``) ask for the
+biggest replies again and again: ``ladder backgammon 1 1000 --all`` (800 players) or ``event
+show`` of a 1,200-game event. Each connection may leave the server holding only its budget of
+unread bytes (``limits.outgoing_bytes``) and one more reply; then it is disconnected. Measured:
+the server's RSS before the attack (after the same requests were answered to a client that
+reads), its peak during the attack, and after the slow readers are gone, which must be back
+within a few MB of before: nothing they were sent outlives them. Meanwhile a bystander keeps
+asking ``whois`` and is answered every time within :data:`hardkit.LIVENESS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hardkit import ADMIN, ADMIN_PASSWORD, LIVENESS, Prober, bystander
+from sharedkit import admin_template, cli_env, matchlobby_command
+from websockets.asyncio.client import ClientConnection, connect
+
+from server.config import Limits
+
+PLAYERS = 800
+GAMES = 1200
+SLOW_READERS = 8
+REQUESTS = 200  # each slow reader's: more than the kernel's socket buffers take (up to 4 MB)
+BUDGET = Limits().outgoing_bytes
+CONFIG = ("[password_hashing]\nn = 1024\n"
+          # the attack at full speed: the message rate is another limit, not the one under test
+          "[limits]\nmessages_per_second = 1000.0\nburst = 1000\n")
+MB = 1024 * 1024
+AFTER_SLACK = 4 * MB  # "within a few MB": what the allocator may keep of a busy moment
+DURING_SLACK = 8 * MB  # the server's own work meanwhile (the requests' transient objects)
+FIGURES: dict[str, str] = {}
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
+                                reason="the server's RSS is read from /proc")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures() -> Iterator[dict[str, str]]:
+    yield FIGURES
+    if FIGURES:
+        print("\nmemory figures:")
+        for key, value in FIGURES.items():
+            print(f"  {key}: {value}")
+
+
+class ServeProcess:
+    """``matchlobby serve --port 0`` on a database; the port it prints, its RSS, its log."""
+
+    def __init__(self, db: Path, config: Path) -> None:
+        self.log = db.with_suffix(".log")
+        self._log = open(self.log, "wb")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(
+            [*matchlobby_command(), "serve", "--db", str(db), "--config", str(config),
+             "--port", "0"],
+            cwd=db.parent, env=cli_env(), stdout=subprocess.PIPE, stderr=self._log)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().decode()
+        found = re.search(r"ws://[^ ]+:(\d+)/ws", line)
+        assert found, f"the server did not start: {line!r}\n{self.log.read_text(errors='replace')}"
+        self.url = f"ws://127.0.0.1:{found.group(1)}/ws"
+        self.port = int(found.group(1))
+
+    def rss(self) -> int:
+        """Resident memory in bytes (VmRSS of /proc/PID/status)."""
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        kb = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+        assert kb is not None
+        return int(kb.group(1)) * 1024
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._log.close()
+
+    def cpu(self) -> float:
+        """CPU seconds used so far (user + system, /proc/PID/stat)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    async def idle(self, window: float = 0.3, timeout: float = 60.0) -> None:
+        """Wait until the server uses under a fifth of a core over ``window`` seconds: it has
+        handled what it was sent (the bystander's few requests cost far less)."""
+        began = time.monotonic()
+        while time.monotonic() - began < timeout:
+            cpu = self.cpu()
+            await asyncio.sleep(window)
+            if self.cpu() - cpu < window / 5:
+                return
+        raise AssertionError(f"the server was still busy after {timeout} s")
+
+    def warnings(self, text: str) -> int:
+        return self.log.read_text(errors="replace").count(text)
+
+
+def results(rng_seed: int = 7) -> str:
+    """GAMES backgammon games among PLAYERS players (FIBS: rated as they are imported)."""
+    rows = []
+    for g in range(GAMES):
+        a = (g * 7 + rng_seed) % PLAYERS
+        b = (a + 1 + g % (PLAYERS - 1)) % PLAYERS
+        rows.append(f"Open,2026-03-14,player{a:04d},player{b:04d},{g % 2},{1 - g % 2},1,")
+    return "\n".join(["event,date,side_a,side_b,score_a,score_b,length,rated", *rows]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A database with PLAYERS rated backgammon players and one event of GAMES games (id 1),
+    made over the protocol by the admin of ``matchlobby user add --admin``."""
+    folder = tmp_path_factory.mktemp("memory-template")
+    db, config = admin_template(folder, CONFIG)
+    server = ServeProcess(db, config)
+    try:
+        async def build() -> None:
+            admin = await Prober.open(server.url)
+            await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
+            event = await admin.call("event create", name="Open", ladder="backgammon")
+            assert event["id"] == 1
+            await admin.request("event import", timeout=60, event=1, csv=results())
+            await admin.close()
+        asyncio.run(build())
+    finally:
+        server.stop()
+    return db, config
+
+
+@pytest.fixture
+def server(big_db: tuple[Path, Path], tmp_path: Path) -> Iterator[ServeProcess]:
+    db = tmp_path / "lobby.db"
+    shutil.copyfile(big_db[0], db)
+    proc = ServeProcess(db, big_db[1])
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def slow_socket(port: int) -> socket.socket:
+    """A TCP connection with a tiny receive buffer, so that not reading soon stops the sender."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.setblocking(False)
+    return sock
+
+
+async def slow_reader(server: ServeProcess) -> ClientConnection:
+    """Past ``hello``, it reads nothing more (``max_queue=1``: its library stops reading too)."""
+    ws = await connect(server.url, sock=slow_socket(server.port), max_queue=1, max_size=None,
+                       open_timeout=10, ping_interval=None)
+    assert json.loads(await asyncio.wait_for(ws.recv(), LIVENESS))["event"] == "hello"
+    return ws
+
+
+@contextlib.asynccontextmanager
+async def peak_rss(server: ServeProcess) -> AsyncIterator[list[int]]:
+    """Samples the server's RSS every 10 ms for the block; yields [peak so far]."""
+    peak = [server.rss()]
+
+    async def sample() -> None:
+        while True:
+            peak[0] = max(peak[0], server.rss())
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(sample())
+    try:
+        yield peak
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    peak[0] = max(peak[0], server.rss())
+
+
+async def settled_rss(server: ServeProcess, seconds: float = 0.5) -> int:
+    """The RSS once it has stopped changing for ``seconds`` (at most 10 s)."""
+    last, since, began = server.rss(), time.monotonic(), time.monotonic()
+    while time.monotonic() - since < seconds and time.monotonic() - began < 10:
+        await asyncio.sleep(0.05)
+        now = server.rss()
+        if abs(now - last) > 64 * 1024:
+            last, since = now, time.monotonic()
+    return last
+
+
+async def connections(prober: Prober) -> int:
+    """Connections the server holds (nobody is logged in: all spectators)."""
+    data = await prober.call("who")
+    return int(data["spectators"]) + len(data["players"])
+
+
+def mb(n: float) -> str:
+    return f"{n / MB:.1f} MB"
+
+
+async def attack(server: ServeProcess, name: str, line: str, reply_size: int) -> None:
+    """SLOW_READERS connections each send ``line`` REQUESTS times and read nothing; then they
+    go away. Records the figures as ``name``, then asserts the bounds."""
+    async with bystander(server.url) as good:
+        for _ in range(5):  # the same requests answered to a reader: the server's working set
+            reply = await good.request("help")  # (a round trip first: the bystander is in)
+            assert reply["ok"]
+            await good.ws.send(line)
+        await asyncio.sleep(0.5)
+        before = await settled_rss(server)
+        if os.environ.get("DBG"):
+            os.kill(server.proc.pid, 10); await asyncio.sleep(1)
+            before = await settled_rss(server)
+        slow = [await slow_reader(server) for _ in range(SLOW_READERS)]
+        async with peak_rss(server) as peak:
+            for ws in slow:
+                with contextlib.suppress(Exception):  # the server may close it meanwhile
+                    for _ in range(REQUESTS):
+                        await ws.send(line)
+            await server.idle()  # every request handled (or its connection dropped)
+        during = peak[0]
+        dropped = server.warnings("does not read its messages")
+        for ws in slow:  # the attacker leaves
+            ws.transport.abort()
+        async with asyncio.timeout(10):
+            while await connections(good) > 1:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        after = await settled_rss(server)
+        if os.environ.get("DBG"):
+            os.kill(server.proc.pid, 10); await asyncio.sleep(1)
+    answered = len(good.times)
+    assert answered >= 3 and max(good.times) < LIVENESS, good.times
+    figures = {"before": before, "during": during, "after": after, "dropped": dropped,
+               "answered": answered, "slowest": max(good.times), "reply": reply_size}
+    record(name, figures)
+    assert dropped == SLOW_READERS, f"{dropped} of {SLOW_READERS} slow readers were disconnected"
+    bound = SLOW_READERS * (BUDGET + reply_size) + DURING_SLACK
+    assert during - before <= bound, (
+        f"the slow readers grew the server by {mb(during - before)}, more than "
+        f"{SLOW_READERS} × ({mb(BUDGET)} + one reply of {mb(reply_size)}) + {mb(DURING_SLACK)}")
+    assert after - before <= AFTER_SLACK, (
+        f"after the slow readers left the server held {mb(after - before)} more than before")
+
+
+def record(name: str, f: dict[str, Any]) -> None:
+    FIGURES[name] = (
+        f"RSS before {mb(f['before'])}, peak during {mb(f['during'])} "
+        f"(+{mb(f['during'] - f['before'])}), after {mb(f['after'])} "
+        f"({(f['after'] - f['before']) / MB:+.1f} MB); {f['dropped']} of {SLOW_READERS} slow readers "
+        f"disconnected for not reading; a reply {f['reply'] / 1024:.0f} KB; bystander: "
+        f"{f['answered']} whois answered, slowest {f['slowest']:.3f} s")
+
+
+async def reply_bytes(server: ServeProcess, frame: dict[str, Any]) -> int:
+    """The size of the reply to ``frame``, as sent."""
+    ws = await connect(server.url, max_size=None, open_timeout=10)
+    try:
+        await ws.recv()  # hello
+        await ws.send(json.dumps(frame))
+        return len((await asyncio.wait_for(ws.recv(), LIVENESS)).encode())
+    finally:
+        await ws.close()
+
+
+async def test_slow_readers_asking_for_the_whole_ladder(server: ServeProcess) -> None:
+    size = await reply_bytes(server, {"cmd": "ladder", "args": {"ladder": "backgammon", "from": 1,
+                                                                 "count": 1000, "all": True}})
+    await attack(server, f"{SLOW_READERS} slow readers × {REQUESTS} 'ladder backgammon 1 1000 "
+                         f"--all' ({PLAYERS} players, budget {BUDGET // 1024} KiB)",
+                 "ladder backgammon 1 1000 --all", size)
+
+
+async def test_slow_readers_asking_for_a_big_event(server: ServeProcess) -> None:
+    size = await reply_bytes(server, {"cmd": "event show", "args": {"event": 1}})
+    await attack(server, f"{SLOW_READERS} slow readers × {REQUESTS} 'event show 1' ({GAMES} "
+                         f"games, budget {BUDGET // 1024} KiB)", "event show 1", size)
