@@ -66,6 +66,18 @@ class CorkedConnection(ServerConnection):
     corked = 0
     """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        # websockets keeps the exceptions that ended the connection, and their tracebacks hold
+        # the frames that were running: this connection, the frame it was writing. A cycle
+        # only a full collection would free; without the tracebacks it goes at once.
+        for ended in (self.connection_exc, self.protocol.parser_exc, exc):
+            for _ in range(8):  # the chain of causes, in practice one or two long
+                if ended is None:
+                    break
+                ended.__traceback__ = None
+                ended = ended.__cause__ or ended.__context__
+
     def send_data(self) -> None:
         self.corked = 0
         writes = self.protocol.writes
@@ -282,7 +294,6 @@ class Transport:
         def send(message: dict[str, Any], direct: bool = True) -> None:
             if session.closed:
                 return
-            frame = encode_frame(message)
             buffered = ws.transport.get_write_buffer_size()
             if budget:
                 # Taken while under the budget, whatever its size (the pushes of an event
@@ -291,6 +302,7 @@ class Transport:
                 if held >= budget:
                     overflow(f"{held} bytes unread, limit {budget}", "too much unread data")
                     return
+            frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
                     and ws.protocol.state is State.OPEN and ws.send_in_progress is None \
                     and buffered <= DIRECT_WRITE_LIMIT:
@@ -370,6 +382,8 @@ class Transport:
             if self.per_address[address] <= 0:
                 del self.per_address[address]
             await self._stop_writer(queue, writer)
+            if queue.bytes:  # it left unread frames behind: their memory goes back too
+                trim_soon()
             # Nothing of this connection outlives it: the closures above and the session refer
             # to each other, a cycle only a full collection would free (with what is queued).
             queue.clear()

@@ -1,6 +1,7 @@
-"""Memory under slow readers: a real ``matchlobby serve`` process whose RSS is read from /proc.
+"""Memory under slow readers: what the server holds for a client that does not read.
 
-Connections that never read (a 4 KiB receive buffer, nothing read after ``hello``) ask for the
+First, a real ``matchlobby serve`` process whose RSS is read from /proc. Connections that
+never read (a 4 KiB receive buffer, nothing read after ``hello``) ask for the
 biggest replies again and again: ``ladder backgammon 1 1000 --all`` (800 players) or ``event
 show`` of a 1,200-game event. Each connection may leave the server holding only its budget of
 unread bytes (``limits.outgoing_bytes``) and one more reply; then it is disconnected. Measured:
@@ -8,29 +9,50 @@ the server's RSS before the attack (after the same requests were answered to a c
 reads), its peak during the attack, and after the slow readers are gone, which must be back
 within a few MB of before: nothing they were sent outlives them. Meanwhile a bystander keeps
 asking ``whois`` and is answered every time within :data:`hardkit.LIVENESS`.
+
+Then, on a server in this process with the cyclic garbage collector off: once a connection
+has ended, nothing of it (its session, its queue and the frames in it, the connection object)
+is left for a collection to find; and a client over its budget gets a close frame 1008 if it
+reads, or has its TCP connection cut if it does not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import logging
 import os
 import re
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import ADMIN, ADMIN_PASSWORD, LIVENESS, Prober, bystander
+from hardkit import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    LIVENESS,
+    Capture,
+    Prober,
+    ServerThread,
+    bystander,
+    captured_logs,
+)
 from sharedkit import admin_template, cli_env, matchlobby_command
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from server.config import Limits
+from server.lobby import Session
+from server.transport import UNREAD_GRACE, Outbox
 
 PLAYERS = 800
 GAMES = 1200
@@ -223,9 +245,6 @@ async def attack(server: ServeProcess, name: str, line: str, reply_size: int) ->
             await good.ws.send(line)
         await asyncio.sleep(0.5)
         before = await settled_rss(server)
-        if os.environ.get("DBG"):
-            os.kill(server.proc.pid, 10); await asyncio.sleep(1)
-            before = await settled_rss(server)
         slow = [await slow_reader(server) for _ in range(SLOW_READERS)]
         async with peak_rss(server) as peak:
             for ws in slow:
@@ -242,8 +261,6 @@ async def attack(server: ServeProcess, name: str, line: str, reply_size: int) ->
                 await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)
         after = await settled_rss(server)
-        if os.environ.get("DBG"):
-            os.kill(server.proc.pid, 10); await asyncio.sleep(1)
     answered = len(good.times)
     assert answered >= 3 and max(good.times) < LIVENESS, good.times
     figures = {"before": before, "during": during, "after": after, "dropped": dropped,
@@ -290,3 +307,158 @@ async def test_slow_readers_asking_for_a_big_event(server: ServeProcess) -> None
     size = await reply_bytes(server, {"cmd": "event show", "args": {"event": 1}})
     await attack(server, f"{SLOW_READERS} slow readers × {REQUESTS} 'event show 1' ({GAMES} "
                          f"games, budget {BUDGET // 1024} KiB)", "event show 1", size)
+
+
+# ---- in this process, with the collector off -----------------------------------------------
+
+
+FAST = {"messages_per_second": 10_000.0, "burst": 10_000}
+
+
+@pytest.fixture
+async def ladder_server(db_path: Path) -> AsyncIterator[Callable[[Limits], ServerThread]]:
+    """A server in this process on a database whose backgammon ladder has 400 players."""
+    started: list[ServerThread] = []
+
+    async def start(limits: Limits) -> ServerThread:
+        server = ServerThread(db_path, limits)
+        await asyncio.to_thread(server.start)
+        started.append(server)
+        admin = await Prober.open(server.url)
+        await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
+        await admin.call("event create", name="Open", ladder="backgammon")
+        rows = [f"Open,2026-03-14,p{i:03d},p{(i + 1) % 400:03d},1,0,1," for i in range(400)]
+        csv = "\n".join(["event,date,side_a,side_b,score_a,score_b,length,rated", *rows]) + "\n"
+        await admin.request("event import", timeout=60, event=1, csv=csv)
+        await admin.close()
+        return server
+
+    try:
+        yield start  # type: ignore[misc]
+    finally:
+        for server in started:
+            await server.astop()
+
+
+@contextlib.contextmanager
+def no_collector() -> Iterator[None]:
+    """The cyclic collector off: what is freed in the block is freed by reference counting."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+class Remains:
+    """Weak references to what the server holds for one connection."""
+
+    def __init__(self, ws: ServerConnection, session: Session, outbox: Outbox) -> None:
+        self.refs = {"the connection": weakref.ref(ws), "its session": weakref.ref(session),
+                     "its queue": weakref.ref(outbox)}
+
+    def alive(self) -> list[str]:
+        return [name for name, ref in self.refs.items() if ref() is not None]
+
+    def queued(self) -> int:
+        """Bytes waiting in its queue (0 once the queue is gone)."""
+        outbox = self.refs["its queue"]()
+        return outbox.bytes if isinstance(outbox, Outbox) else 0
+
+
+async def remains_of(server: ServerThread, client: ClientConnection) -> Remains:
+    """The server's objects for ``client`` (found by its port)."""
+    port = client.local_address[1]
+
+    async def find() -> Remains:
+        assert server.server is not None
+        for ws, session in server.server.transport.sessions.items():
+            if ws.remote_address[1] == port:
+                cells = [cell.cell_contents for cell in session.send.__closure__ or ()]
+                outbox = next(obj for obj in cells if type(obj) is Outbox)
+                return Remains(ws, session, outbox)
+        raise AssertionError(f"no session for the client at port {port}")
+
+    return await server.acall(find())
+
+
+async def freed(remains: Remains, within: float) -> float:
+    """Wait until nothing of a connection is left (at most ``within`` seconds); how long."""
+    began = time.monotonic()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(within):
+            while remains.alive():
+                await asyncio.sleep(0.02)
+    assert remains.alive() == [], f"{remains.alive()} outlived the connection"
+    return time.monotonic() - began
+
+
+async def test_nothing_of_a_closed_connection_outlives_it(
+        ladder_server: Callable[[Limits], Any]) -> None:
+    # no byte budget: the frames pile up in the queue, as many as the client asks for
+    server = await ladder_server(Limits(outgoing_bytes=0, **FAST))
+    with no_collector():
+        slow = await slow_reader(server)  # type: ignore[arg-type]
+        remains = await remains_of(server, slow)
+        for _ in range(300):  # ~40 KB each: more than the kernel's buffers take
+            await slow.send("ladder backgammon 1 500 --all")
+        async with asyncio.timeout(10):
+            while (queued := remains.queued()) < 1024 * 1024:
+                await asyncio.sleep(0.05)
+        slow.transport.abort()  # the client goes away with megabytes queued for it
+        took = await freed(remains, LIVENESS)
+    FIGURES["a client gone with frames queued (collector off)"] = (
+        f"{mb(queued)} or more were queued; {took:.2f} s after it went, its connection, session "
+        f"and queue had all been freed, with no collection")
+
+
+def dropped_lines(logs: Capture) -> list[str]:
+    return [r.getMessage() for r in logs.server_records()
+            if "does not read its messages" in r.getMessage()]
+
+
+async def test_a_client_over_its_budget_is_closed_and_one_that_never_reads_is_cut_off(
+        ladder_server: Callable[[Limits], Any]) -> None:
+    budget = 256 * 1024
+    server = await ladder_server(Limits(outgoing_bytes=budget, **FAST))
+    with captured_logs(logging.WARNING) as logs:
+        async with bystander(server.url) as good:
+            with no_collector():
+                deaf, late = await slow_reader(server), await slow_reader(server)  # type: ignore[arg-type]
+                deaf.transport.pause_reading()  # not even its library reads any more
+                remains = {ws: await remains_of(server, ws) for ws in (deaf, late)}
+                for ws in (deaf, late):
+                    with contextlib.suppress(ConnectionClosed):
+                        for _ in range(300):
+                            await ws.send("ladder backgammon 1 500 --all")
+                assert await good.call("whois", name=ADMIN)
+                async with asyncio.timeout(10):
+                    while len(dropped_lines(logs)) < 2:
+                        await asyncio.sleep(0.02)
+                dropped_at = time.monotonic()
+                assert remains[deaf].queued() == remains[late].queued() == 0  # dropped at once
+                assert await good.call("whois", name=ADMIN)
+                # `late` reads at last: what had reached the socket, then the close frame
+                replies = 0
+                with contextlib.suppress(ConnectionClosed):
+                    async with asyncio.timeout(UNREAD_GRACE):
+                        async for _frame in late:
+                            replies += 1
+                close = late.protocol.close_rcvd
+                assert close is not None, "no close frame"
+                assert (close.code, close.reason) == (1008, "too much unread data")
+                await freed(remains[late], LIVENESS)
+                # `deaf` never reads: its TCP connection is cut after the grace, then it is freed
+                await freed(remains[deaf], UNREAD_GRACE + LIVENESS)
+                cut_after = time.monotonic() - dropped_at
+                assert await good.call("whois", name=ADMIN)
+        lines = dropped_lines(logs)
+    assert len(lines) == 2, lines  # once each
+    assert f"limit {budget}" in lines[0], lines
+    assert max(good.times) < LIVENESS
+    FIGURES[f"a client over a budget of {budget // 1024} KiB"] = (
+        f"logged once ({lines[0]!r}), its queue emptied at once; one that read at last got "
+        f"{replies} replies then close 1008 'too much unread data'; one that never read was cut "
+        f"off and freed {cut_after:.1f} s after (grace {UNREAD_GRACE:g} s); bystander: "
+        f"{len(good.times)} whois answered, slowest {max(good.times):.3f} s")
