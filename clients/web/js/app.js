@@ -180,8 +180,15 @@ function renderLadder(ladder, rows) {
 
 async function loadLadder(name) {
   const ladder = state.ladders.get(name);
-  const data = await lobby.call("ladder", { ladder: name, from: 1, count: 1000, all: true });
-  renderLadder(ladder, data.players);
+  // Every row, a page per reply: the server sends `next` until none are left.
+  let args = { ladder: name, from: 1, count: 100000, all: true };
+  const players = [];
+  while (args) {
+    const data = await lobby.call("ladder", args);
+    players.push(...data.players);
+    args = data.next;
+  }
+  renderLadder(ladder, players);
 }
 
 function shownLadders() {
