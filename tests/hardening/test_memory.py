@@ -266,13 +266,13 @@ async def attack(server: ServeProcess, name: str, line: str, reply_size: int) ->
     figures = {"before": before, "during": during, "after": after, "dropped": dropped,
                "answered": answered, "slowest": max(good.times), "reply": reply_size}
     record(name, figures)
-    assert dropped == SLOW_READERS, f"{dropped} of {SLOW_READERS} slow readers were disconnected"
     bound = SLOW_READERS * (BUDGET + reply_size) + DURING_SLACK
     assert during - before <= bound, (
         f"the slow readers grew the server by {mb(during - before)}, more than "
         f"{SLOW_READERS} × ({mb(BUDGET)} + one reply of {mb(reply_size)}) + {mb(DURING_SLACK)}")
     assert after - before <= AFTER_SLACK, (
         f"after the slow readers left the server held {mb(after - before)} more than before")
+    assert dropped == SLOW_READERS, f"{dropped} of {SLOW_READERS} slow readers were disconnected"
 
 
 def record(name: str, f: dict[str, Any]) -> None:
