@@ -8,7 +8,6 @@ import logging
 import signal
 from dataclasses import dataclass
 
-from server.allocator import fix_mmap_threshold
 from server.config import Config
 from server.lobby import Lobby
 from server.storage import Database
@@ -58,7 +57,6 @@ def tune_gc() -> None:
 
 
 async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> None:
-    fix_mmap_threshold()
     server = await start_server(config, host, port)
     tune_gc()
     stop = asyncio.Event()

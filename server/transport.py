@@ -138,13 +138,14 @@ class Outbox:
     ``bytes`` is the size of the frames waiting, for the caller's byte budget.
     """
 
-    __slots__ = ("__weakref__", "_items", "_limit", "_waiter", "bytes", "sending")
+    __slots__ = ("__weakref__", "_items", "_limit", "_waiter", "bytes", "dropped", "sending")
 
     def __init__(self, limit: int) -> None:
         self._items: deque[Outgoing] = deque()
         self._limit = limit
         self._waiter: asyncio.Future[None] | None = None
         self.bytes = 0
+        self.dropped = 0  # bytes let go unsent by clear()
         self.sending = False  # the writer holds an item it has not finished sending
 
     @property
@@ -178,6 +179,7 @@ class Outbox:
     def clear(self) -> None:
         """Drop every waiting item (the connection is gone, or will get nothing more)."""
         self._items.clear()
+        self.dropped += self.bytes
         self.bytes = 0
 
 
@@ -382,7 +384,7 @@ class Transport:
             if self.per_address[address] <= 0:
                 del self.per_address[address]
             await self._stop_writer(queue, writer)
-            if queue.bytes:  # it left unread frames behind: their memory goes back too
+            if queue.bytes or queue.dropped:  # what it did not read goes back to the system
                 trim_soon()
             # Nothing of this connection outlives it: the closures above and the session refer
             # to each other, a cycle only a full collection would free (with what is queued).
