@@ -100,13 +100,12 @@ class Cork:
     """
 
     def __init__(self) -> None:
-        self._pending: dict[ServerConnection, None] = {}
+        self._pending: dict[CorkedConnection, None] = {}
         self._scheduled = False  # a fallback flush is due (one at a time, however many send)
 
-    def send(self, ws: ServerConnection, frame: bytes) -> None:
+    def send(self, ws: CorkedConnection, frame: bytes) -> None:
         ws.protocol.send_text(frame)
-        if isinstance(ws, CorkedConnection):
-            ws.corked += len(frame)
+        ws.corked += len(frame)
         self._pending[ws] = None
         if not self._scheduled:
             self._scheduled = True
@@ -204,6 +203,15 @@ class Transport:
     def max_message(self) -> int:
         return self.limits.max_message
 
+    def _drop(self, ws: ServerConnection, session: Session, queue: Outbox, detail: str,
+              reason: str) -> None:
+        """Drop a peer that does not read: what was queued for it goes at once."""
+        log.warning("closing %s: it does not read its messages (%s)", session.address, detail)
+        session.closed = True
+        queue.clear()
+        self._close_later(ws, 1008, reason)
+        trim_soon()
+
     def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
         """Close a peer whose queue is full or over its budget: it is not reading."""
         task = asyncio.get_running_loop().create_task(_close(ws, code, reason))
@@ -289,20 +297,20 @@ class Transport:
             return
         self.per_address[address] += 1
         queue = Outbox(lim.outgoing_queue)
-        budget = lim.outgoing_bytes
-        corked = ws if isinstance(ws, CorkedConnection) else None
+        assert isinstance(ws, CorkedConnection)  # (start's create_connection)
         self.connections.add(ws)
 
         def send(message: dict[str, Any], direct: bool = True) -> None:
             if session.closed:
                 return
             buffered = ws.transport.get_write_buffer_size()
-            if budget:
+            if lim.outgoing_bytes:
                 # Taken while under the budget, whatever its size (the pushes of an event
                 # close end with the whole ladder); past it, the peer is not reading.
-                held = queue.bytes + buffered + (corked.corked if corked is not None else 0)
-                if held >= budget:
-                    overflow(f"{held} bytes unread, limit {budget}", "too much unread data")
+                held = queue.bytes + buffered + ws.corked
+                if held >= lim.outgoing_bytes:
+                    self._drop(ws, session, queue, f"{held} bytes unread, limit "
+                               f"{lim.outgoing_bytes}", "too much unread data")
                     return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
@@ -316,15 +324,8 @@ class Transport:
             try:
                 queue.put_nowait(frame)
             except asyncio.QueueFull:
-                overflow(f"{lim.outgoing_queue} messages unread", "too many unread messages")
-
-        def overflow(detail: str, reason: str) -> None:
-            """Drop a peer that does not read: what was queued for it goes at once."""
-            log.warning("closing %s: it does not read its messages (%s)", session.address, detail)
-            session.closed = True
-            queue.clear()
-            self._close_later(ws, 1008, reason)
-            trim_soon()
+                self._drop(ws, session, queue, f"{lim.outgoing_queue} messages unread",
+                           "too many unread messages")
 
         def close(code: int, reason: str) -> None:
             """Close after the messages already queued (such as the reason) are sent."""
