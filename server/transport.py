@@ -297,7 +297,7 @@ class Transport:
             return
         self.per_address[address] += 1
         queue = Outbox(lim.outgoing_queue)
-        assert isinstance(ws, CorkedConnection)  # (start's create_connection)
+        assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
         self.connections.add(ws)
 
         def send(message: dict[str, Any], direct: bool = True) -> None:
@@ -442,7 +442,8 @@ class Transport:
 
 async def _close(ws: ServerConnection, code: int, reason: str) -> None:
     """``ws.close``, and the TCP connection cut if the closing handshake is not done within
-    :data:`UNREAD_GRACE` (with a peer that does not read, websockets would wait for ever)."""
+    :data:`UNREAD_GRACE`: websockets first waits for its write buffer to drain, which a peer
+    that does not read never lets happen."""
     try:
         async with asyncio.timeout(UNREAD_GRACE):
             await ws.close(code, reason)

@@ -292,25 +292,30 @@ async def events(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
                                                r["status"])), "games": r["games"]} for r in rows]}
 
 
-RATED_GAMES = """FROM matches m JOIN match_players mp ON mp.match_id = m.id
-    WHERE m.event_id = ?1 AND m.status = 'finished' AND m.unrated_reason IS NULL"""
-STANDINGS = f"""SELECT p.name AS player, count(*) AS played,
+# `event show`, a page at a time: ?1 the event, ?2 the page's size, ?3 the rows before it.
+# The standings count the event's finished, rated games: a win 1 point, a draw ½, for each
+# player of a side; best first, ties by name ignoring case.
+STANDINGS = """SELECT p.name AS player, count(*) AS played,
     count(CASE WHEN m.winner = mp.side THEN 1 END) AS won,
     count(CASE WHEN m.winner = 'draw' THEN 1 END) AS drawn,
     count(CASE WHEN m.winner IS NOT mp.side AND m.winner IS NOT 'draw' THEN 1 END) AS lost,
     total(CASE WHEN m.winner = mp.side THEN 1.0 WHEN m.winner = 'draw' THEN 0.5 END) AS points
-    {RATED_GAMES.replace("WHERE", "JOIN players p ON p.id = mp.player_id WHERE")}
+    FROM matches m JOIN match_players mp ON mp.match_id = m.id
+    JOIN players p ON p.id = mp.player_id
+    WHERE m.event_id = ?1 AND m.status = 'finished' AND m.unrated_reason IS NULL
     GROUP BY mp.player_id ORDER BY points DESC, p.name_key LIMIT ?2 OFFSET ?3"""
-SIZES = f"""SELECT (SELECT count(*) FROM matches WHERE event_id = ?1) AS games,
-    (SELECT count(DISTINCT mp.player_id) {RATED_GAMES}) AS players"""
+SIZES = """SELECT (SELECT count(*) FROM matches WHERE event_id = ?1) AS games,
+    (SELECT count(DISTINCT mp.player_id) FROM matches m JOIN match_players mp
+     ON mp.match_id = m.id WHERE m.event_id = ?1 AND m.status = 'finished'
+     AND m.unrated_reason IS NULL) AS players"""
 GAMES = """SELECT id, side_a, side_b, score_a, score_b, length, played_on, status, unrated_reason
     FROM matches WHERE event_id = ?1 ORDER BY id LIMIT ?2 OFFSET ?3"""
 
 
 @handler("event show")
 async def event_show(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    """A page of the games and of the standings (rated games only), each read by SQL: only
-    the page is ever held, however big the event."""
+    """A page of the games and of the standings, each cut by SQL: however big the event, only
+    a page of it is ever held."""
     event = await load_event(lobby, args["event"])
     page = Page.of(args, None, EVENT_PAGE)
     window = (event.id, page.size, page.start - 1)
