@@ -262,8 +262,8 @@ class LobbyClient:
         return await asyncio.wait_for(fut, timeout)
 
     async def call_all(self, cmd: str, **args: Any) -> Any:
-        """:meth:`call`, then the rest of a paged reply (``ladder``, ``event show``): its
-        ``next`` sent back until it is null, each page's lists joined to the first's."""
+        """:meth:`call`, then the rest of a paged reply (``ladder``, ``event show``, ``history``):
+        its ``next`` sent back until it is null, each page's lists joined to the first's."""
         data = await self.call(cmd, **args)
         while isinstance(data, dict) and isinstance(data.get("next"), dict):
             data = join_pages(data, await self.call(cmd, **data["next"]))

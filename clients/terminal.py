@@ -95,7 +95,8 @@ class _Session:
         return reply
 
     async def _rest(self, reply: dict[str, Any]) -> dict[str, Any]:
-        """A paged reply (``ladder``, ``event show``) completed with the pages it announces."""
+        """A paged reply (``ladder``, ``event show``, ``history``) completed with the pages it
+        announces."""
         while reply.get("ok") and isinstance(reply.get("data"), dict) \
                 and isinstance(reply["data"].get("next"), dict):
             more = await self.client.request(reply["cmd"], reply["data"]["next"])

@@ -76,8 +76,10 @@ COMMANDS: dict[str, CommandSpec] = {
                              "rank FROM, at most 500 a reply; 'next' asks for the rest.",
            Arg("ladder", "ladder"), Arg("from", "count", True), Arg("count", "count", True),
            flags=(Flag("all"),), read_only=True),
-        _c("history", ANYONE, "A player's rating history, oldest first.",
-           Arg("name", "name"), Arg("ladder", "ladder", True), read_only=True),
+        _c("history", ANYONE, "A player's rating history, oldest first: COUNT entries (all) "
+                              "from FROM, at most 500 a reply; 'next' asks for the rest.",
+           Arg("name", "name"), Arg("ladder", "ladder", True), Arg("from", "count", True),
+           Arg("count", "count", True), read_only=True),
         _c("ladders", ANYONE, "The configured ladders and their systems.", read_only=True),
         _c("watch", ANYONE, "Receive ladder_updated and rating_changed pushes for a ladder.",
            Arg("ladder", "ladder")),

@@ -10,6 +10,7 @@ from server.paging import Page
 from server.storage import today
 
 LADDER_PAGE = 500  # rows of ~100-170 bytes: a reply of at most ~85 KB
+HISTORY_PAGE = 500  # entries of ~130-170 bytes
 
 
 def status_of(lobby: Lobby, name: str) -> str:
@@ -111,13 +112,17 @@ async def ladder_(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
 async def history(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     player = lobby.player(args["name"])
     ladder = args.get("ladder")
-    sql = "SELECT * FROM history WHERE player_id = ?"
+    where = "WHERE player_id = ?"
     params: list[Any] = [player.id]
     if ladder is not None:
         lobby.ladder(ladder)
-        sql += " AND ladder = ?"
+        where += " AND ladder = ?"
         params.append(ladder)
-    rows = await lobby.db.fetchall(sql + " ORDER BY id", params)
+    page = Page.of(args, None, HISTORY_PAGE)
+    counted = await lobby.db.fetchone(f"SELECT count(*) AS total FROM history {where}", params)
+    total = counted["total"] if counted is not None else 0
+    rows = await lobby.db.fetchall(f"SELECT * FROM history {where} ORDER BY id LIMIT ? OFFSET ?",
+                                   [*params, page.size, page.start - 1])
     entries = []
     for r in rows:
         cause = {"match": r["match_id"]} if r["match_id"] is not None else {"event": r["event_id"]}
@@ -130,7 +135,8 @@ async def history(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
             after = int(after)
         entries.append({"ladder": r["ladder"], "at": r["at"], "before": before, "after": after,
                         "change": None if before is None else after - before, "cause": cause})
-    return {"player": player.name, "ladder": ladder, "entries": entries}
+    return {"player": player.name, "ladder": ladder, "entries": entries, "from": page.start,
+            "total": total, "next": page.next(args, len(entries), total)}
 
 
 @handler("ladders")

@@ -1,9 +1,9 @@
-"""Big replies in pages: `ladder` and `event show` hold at most a page each, and `next` (the
-arguments of the same command) brings the rest of what was asked.
+"""Big replies in pages: `ladder`, `event show` and `history` hold at most a page each, and
+`next` (the arguments of the same command) brings the rest of what was asked.
 
-The joined pages are checked against views of the same data the server builds whole: the
-`ladder_updated` push a watcher gets (every row of the ladder), and the standings recomputed
-here from the games, as a director would add them up.
+The joined pages are checked against views of the same data built whole elsewhere: the
+`ladder_updated` push a watcher gets (every row of the ladder), the standings recomputed here
+from the games, as a director would add them up, and the history table read with SQLite.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lobbykit import Harness, results_text, today
+from lobbykit import Harness, results_text, sql, today
 
 from clients import LobbyClient
 from server.handlers.events import EVENT_PAGE
-from server.handlers.queries import LADDER_PAGE
+from server.handlers.queries import HISTORY_PAGE, LADDER_PAGE
 
 PLAYERS = 1200  # more than two ladder pages
 
@@ -125,3 +125,29 @@ async def test_event_show_comes_in_pages_of_games_and_standings(harness: Harness
     assert (window["games"], window["standings"], window["next"]) == \
         (games[100:150], standings[100:150], None)
     assert (await admin.event(eid))["games"] == games  # the library follows `next` itself
+
+
+async def test_a_long_history_comes_in_pages(harness: Harness) -> None:
+    await harness.start()
+    admin = await harness.admin()
+    games = 2 * HISTORY_PAGE + 100
+    eid = (await admin.call("event create", name="Marathon", ladder="backgammon"))["id"]
+    rows = [f"Marathon,{today()},hero,rival{i:04d},{i % 2},{1 - i % 2},1," for i in range(games)]
+    await admin.call("event import", event=eid, csv=results_text(rows))
+    stored = sql(harness.db, "SELECT h.after FROM history h JOIN players p ON p.id = h.player_id "
+                             "WHERE p.name = 'hero' ORDER BY h.id")
+    assert len(stored) == games
+
+    first = await admin.call("history", name="hero")
+    assert (first["total"], len(first["entries"]), first["next"]) == \
+        (games, HISTORY_PAGE, {"name": "hero", "from": HISTORY_PAGE + 1})
+    pages, requests = await all_pages(admin, "history", name="hero", ladder="backgammon")
+    assert requests == 3
+    entries = [e for p in pages for e in p["entries"]]
+    assert [e["after"] for e in entries] == [row[0] for row in stored]
+    assert [e["cause"] for e in entries] == [{"match": e["cause"]["match"], "event": eid}
+                                             for e in entries]
+    window = await admin.call("history", name="hero", ladder="backgammon", count=50,
+                              **{"from": 1001})
+    assert (window["entries"], window["next"]) == (entries[1000:1050], None)
+    assert (await admin.call("history", name="hero", ladder="scrabble"))["entries"] == []

@@ -1,4 +1,4 @@
-"""The page shows a ladder of more players than one `ladder` reply holds: it follows `next`."""
+"""The page shows what takes more than one reply (a ladder, a history): it follows `next`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from playwright.async_api import Browser, expect
 from sharedkit import today
 from weblobby import HEADER, Site, open_page
 
-from server.handlers.queries import LADDER_PAGE
+from server.handlers.queries import HISTORY_PAGE, LADDER_PAGE
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 PLAYERS = 1200
@@ -28,3 +28,16 @@ async def test_a_ladder_longer_than_a_page_is_shown_whole(
     await expect(shown).to_have_count(PLAYERS)
     players = await shown.evaluate_all("(rows) => rows.map((r) => r.dataset.player)")
     assert players == [r["player"] for r in whole]
+
+
+async def test_a_history_longer_than_a_page_is_charted_whole(
+        site: Site, browser: Browser, page_errors: list[str]) -> None:
+    admin = await site.admin()
+    games = HISTORY_PAGE + 100
+    eid = (await admin.call("event create", name="Marathon", ladder="backgammon"))["id"]
+    rows = [f"Marathon,{today()},hero,rival{i:04d},{i % 2},{1 - i % 2},1," for i in range(games)]
+    await admin.call("event import", event=eid, csv="\n".join([HEADER, *rows]) + "\n")
+
+    page = await open_page(browser, site.http_url + "#player=hero", errors=page_errors)
+    figure = page.locator("figure.history[data-ladder='backgammon']")
+    await expect(figure).to_have_attribute("data-points", str(games))

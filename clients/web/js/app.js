@@ -180,15 +180,8 @@ function renderLadder(ladder, rows) {
 
 async function loadLadder(name) {
   const ladder = state.ladders.get(name);
-  // Every row, a page per reply: the server sends `next` until none are left.
-  let args = { ladder: name, from: 1, count: 100000, all: true };
-  const players = [];
-  while (args) {
-    const data = await lobby.call("ladder", args);
-    players.push(...data.players);
-    args = data.next;
-  }
-  renderLadder(ladder, players);
+  const data = await lobby.callAll("ladder", { ladder: name, from: 1, count: 100000, all: true });
+  renderLadder(ladder, data.players);
 }
 
 function shownLadders() {
@@ -237,7 +230,7 @@ async function openProfile(name, { focus = true } = {}) {
   const token = ++state.profileToken;
   const [who, history] = await Promise.all([
     lobby.call("whois", { name }),
-    lobby.call("history", { name }),
+    lobby.callAll("history", { name }),
   ]);
   if (token !== state.profileToken) return;
   state.profile = who.player;
