@@ -17,6 +17,7 @@ import contextlib
 import logging
 import mimetypes
 import ssl
+import sys
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -63,8 +64,10 @@ class CorkedConnection(ServerConnection):
     system call on the server and a wake-up on the client.
     """
 
-    corked = 0
-    """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.corked = 0
+        """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -156,7 +159,7 @@ class Outbox:
         if 0 < self._limit <= len(self._items):
             raise asyncio.QueueFull
         self._items.append(item)
-        if isinstance(item, bytes):
+        if type(item) is bytes:
             self.bytes += len(item)
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
@@ -171,7 +174,7 @@ class Outbox:
                 if self._waiter is waiter:
                     self._waiter = None
         item = self._items.popleft()
-        if isinstance(item, bytes):
+        if type(item) is bytes:
             self.bytes -= len(item)
         return item
 
@@ -297,6 +300,7 @@ class Transport:
             return
         self.per_address[address] += 1
         queue = Outbox(lim.outgoing_queue)
+        budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
         assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
         self.connections.add(ws)
 
@@ -304,14 +308,12 @@ class Transport:
             if session.closed:
                 return
             buffered = ws.transport.get_write_buffer_size()
-            if lim.outgoing_bytes:
-                # Taken while under the budget, whatever its size (the pushes of an event
-                # close end with the whole ladder); past it, the peer is not reading.
-                held = queue.bytes + buffered + ws.corked
-                if held >= lim.outgoing_bytes:
-                    self._drop(ws, session, queue, f"{held} bytes unread, limit "
-                               f"{lim.outgoing_bytes}", "too much unread data")
-                    return
+            # Taken while under the budget, whatever its size (the pushes of an event close
+            # end with the whole ladder); past it, the peer is not reading.
+            if queue.bytes + buffered + ws.corked >= budget:
+                self._drop(ws, session, queue, f"{queue.bytes + buffered + ws.corked} bytes "
+                           f"unread, limit {budget}", "too much unread data")
+                return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
                     and ws.protocol.state is State.OPEN and ws.send_in_progress is None \
