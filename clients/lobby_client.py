@@ -337,7 +337,8 @@ class LobbyClient:
 
     async def ladder(self, ladder: str, start: int | None = None, count: int | None = None,
                      all: bool = False) -> Ladder:
-        """COUNT rows (the server's default: 50) from rank START, however many replies it takes."""
+        """``count`` rows (the server's default: 50) from row ``start``, however many replies it
+        takes."""
         args: dict[str, Any] = {"ladder": ladder, "from": start, "count": count}
         if all:
             args["all"] = True

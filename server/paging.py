@@ -13,6 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# The most rows a reply holds, each a few dozen to a few hundred bytes: a page stays well
+# under a connection's budget of unread bytes (``limits.outgoing_bytes``).
+LADDER_PAGE = 500  # ladder rows of ~100-170 bytes: ~85 KB at most
+EVENT_PAGE = 200  # an event's games (~170-500 bytes) and as many standings (~90)
+HISTORY_PAGE = 500  # history entries of ~130-170 bytes
+
 
 @dataclass(frozen=True, slots=True)
 class Page:

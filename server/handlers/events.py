@@ -19,13 +19,12 @@ from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
 from server.lobby import Lobby, Player, Session, fail, handler
 from server.log import FROM_THE_START, event_unit, ladder_units
-from server.paging import Page
+from server.paging import EVENT_PAGE, Page
 from server.protocol import MAX_LENGTH, MAX_SCORE, push
 from server.storage import now, today
 from server.writer import new_match_id, next_seq
 
 MAX_IMPORT_ROWS = 5000
-EVENT_PAGE = 200  # games (~170-500 bytes) and standings (~90): a reply of ~50-120 KB
 
 
 @dataclass

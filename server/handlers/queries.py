@@ -6,11 +6,8 @@ import time
 from typing import Any
 
 from server.lobby import AWAY_AFTER, Lobby, Player, Session, fail, handler
-from server.paging import Page
+from server.paging import HISTORY_PAGE, LADDER_PAGE, Page
 from server.storage import today
-
-LADDER_PAGE = 500  # rows of ~100-170 bytes: a reply of at most ~85 KB
-HISTORY_PAGE = 500  # entries of ~130-170 bytes
 
 
 def status_of(lobby: Lobby, name: str) -> str:

@@ -8,8 +8,7 @@ import re
 
 from clientkit import Lobby, results_text, run_batch, today
 
-from server.handlers.events import EVENT_PAGE
-from server.handlers.queries import LADDER_PAGE
+from server.paging import EVENT_PAGE, LADDER_PAGE
 
 PLAYERS = 1200
 

@@ -14,8 +14,7 @@ import pytest
 from lobbykit import Harness, results_text, sql, today
 
 from clients import LobbyClient
-from server.handlers.events import EVENT_PAGE
-from server.handlers.queries import HISTORY_PAGE, LADDER_PAGE
+from server.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
 
 PLAYERS = 1200  # more than two ladder pages
 
