@@ -64,10 +64,8 @@ class CorkedConnection(ServerConnection):
     system call on the server and a wake-up on the client.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.corked = 0
-        """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
+    corked = 0
+    """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
