@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from server.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
+
 ANYONE = "anyone"
 PLAYER = "player"
 ADMIN = "admin"
@@ -72,11 +74,15 @@ COMMANDS: dict[str, CommandSpec] = {
            Arg("name", "name"), read_only=True),
         _c("rating", ANYONE, "Ratings of a player (yourself by default) in every ladder, or one.",
            Arg("name", "name", True), Arg("ladder", "ladder", True), read_only=True),
-        _c("ladder", ANYONE, "A ladder's ranking, active players first.",
+        _c("ladder", ANYONE, "A ladder's ranking, active players first: COUNT rows (50) from "
+                             f"row FROM, at most {LADDER_PAGE} a reply; 'next' asks for the rest.",
            Arg("ladder", "ladder"), Arg("from", "count", True), Arg("count", "count", True),
            flags=(Flag("all"),), read_only=True),
-        _c("history", ANYONE, "A player's rating history, oldest first.",
-           Arg("name", "name"), Arg("ladder", "ladder", True), read_only=True),
+        _c("history", ANYONE, "A player's rating history, oldest first: COUNT entries (all) "
+                              f"from FROM, at most {HISTORY_PAGE} a reply; 'next' asks for the "
+                              "rest.",
+           Arg("name", "name"), Arg("ladder", "ladder", True), Arg("from", "count", True),
+           Arg("count", "count", True), read_only=True),
         _c("ladders", ANYONE, "The configured ladders and their systems.", read_only=True),
         _c("watch", ANYONE, "Receive ladder_updated and rating_changed pushes for a ladder.",
            Arg("ladder", "ladder")),
@@ -109,7 +115,9 @@ COMMANDS: dict[str, CommandSpec] = {
            Arg("event", "id")),
         _c("events", ANYONE, "List events, optionally only open or closed ones.",
            Arg("status", "status", True), read_only=True),
-        _c("event show", ANYONE, "An event's games and standings.", Arg("event", "id"),
+        _c("event show", ANYONE, "An event's games and standings: COUNT (all) of each from "
+                                 f"FROM, at most {EVENT_PAGE} a reply; 'next' asks for the rest.",
+           Arg("event", "id"), Arg("from", "count", True), Arg("count", "count", True),
            read_only=True),
         _c("void", ADMIN, "Void a match; its ladder is recomputed from the log. REASON is up to "
                           "200 characters, without control or invisible ones.",

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from server.lobby import AWAY_AFTER, Lobby, Player, Session, fail, handler
+from server.paging import HISTORY_PAGE, LADDER_PAGE, Page
 from server.storage import today
 
 
@@ -97,24 +98,28 @@ async def ladder_(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     rows = lobby.ratings.rows(ladder.name, today())
     if not args.get("all"):
         rows = [r for r in rows if r["active"]]
-    start = max(1, args.get("from") or 1)
-    count = args.get("count")
-    count = 50 if count is None else min(count, 1000)
+    page = Page.of(args, 50, LADDER_PAGE)
+    players = page.slice(rows)
     return {"ladder": ladder.name, "system": ladder.system, "total": len(rows),
-            "players": rows[start - 1:start - 1 + count]}
+            "players": players, "from": page.start,
+            "next": page.next(args, len(players), len(rows))}
 
 
 @handler("history")
 async def history(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     player = lobby.player(args["name"])
     ladder = args.get("ladder")
-    sql = "SELECT * FROM history WHERE player_id = ?"
+    where = "WHERE player_id = ?"
     params: list[Any] = [player.id]
     if ladder is not None:
         lobby.ladder(ladder)
-        sql += " AND ladder = ?"
+        where += " AND ladder = ?"
         params.append(ladder)
-    rows = await lobby.db.fetchall(sql + " ORDER BY id", params)
+    page = Page.of(args, None, HISTORY_PAGE)
+    counted = await lobby.db.fetchone(f"SELECT count(*) AS total FROM history {where}", params)
+    total = counted["total"] if counted is not None else 0
+    rows = await lobby.db.fetchall(f"SELECT * FROM history {where} ORDER BY id LIMIT ? OFFSET ?",
+                                   [*params, page.size, page.start - 1])
     entries = []
     for r in rows:
         cause = {"match": r["match_id"]} if r["match_id"] is not None else {"event": r["event_id"]}
@@ -127,7 +132,8 @@ async def history(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
             after = int(after)
         entries.append({"ladder": r["ladder"], "at": r["at"], "before": before, "after": after,
                         "change": None if before is None else after - before, "cause": cause})
-    return {"player": player.name, "ladder": ladder, "entries": entries}
+    return {"player": player.name, "ladder": ladder, "entries": entries, "from": page.start,
+            "total": total, "next": page.next(args, len(entries), total)}
 
 
 @handler("ladders")
