@@ -278,6 +278,14 @@ class LobbyClient:
             raise Disconnected("connection lost while sending") from None
         return await asyncio.wait_for(fut, timeout)
 
+    async def call_all(self, cmd: str, **args: Any) -> Any:
+        """:meth:`call`, then the rest of a paged reply (``ladder``, ``event show``, ``history``):
+        its ``next`` sent back until it is null, each page's lists joined to the first's."""
+        data = await self.call(cmd, **args)
+        while isinstance(data, dict) and isinstance(data.get("next"), dict):
+            data = join_pages(data, await self.call(cmd, **data["next"]))
+        return data
+
     async def call(self, cmd: str, *, retry: bool = False, **args: Any) -> Any:
         """Send a command and return its ``data``, raising :class:`LobbyError` on a refusal."""
         reply = await self.request(cmd, {k: v for k, v in args.items() if v is not None},
@@ -352,10 +360,17 @@ class LobbyClient:
 
     async def ladder(self, ladder: str, start: int | None = None, count: int | None = None,
                      all: bool = False) -> Ladder:
+        """``count`` rows (the server's default: 50) from row ``start``, however many replies it
+        takes."""
         args: dict[str, Any] = {"ladder": ladder, "from": start, "count": count}
         if all:
             args["all"] = True
-        return Ladder.from_dict(await self.call("ladder", **args))
+        return Ladder.from_dict(await self.call_all("ladder", **args))
+
+    async def event(self, event: int) -> dict[str, Any]:
+        """``event show``: every game and the whole standings, however many replies it takes."""
+        data: dict[str, Any] = await self.call_all("event show", event=event)
+        return data
 
     async def history(self, name: str, ladder: str | None = None) -> History:
         return History.from_dict(await self.call("history", name=name, ladder=ladder))
@@ -371,3 +386,13 @@ class LobbyClient:
 
     async def adjudicate(self, match: int, winner: str) -> Any:
         return await self.call("adjudicate", match=match, winner=winner)
+
+
+def join_pages(first: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """A paged reply's data with the next page's added: its lists joined, its ``next`` taken."""
+    joined = dict(first)
+    for key, value in more.items():
+        if isinstance(value, list) and isinstance(first.get(key), list):
+            joined[key] = first[key] + value
+    joined["next"] = more.get("next")
+    return joined

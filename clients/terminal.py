@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from websockets.exceptions import WebSocketException
 
-from clients.lobby_client import Disconnected, LobbyClient, LobbyError
+from clients.lobby_client import Disconnected, LobbyClient, LobbyError, join_pages
 from clients.render import NO_LADDERS, Ladders, render_push, render_reply
 
 DEFAULT_URL = "ws://127.0.0.1:8765/ws"
@@ -91,15 +91,27 @@ class _Session:
             show_push(message, self.as_json, self.out or sys.stdout, self.client.ladder_info)
 
     async def run(self, line: str) -> dict[str, Any]:
-        """Send ``line``, print its reply, then the pushes held meanwhile."""
+        """Send ``line``, print its reply (every page of it), then the pushes held meanwhile."""
         self.sent_at = self.client.replies_received
         try:
             reply = await self.client.send_line(line)
+            reply = await self._rest(reply)
         except BaseException:
             self._release()
             raise
         show_reply(reply, self.as_json, self.out or sys.stdout, self.client.ladder_info)
         self._release()
+        return reply
+
+    async def _rest(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """A paged reply (``ladder``, ``event show``, ``history``) completed with the pages it
+        announces."""
+        while reply.get("ok") and isinstance(reply.get("data"), dict) \
+                and isinstance(reply["data"].get("next"), dict):
+            more = await self.client.request(reply["cmd"], reply["data"]["next"])
+            if not more.get("ok"):
+                return more
+            reply = {**reply, "data": join_pages(reply["data"], more["data"])}
         return reply
 
     async def settle(self) -> None:

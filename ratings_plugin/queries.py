@@ -16,11 +16,11 @@ from server.api import (
     LadderConfig,
     PluginCommand,
 )
+from server.api.paging import HISTORY_PAGE, LADDER_PAGE, Page
 
 if TYPE_CHECKING:
     from ratings_plugin.plugin import RatingsPlugin
 
-MAX_ROWS = 1000
 DEFAULT_ROWS = 50
 
 
@@ -46,12 +46,12 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
         rows = plugin.rows(config.name, today())
         if not args.get("all"):
             rows = [r for r in rows if r["active"]]
-        start = max(1, args.get("from") or 1)
-        count = args.get("count")
-        count = DEFAULT_ROWS if count is None else min(count, MAX_ROWS)
+        page = Page.of(args, DEFAULT_ROWS, LADDER_PAGE)
+        players = page.slice(rows)
         return {"ladder": config.name, "system": config.system.name, "total": len(rows),
                 "columns": [c.as_dict() for c in config.system.columns(config.options)],
-                "players": rows[start - 1:start - 1 + count]}
+                "players": players, "from": page.start,
+                "next": page.next(args, len(players), len(rows))}
 
     async def rating(ctx: CommandContext, args: dict[str, Any]) -> Any:
         name, only = args.get("name"), args.get("ladder")
@@ -71,14 +71,19 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
     async def history(ctx: CommandContext, args: dict[str, Any]) -> Any:
         name = ctx.player_name(args["name"])
         only = args.get("ladder")
-        sql = "SELECT * FROM history WHERE player_id = ?"
+        where = "WHERE player_id = ?"
         params: list[Any] = [ctx.player_id(name)]
         if only is not None:
             ctx.ladder(only)
-            sql += " AND ladder = ?"
+            where += " AND ladder = ?"
             params.append(only)
+        page = Page.of(args, None, HISTORY_PAGE)
+        counted = await ctx.reader.fetchone(f"SELECT count(*) FROM history {where}", params)
+        total = counted[0] if counted is not None else 0
         entries = []
-        for r in await ctx.reader.fetchall(sql + " ORDER BY id", params):
+        for r in await ctx.reader.fetchall(
+                f"SELECT * FROM history {where} ORDER BY id LIMIT ? OFFSET ?",
+                [*params, page.size, page.start - 1]):
             cause = {"match": r["match_id"]} if r["match_id"] is not None else {
                 "event": r["event_id"]}
             if r["match_id"] is not None and r["event_id"] is not None:
@@ -91,7 +96,8 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
             entries.append({"ladder": r["ladder"], "at": r["at"], "before": before,
                             "after": after, "change": None if before is None else after - before,
                             "cause": cause})
-        return {"player": name, "ladder": only, "entries": entries}
+        return {"player": name, "ladder": only, "entries": entries, "from": page.start,
+                "total": total, "next": page.next(args, len(entries), total)}
 
     return (
         PluginCommand(CommandSpec("rating", ANYONE,
@@ -99,12 +105,19 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
                                   "or one.", (Arg("name", "name", True),
                                               Arg("ladder", "ladder", True)), read_only=True),
                       rating),
-        PluginCommand(CommandSpec("ladder", ANYONE, "A ladder's ranking, active players first.",
+        PluginCommand(CommandSpec("ladder", ANYONE,
+                                  "A ladder's ranking, active players first: COUNT rows (50) "
+                                  f"from row FROM, at most {LADDER_PAGE} a reply; 'next' asks "
+                                  "for the rest.",
                                   (Arg("ladder", "ladder"), Arg("from", "count", True),
                                    Arg("count", "count", True)), (Flag("all"),), read_only=True),
                       ladder),
-        PluginCommand(CommandSpec("history", ANYONE, "A player's rating history, oldest first.",
-                                  (Arg("name", "name"), Arg("ladder", "ladder", True)),
+        PluginCommand(CommandSpec("history", ANYONE,
+                                  "A player's rating history, oldest first: COUNT entries (all) "
+                                  f"from FROM, at most {HISTORY_PAGE} a reply; 'next' asks for "
+                                  "the rest.",
+                                  (Arg("name", "name"), Arg("ladder", "ladder", True),
+                                   Arg("from", "count", True), Arg("count", "count", True)),
                                   read_only=True), history),
         PluginCommand(CommandSpec("ladders", ANYONE,
                                   "The configured ladders, their systems and columns.",

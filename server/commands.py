@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from server.api.commands import ADMIN, ANYONE, PLAYER, ROLES, Arg, CommandSpec, Flag
+from server.api.paging import EVENT_PAGE
 
 __all__ = ["ADMIN", "ANYONE", "COMMANDS", "PLAYER", "ROLES", "Arg", "CommandSpec", "CommandTable",
            "Flag"]
@@ -65,7 +66,9 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
            Arg("event", "id")),
         _c("events", ANYONE, "List events, optionally only open or closed ones.",
            Arg("status", "status", True), read_only=True),
-        _c("event show", ANYONE, "An event's games and standings.", Arg("event", "id"),
+        _c("event show", ANYONE, "An event's games and standings: COUNT (all) of each from "
+                                 f"FROM, at most {EVENT_PAGE} a reply; 'next' asks for the rest.",
+           Arg("event", "id"), Arg("from", "count", True), Arg("count", "count", True),
            read_only=True),
         _c("void", ADMIN, "Void a match; its ladder is recomputed from the log. REASON is up to "
                           "200 characters, without control or invisible ones.",

@@ -73,6 +73,7 @@ class Limits:
     connections_per_address: int = 64
     idle_timeout: float = 3600.0
     outgoing_queue: int = 1024
+    outgoing_bytes: int = 1024 * 1024
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     login_free_failures: int = 5

@@ -3,9 +3,11 @@
 It makes no game or rating decisions. A frame for a client that keeps up is
 written straight to its socket (with the others caused by the same request,
 in one write: :class:`Cork`); once the socket's buffer backs up, frames wait
-in the connection's bounded outgoing queue, drained by its own task, so one
-slow reader never holds up the fan-out to everyone else: when its queue is
-full it is disconnected instead.
+in the connection's outgoing queue, drained by its own task, so one slow
+reader never holds up the fan-out to everyone else. What a connection's peer
+has not taken yet (queued, corked, or in the socket's write buffer) is
+bounded in bytes: past ``limits.outgoing_bytes`` it is disconnected instead,
+and whatever was held for it is let go at once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import logging
 import mimetypes
 import ssl
+import sys
 import time
 from collections import Counter, deque
 from pathlib import Path
@@ -28,6 +31,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.typing import Data
 
+from server.allocator import trim_soon
 from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Lobby, Session
@@ -46,6 +50,9 @@ HARD_LIMIT_FACTOR = 16
 DIRECT_WRITE_LIMIT = 64 * 1024
 DIRECT_FRAME_SIZE = 4096
 CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
+# Seconds a peer dropped for not reading has to take what it was sent and our close frame;
+# then its TCP connection is cut, and the bytes held for it are freed.
+UNREAD_GRACE = 5.0
 WS_PATH = "/ws"
 WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
 Outgoing = bytes | tuple[int, str] | None
@@ -60,7 +67,23 @@ class CorkedConnection(ServerConnection):
     system call on the server and a wake-up on the client.
     """
 
+    corked = 0
+    """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        # websockets keeps the exceptions that ended the connection, and their tracebacks hold
+        # the frames that were running: this connection, the frame it was writing. A cycle
+        # only a full collection would free; without the tracebacks it goes at once.
+        for ended in (self.connection_exc, self.protocol.parser_exc, exc):
+            for _ in range(8):  # the chain of causes, in practice one or two long
+                if ended is None:
+                    break
+                ended.__traceback__ = None
+                ended = ended.__cause__ or ended.__context__
+
     def send_data(self) -> None:
+        self.corked = 0
         writes = self.protocol.writes
         if len(writes) > 1 and all(writes):  # an empty item stands for end of stream
             self.protocol.writes = [b"".join(writes)]
@@ -113,11 +136,12 @@ class Cork:
     """
 
     def __init__(self) -> None:
-        self._pending: dict[ServerConnection, None] = {}
+        self._pending: dict[CorkedConnection, None] = {}
         self._scheduled = False  # a fallback flush is due (one at a time, however many send)
 
-    def send(self, ws: ServerConnection, frame: bytes) -> None:
+    def send(self, ws: CorkedConnection, frame: bytes) -> None:
         ws.protocol.send_text(frame)
+        ws.corked += len(frame)
         self._pending[ws] = None
         if not self._scheduled:
             self._scheduled = True
@@ -145,15 +169,18 @@ class Outbox:
     one deque and, while the writer waits, one future, where ``asyncio.Queue``
     holds three deques and an ``Event`` (about 3 KB an idle connection, 30 MB
     for 10,000). ``put_nowait`` raises ``asyncio.QueueFull`` when ``limit``
-    items are waiting (a limit of 0 or less: no limit, as for ``asyncio.Queue``).
+    items are waiting (a limit of 0 or less: no limit, as for ``asyncio.Queue``);
+    ``bytes`` is the size of the frames waiting, for the caller's byte budget.
     """
 
-    __slots__ = ("_items", "_limit", "_waiter", "sending")
+    __slots__ = ("__weakref__", "_items", "_limit", "_waiter", "bytes", "dropped", "sending")
 
     def __init__(self, limit: int) -> None:
         self._items: deque[Outgoing] = deque()
         self._limit = limit
         self._waiter: asyncio.Future[None] | None = None
+        self.bytes = 0
+        self.dropped = 0  # bytes let go unsent by clear()
         self.sending = False  # the writer holds an item it has not finished sending
 
     @property
@@ -165,6 +192,8 @@ class Outbox:
         if 0 < self._limit <= len(self._items):
             raise asyncio.QueueFull
         self._items.append(item)
+        if type(item) is bytes:
+            self.bytes += len(item)
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -177,7 +206,16 @@ class Outbox:
             finally:
                 if self._waiter is waiter:
                     self._waiter = None
-        return self._items.popleft()
+        item = self._items.popleft()
+        if type(item) is bytes:
+            self.bytes -= len(item)
+        return item
+
+    def clear(self) -> None:
+        """Drop every waiting item (the connection is gone, or will get nothing more)."""
+        self._items.clear()
+        self.dropped += self.bytes
+        self.bytes = 0
 
 
 class Transport:
@@ -202,8 +240,18 @@ class Transport:
     def max_message(self) -> int:
         return self.limits.max_message
 
+    def _drop(self, ws: ServerConnection, session: Session, queue: Outbox, detail: str,
+              reason: str) -> None:
+        """Drop a peer that does not read: what was queued for it goes at once."""
+        log.warning("closing %s: it does not read its messages (%s)", session.address, detail)
+        session.closed = True
+        queue.clear()
+        self._close_later(ws, 1008, reason)
+        trim_soon()
+
     def _close_later(self, ws: ServerConnection, code: int, reason: str) -> None:
-        task = asyncio.get_running_loop().create_task(ws.close(code, reason))
+        """Close a peer whose queue is full or over its budget: it is not reading."""
+        task = asyncio.get_running_loop().create_task(_close(ws, code, reason))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
@@ -295,15 +343,24 @@ class Transport:
             return
         self.per_address[address] += 1
         queue = Outbox(lim.outgoing_queue)
+        budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
+        assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
         self.connections.add(ws)
 
         def send(message: dict[str, Any], direct: bool = True) -> None:
             if session.closed:
                 return
+            buffered = ws.transport.get_write_buffer_size()
+            # Taken while under the budget, whatever its size (the pushes of an event close
+            # end with the whole ladder); past it, the peer is not reading.
+            if queue.bytes + buffered + ws.corked >= budget:
+                self._drop(ws, session, queue, f"{queue.bytes + buffered + ws.corked} bytes "
+                           f"unread, limit {budget}", "too much unread data")
+                return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
                     and ws.protocol.state is State.OPEN and ws.send_in_progress is None \
-                    and ws.transport.get_write_buffer_size() <= DIRECT_WRITE_LIMIT:
+                    and buffered <= DIRECT_WRITE_LIMIT:
                 # Straight to the socket at the end of this pass of the loop (what websockets'
                 # broadcast does, corked): no task switch and no send lock for the usual case
                 # of a client that keeps up.
@@ -312,9 +369,8 @@ class Transport:
             try:
                 queue.put_nowait(frame)
             except asyncio.QueueFull:
-                log.warning("closing %s: it does not read its messages", session.address)
-                session.closed = True
-                self._close_later(ws, 1008, "too many unread messages")
+                self._drop(ws, session, queue, f"{lim.outgoing_queue} messages unread",
+                           "too many unread messages")
 
         def close(code: int, reason: str) -> None:
             """Close after the messages already queued (such as the reason) are sent."""
@@ -378,6 +434,12 @@ class Transport:
             if self.per_address[address] <= 0:
                 del self.per_address[address]
             await self._stop_writer(queue, writer)
+            if queue.bytes or queue.dropped:  # what it did not read goes back to the system
+                trim_soon()
+            # Nothing of this connection outlives it: the closures above and the session refer
+            # to each other, a cycle only a full collection would free (with what is queued).
+            queue.clear()
+            session.send, session.close, session.queue = _gone, _gone, None
 
     async def _read_out(self, ws: ServerConnection) -> None:
         """We are closing: drop what the peer sent before it saw our close frame.
@@ -432,6 +494,21 @@ def static_response(connection: ServerConnection, method: str, path: str) -> Res
     if method not in ("GET", "HEAD"):
         return _not_allowed(connection, "GET, HEAD")
     return _without_body(method, static_file(connection, path))
+
+
+async def _close(ws: ServerConnection, code: int, reason: str) -> None:
+    """``ws.close``, and the TCP connection cut if the closing handshake is not done within
+    :data:`UNREAD_GRACE`: websockets first waits for its write buffer to drain, which a peer
+    that does not read never lets happen."""
+    try:
+        async with asyncio.timeout(UNREAD_GRACE):
+            await ws.close(code, reason)
+    except TimeoutError:
+        ws.transport.abort()
+
+
+def _gone(*args: Any, **kwargs: Any) -> None:
+    """What a finished connection's session does when told to send or close: nothing."""
 
 
 def static_file(connection: ServerConnection, path: str) -> Response:

@@ -11,6 +11,7 @@ from typing import Any
 import aiosqlite
 
 from server.api import EventClosed, Game, LadderConfig, LadderCorrected, MatchFinished, RatedUnit
+from server.api.paging import EVENT_PAGE, Page
 from server.api.results_file import ResultsError, parse_results
 from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
@@ -283,35 +284,46 @@ async def events(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
                                                r["status"])), "games": r["games"]} for r in rows]}
 
 
+# `event show`, a page at a time: ?1 the event, ?2 the page's size, ?3 the rows before it.
+# The standings count the event's finished, rated games: a win 1 point, a draw ½, for each
+# player of a side; best first, ties by name ignoring case.
+STANDINGS = """SELECT p.name AS player, count(*) AS played,
+    count(CASE WHEN m.winner = mp.side THEN 1 END) AS won,
+    count(CASE WHEN m.winner = 'draw' THEN 1 END) AS drawn,
+    count(CASE WHEN m.winner IS NOT mp.side AND m.winner IS NOT 'draw' THEN 1 END) AS lost,
+    total(CASE WHEN m.winner = mp.side THEN 1.0 WHEN m.winner = 'draw' THEN 0.5 END) AS points
+    FROM matches m JOIN match_players mp ON mp.match_id = m.id
+    JOIN players p ON p.id = mp.player_id
+    WHERE m.event_id = ?1 AND m.status = 'finished' AND m.unrated_reason IS NULL
+    GROUP BY mp.player_id ORDER BY points DESC, p.name_key LIMIT ?2 OFFSET ?3"""
+SIZES = """SELECT (SELECT count(*) FROM matches WHERE event_id = ?1) AS games,
+    (SELECT count(DISTINCT mp.player_id) FROM matches m JOIN match_players mp
+     ON mp.match_id = m.id WHERE m.event_id = ?1 AND m.status = 'finished'
+     AND m.unrated_reason IS NULL) AS players"""
+GAMES = """SELECT id, side_a, side_b, score_a, score_b, length, played_on, status, unrated_reason
+    FROM matches WHERE event_id = ?1 ORDER BY id LIMIT ?2 OFFSET ?3"""
+
+
 @handler("event show")
 async def event_show(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+    """A page of the games and of the standings, each cut by SQL: however big the event, only
+    a page of it is ever held."""
     event = await load_event(lobby, args["event"])
-    rows = await lobby.db.fetchall("SELECT * FROM matches WHERE event_id = ? ORDER BY id",
-                                   (event.id,))
-    games = []
-    table: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        games.append({"match": r["id"], "side_a": r["side_a"], "side_b": r["side_b"],
-                      "score_a": r["score_a"], "score_b": r["score_b"], "length": r["length"],
-                      "date": r["played_on"], "status": r["status"],
-                      "rated": r["unrated_reason"] is None, "unrated": r["unrated_reason"]})
-        if r["status"] != "finished" or r["unrated_reason"] is not None:
-            continue
-        for side, result in (("a", r["winner"]), ("b", r["winner"])):
-            for name in r[f"side_{side}"].split("+"):
-                t = table.setdefault(name, {"player": name, "played": 0, "won": 0, "drawn": 0,
-                                            "lost": 0, "points": 0.0})
-                t["played"] += 1
-                if result == "draw":
-                    t["drawn"] += 1
-                    t["points"] += 0.5
-                elif result == side:
-                    t["won"] += 1
-                    t["points"] += 1
-                else:
-                    t["lost"] += 1
-    standings = sorted(table.values(), key=lambda t: (-t["points"], t["player"].casefold()))
-    return {**event_data(event), "games": games, "standings": standings}
+    page = Page.of(args, None, EVENT_PAGE)
+    window = (event.id, page.size, page.start - 1)
+    sizes = await lobby.db.fetchone(SIZES, (event.id,))
+    assert sizes is not None
+    games = [{"match": r["id"], "side_a": r["side_a"], "side_b": r["side_b"],
+              "score_a": r["score_a"], "score_b": r["score_b"], "length": r["length"],
+              "date": r["played_on"], "status": r["status"],
+              "rated": r["unrated_reason"] is None, "unrated": r["unrated_reason"]}
+             for r in await lobby.db.fetchall(GAMES, window)]
+    standings = [dict(r) for r in await lobby.db.fetchall(STANDINGS, window)]
+    # one window over both lists: a client that follows `next` gets each of them whole
+    return {**event_data(event), "games": games, "standings": standings, "from": page.start,
+            "total": sizes["games"], "total_standings": sizes["players"],
+            "next": page.next(args, max(len(games), len(standings)),
+                              max(sizes["games"], sizes["players"]))}
 
 
 # ---- corrections ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import sqlite3
 import threading
 import time
@@ -31,7 +32,7 @@ T = TypeVar("T")
 
 __all__ = [  # this folder's helpers, and the shared ones (tests/kit/sharedkit.py) its tests use
     "ADMIN", "ADMIN_PASSWORD", "ERROR_CODES", "FAST_HASHING", "LIVENESS", "PASSWORD", "Capture",
-    "Prober", "ServerThread", "bystander", "captured_logs", "dump_db", "render",
+    "Prober", "ServerThread", "bystander", "captured_logs", "dump_db", "render", "slow_socket",
 ]
 
 ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "forbidden", "not_found",
@@ -264,3 +265,12 @@ async def bystander(url: str, cmd: str = "whois", pause: float = 0.1, **kwargs: 
             await asyncio.wait_for(task, 10)
         finally:
             await prober.close()
+
+
+def slow_socket(port: int) -> socket.socket:
+    """A TCP connection with a tiny receive buffer, so that not reading soon stops the sender."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.setblocking(False)
+    return sock

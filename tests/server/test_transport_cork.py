@@ -34,11 +34,19 @@ class CountedConnection(CorkedConnection):
 async def test_a_pass_of_frames_leaves_in_one_write_and_in_order() -> None:
     cork = Cork()
     flushed: list[int] = []
+    counted: list[tuple[int, int]] = []  # the bytes held corked, before and after a flush
 
     async def handler(ws: ServerConnection) -> None:
         async for message in ws:
             writes.clear()
-            if message == "flush":
+            if message == "count":  # the bytes held corked count in the connection's budget
+                assert isinstance(ws, CorkedConnection)
+                cork.send(ws, b"frame")
+                cork.send(ws, b"frames")
+                before = ws.corked
+                cork.flush()
+                counted.append((before, ws.corked))
+            elif message == "flush":
                 cork.send(ws, b"one")
                 cork.send(ws, b"two")
                 cork.flush()  # written now, before the handler waits again
@@ -74,6 +82,10 @@ async def test_a_pass_of_frames_leaves_in_one_write_and_in_order() -> None:
             await client.send("flush")
             assert [await client.recv() for _ in range(3)] == ["one", "two", "three"]
             assert flushed == [1] and len(writes) == 2 and writes[0].endswith(b"two")
+
+            await client.send("count")
+            assert [await client.recv() for _ in range(2)] == ["frame", "frames"]
+            assert counted == [(len("frame") + len("frames"), 0)]
 
 
 async def test_a_connection_gone_before_the_flush_does_not_stop_the_others() -> None:

@@ -204,7 +204,7 @@ function renderLadder(ladder, rows) {
 
 async function loadLadder(name) {
   const ladder = state.ladders.get(name);
-  const data = await lobby.call("ladder", { ladder: name, from: 1, count: 1000, all: true });
+  const data = await lobby.callAll("ladder", { ladder: name, from: 1, count: 100000, all: true });
   renderLadder(ladder, data.players);
 }
 
@@ -254,7 +254,7 @@ async function openProfile(name, { focus = true } = {}) {
   const token = ++state.profileToken;
   const [who, history] = await Promise.all([
     lobby.call("whois", { name }),
-    lobby.call("history", { name }),
+    lobby.callAll("history", { name }),
   ]);
   if (token !== state.profileToken) return;
   state.profile = who.player;

@@ -115,6 +115,20 @@ export class Lobby {
       this.ws.send(JSON.stringify({ id, cmd, args: clean }));
     });
   }
+
+  // A reply too big for one frame comes in pages (ladder, event show, history): `call`, then
+  // its `next` sent back until it is null, each page's lists joined to the first's.
+  async callAll(cmd, args = {}) {
+    const data = await this.call(cmd, args);
+    for (let more = data; more.next; ) {
+      more = await this.call(cmd, more.next);
+      for (const [key, value] of Object.entries(more)) {
+        if (Array.isArray(value) && Array.isArray(data[key])) data[key].push(...value);
+      }
+      data.next = more.next;
+    }
+    return data;
+  }
 }
 
 export function lobbyUrl(loc = window.location) {
