@@ -7,9 +7,18 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: serve test lint bench clean browser compiler
 
-$(STAMP): pyproject.toml
+# Plugins only the tests load (tests/plugins/*, each a package of its own): installed apart, in
+# $(TEST_SITE), which conftest.py puts on the path of the tests and of the processes they start.
+# `make serve` and `make bench` run the lobby without them.
+TEST_PLUGINS := $(wildcard tests/plugins/*/pyproject.toml)
+TEST_SITE    := $(VENV)/test-plugins
+
+$(STAMP): pyproject.toml $(TEST_PLUGINS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	rm -rf $(TEST_SITE)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(TEST_SITE) \
+	  $(dir $(TEST_PLUGINS))
 	touch $(STAMP)
 
 serve: $(STAMP)
@@ -17,7 +26,7 @@ serve: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy ratings_plugin server clients
+	$(BIN)/mypy ratings_plugin server clients tests/plugins/streaks/matchlobby_streaks
 
 # The web page's tests drive Debian's Chromium (Playwright cannot download a browser here).
 # CI runs as root on a clean machine: install it there when /usr/bin/chromium is missing.

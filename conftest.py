@@ -3,6 +3,36 @@
 pyproject.toml's ``pythonpath = ["tests/kit"]`` puts it on ``sys.path`` before this
 file is read; each folder's ``conftest.py`` adds its own fixtures (``template_db``
 for the shared ``db_path``).
+
+The lobby plugins in ``tests/plugins/`` are installed apart from the project, in
+the environment's ``test-plugins`` folder (the Makefile's ``.venv`` target), so
+that only the tests load them. Here that folder goes on the path of the tests and,
+through ``PYTHONPATH``, of the ``matchlobby`` processes they start: its metadata
+declares their entry points. Each plugin's source folder goes first, so an edit
+to a plugin needs no reinstall.
 """
 
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.api.registry import plugin_factories
+
+TEST_SITE = Path(sys.prefix) / "test-plugins"
+TEST_PLUGINS = {"streaks": Path(__file__).resolve().parent / "tests" / "plugins" / "streaks"}
+
 pytest_plugins = ["sharedkit"]
+
+_paths = [str(p) for p in (*TEST_PLUGINS.values(), TEST_SITE)]
+sys.path[:0] = _paths
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [*_paths, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+
+_missing = sorted(set(TEST_PLUGINS) - set(plugin_factories()))
+if _missing:
+    pytest.exit(f"the test plugins {_missing} are not installed in {TEST_SITE}: "
+                f"run `make .venv/.installed` (or `make test`)", returncode=4)

@@ -37,9 +37,11 @@ sys.path.insert(0, str(ROOT))
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 
 from bench._harness import Served, announce, lobby_server  # noqa: E402
+from server.plugins import command_table  # noqa: E402
 from server.protocol import ProtocolError, parse_frame  # noqa: E402
 
 LIMIT = 64 * 1024
+TABLE = command_table()
 LINES = {
     "64 KiB of quoted words": "help " + '"a" ' * ((LIMIT - 5) // 4),
     "one quoted word of 64 KiB": 'help "' + "a" * (LIMIT - 7) + '"',
@@ -63,7 +65,7 @@ def splitting(repeat: int) -> None:
     print("splitting a 64 KiB plain line (CPU time, best of", repeat, "runs):")
     for label, line in LINES.items():
         old = best(lambda line=line: shlex.split(line), max(3, repeat // 10))
-        new = best(lambda line=line: parse_frame(line), repeat)
+        new = best(lambda line=line: parse_frame(line, TABLE), repeat)
         print(f"  {label:28s} shlex.split {old * 1000:7.2f} ms   parse_frame {new * 1000:6.3f} ms"
               f"   ratio {old / new:6.0f}x")
 

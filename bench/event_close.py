@@ -40,8 +40,8 @@ import numpy as np  # noqa: E402
 
 from bench._harness import bench_env, free_port, matchlobby_command  # noqa: E402
 from clients import LobbyClient  # noqa: E402
+from ratings_plugin import store  # noqa: E402
 from ratings_plugin.systems.cas.peklo import solve_peklo  # noqa: E402
-from server import peklo_store  # noqa: E402
 from server.storage import SCHEMA_VERSION  # noqa: E402
 
 ADMIN, PASSWORD = "director", "bench-password"
@@ -105,11 +105,13 @@ def build_history(db: Path, config: Path, games: int, players: int, events: int,
     peklo = 1500 + 200 * strength / np.log(2)
     rated = [i for i in range(players) if played[i]]
     conn.executemany(
-        "INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa, "
-        "last_played) VALUES ('scrabble', ?, ?, ?, 0, ?, ?, ?)",
-        [(ids[i], 500.0, int(played[i]), int(paluba[i]), int(dansa[i]), last) for i in rated])
-    conn.execute(peklo_store.UPSERT,
-                 peklo_store.encode("scrabble", ((ids[i], float(peklo[i])) for i in rated)))
+        "INSERT INTO ratings (ladder, player_id, rating, games, last_played, state) "
+        "VALUES ('scrabble', ?, ?, ?, ?, ?)",
+        [(ids[i], 500.0, int(played[i]), last,
+          store.state_json({"paluba": int(paluba[i]), "dansa": int(dansa[i])})) for i in rated])
+    conn.execute(store.SHARED_UPSERT,
+                 store.encode_shared("scrabble", [ids[i] for i in rated],
+                                     [float(peklo[i]) for i in rated]))
     conn.commit()
     conn.close()
 

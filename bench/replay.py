@@ -67,24 +67,33 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from bench._harness import bench_env, matchlobby_command  # noqa: E402
-from ratings_plugin.fibs_replay import FibsReplay  # noqa: E402
-from ratings_plugin.systems import fibs  # noqa: E402
-from server.config import default_ladders  # noqa: E402
-from server.log import fetched, fibs_log  # noqa: E402
-from server.replay import (  # noqa: E402
+from ratings_plugin.commands.replay import (  # noqa: E402
     CACHE_PRAGMA,
     CHUNK,
     REWRITE_PRAGMAS,
     _history_indexes,
     _insert_history,
+    fetched,
+    match_log,
 )
-from server.storage import PRAGMAS, SCHEMA_VERSION, connect, migrate  # noqa: E402
+from ratings_plugin.systems import fibs  # noqa: E402
+from server.api import LadderConfig, PlainReplay  # noqa: E402
+from server.config import Config, default_ladders  # noqa: E402
+from server.plugins import migrate_all  # noqa: E402
+from server.storage import PRAGMAS, SCHEMA_VERSION, connect  # noqa: E402
 
 # Bump when the generated log changes: the cache file name carries it.
 BUILD_VERSION = 1
 LADDER = "backgammon"
 LENGTHS = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
 LENGTH_P = np.array([30, 2, 15, 2, 20, 2, 15, 2, 5, 2, 5], dtype=float) / 100
+
+
+def plain(ladder: LadderConfig, ids: dict[str, int]) -> PlainReplay:
+    """The ladder's plain replay, the fast path of ``matchlobby replay``."""
+    replay = ladder.system.plain_replay(ladder.options, ids)
+    assert replay is not None
+    return replay
 
 
 def player_names(players: int) -> list[str]:
@@ -95,7 +104,7 @@ def player_names(players: int) -> list[str]:
 async def _migrate(db: Path) -> None:
     conn = await connect(str(db))
     try:
-        await migrate(conn)
+        await migrate_all(conn, Config())
     finally:
         await conn.close()
 
@@ -345,7 +354,7 @@ def floor(cached: Path, work: Path) -> tuple[float, ...]:
     What ``matchlobby replay`` must do when no stored row agrees, taken
     apart and run with its own code on a copy of the database whose
     history was emptied first (not timed): read the FIBS log into memory;
-    replay it (``FibsReplay.pairs``, the formula included; the rows consumed
+    replay it (``PlainReplay.pairs``, the formula included; the rows consumed
     as they come, as the rewrite does, then made again untimed); then, in one
     transaction with the rewrite's pragmas, drop the history indexes,
     insert the rows a chunk at a time as the rewrite does, build the
@@ -365,15 +374,15 @@ def floor(cached: Path, work: Path) -> tuple[float, ...]:
         conn.execute("DELETE FROM history")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         ids = dict(conn.execute("SELECT name, id FROM players"))
-        options = next(x.options for x in default_ladders() if x.name == LADDER)
+        ladder = next(x for x in default_ladders() if x.name == LADDER)
         seconds = []
         t = time.perf_counter()
-        log = list(fetched(fibs_log(conn, LADDER)))
+        log = list(fetched(match_log(conn, LADDER)))
         seconds.append(time.perf_counter() - t)
         t = time.perf_counter()
-        deque(FibsReplay(LADDER, options, ids).pairs(log), maxlen=0)  # consumed, as a rewrite does
+        deque(plain(ladder, ids).pairs(log), maxlen=0)  # consumed, as a rewrite does
         seconds.append(time.perf_counter() - t)
-        pairs = list(FibsReplay(LADDER, options, ids).pairs(log))  # for the inserts, not timed
+        pairs = list(plain(ladder, ids).pairs(log))  # for the inserts, not timed
         del log
         conn.execute("BEGIN IMMEDIATE")
         indexes = _history_indexes(conn, 2 * len(pairs), 2 * len(pairs))

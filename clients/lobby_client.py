@@ -5,6 +5,9 @@ id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
 callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
 with exponential back-off, logs in again, re-watches its ladders and lists
 ``who`` again if it had (the server sends presence pushes to who has).
+
+Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
+how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from clients.models import Ladder, MatchFinished, Ratings, Whois
+from clients.models import History, Ladder, LadderInfo, MatchFinished, Ratings, Whois
 
 log = logging.getLogger(__name__)
 Push = dict[str, Any]
@@ -57,6 +60,7 @@ class LobbyClient:
         self.credentials: tuple[str, str] | None = None
         self.watching: set[str] = set()
         self.listed_who = False  # the server sends presence pushes to who has listed `who`
+        self.ladder_info: dict[str, LadderInfo] = {}
         self._ws: ClientConnection | None = None
         # Ids are the server's idempotency keys: unique per client, reused only to retry.
         self._id_prefix = secrets.token_hex(4)
@@ -156,7 +160,8 @@ class LobbyClient:
             return
 
     async def _restore(self) -> None:
-        """Log in again, re-watch ladders and list `who` again (for presence) after a reconnect."""
+        """Log in again, re-watch ladders, list `who` again (for presence) and describe the
+        ladders again (if it had) after a reconnect."""
         try:
             if self.credentials is not None:
                 await self.call("login", name=self.credentials[0], password=self.credentials[1])
@@ -164,6 +169,8 @@ class LobbyClient:
                 await self.call("watch", ladder=ladder)
             if self.listed_who:
                 await self.call("who")
+            if self.ladder_info:
+                await self.call("ladders")  # the server may have restarted with other ladders
         except (LobbyError, Disconnected) as e:
             log.warning("could not restore the session: %s", e)
 
@@ -182,8 +189,18 @@ class LobbyClient:
         fut = self._pending.pop(rid, None) if isinstance(rid, int | str) else None
         if fut is None and self._lines:
             fut = self._lines.pop(0)
+        if message.get("cmd") == "ladders" and message.get("ok"):
+            self._learn_ladders(message.get("data"))
         if fut is not None and not fut.done():
             fut.set_result(message)
+
+    def _learn_ladders(self, data: Any) -> None:
+        try:
+            described = {x.ladder: x for x in map(LadderInfo.from_dict, data["ladders"])}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning("a ladders reply this client cannot read: %r", data)
+            return
+        self.ladder_info = described
 
     def _deliver(self, message: Push) -> None:
         self._pushes.put_nowait(message)
@@ -329,6 +346,12 @@ class LobbyClient:
         self.watching.discard(ladder)
         return await self.call("unwatch", ladder=ladder)
 
+    async def ladders(self) -> list[LadderInfo]:
+        """The configured ladders and how their ratings are shown (also kept in
+        :attr:`ladder_info`)."""
+        data = await self.call("ladders")
+        return [LadderInfo.from_dict(x) for x in data["ladders"]]
+
     async def whois(self, name: str) -> Whois:
         return Whois.from_dict(await self.call("whois", name=name))
 
@@ -348,6 +371,9 @@ class LobbyClient:
         """``event show``: every game and the whole standings, however many replies it takes."""
         data: dict[str, Any] = await self.call_all("event show", event=event)
         return data
+
+    async def history(self, name: str, ladder: str | None = None) -> History:
+        return History.from_dict(await self.call("history", name=name, ladder=ladder))
 
     async def resign(self) -> MatchFinished:
         return MatchFinished.from_dict(await self.call("resign"))

@@ -1,9 +1,135 @@
-"""Typed views of the replies clients depend on (DESIGN.md "Shapes")."""
+"""Typed views of the replies clients depend on (DESIGN.md "Shapes").
+
+A ladder's shape comes from the server: the ``ladders`` reply describes each
+ladder's columns (key, label, type, decimals, help), the ``ladder`` reply
+repeats them. :class:`Column` turns a value into the text people read by that
+description alone, so any rating system is shown without knowing its name.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+REAL_DECIMALS = 2
+"""Places of a real number whose column names none."""
+COMMON = frozenset({"rank", "of", "player", "active", "ladder", "system"})
+"""Fields of every ladder row that no column describes."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a ladder's rows as the server describes it.
+
+    ``type`` is ``integer``, ``real``, ``text`` or ``boolean``; a type this
+    client does not know is shown as text.
+    """
+
+    key: str
+    label: str
+    type: str = "text"
+    decimals: int | None = None
+    help: str = ""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Column:
+        decimals = d.get("decimals")
+        return cls(str(d["key"]), str(d.get("label") or d["key"]), str(d.get("type", "text")),
+                   decimals if isinstance(decimals, int) and not isinstance(decimals, bool)
+                   else None, str(d.get("help") or ""))
+
+    @classmethod
+    def guess(cls, key: str, value: Any) -> Column:
+        """A column for a value no description covers, typed by the value itself."""
+        label = key.replace("_", " ").capitalize()
+        if isinstance(value, bool):
+            return cls(key, label, "boolean")
+        if isinstance(value, int):
+            return cls(key, label, "integer")
+        if isinstance(value, float):
+            return cls(key, label, "real")
+        return cls(key, label, "text")
+
+    @property
+    def numeric(self) -> bool:
+        return self.type in ("integer", "real")
+
+    @property
+    def places(self) -> int:
+        """The decimal places a real number is shown with."""
+        return REAL_DECIMALS if self.decimals is None else max(0, self.decimals)
+
+    def text(self, value: Any) -> str:
+        """``value`` as people read it: rounded to the column's places, yes/no, ``-`` if none."""
+        if value is None:
+            return "-"
+        if self.type == "boolean":
+            return "yes" if value else "no"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return str(value)
+        if self.type == "integer":
+            return str(round(value))
+        if self.type == "real":
+            return f"{value:.{self.places}f}"
+        return str(value)
+
+    def change_text(self, value: Any) -> str:
+        """A signed difference (``new`` when there was nothing before)."""
+        if value is None:
+            return "new"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return str(value)
+        if self.type == "integer":
+            return f"{round(value):+d}"
+        if self.type == "real":
+            return f"{value:+.{self.places}f}"
+        return f"{value:+}"
+
+
+def guess_columns(row: Mapping[str, Any]) -> tuple[Column, ...]:
+    """A row's columns when the server described none: the rating, the row's own fields in
+    their order, the games."""
+    own = [Column.guess(k, v) for k, v in row.items()
+           if k not in COMMON and k not in ("rating", "games")]
+    first = [Column.guess("rating", row["rating"])] if "rating" in row else []
+    last = [Column.guess("games", row["games"])] if "games" in row else []
+    return (*first, *own, *last)
+
+
+def columns_from(described: Any, rows: Sequence[Mapping[str, Any]] = ()) -> tuple[Column, ...]:
+    """The columns a reply describes, else those its first row suggests."""
+    if isinstance(described, list) and described:
+        return tuple(Column.from_dict(c) for c in described)
+    return guess_columns(rows[0]) if rows else ()
+
+
+@dataclass(frozen=True)
+class LadderInfo:
+    """One ladder of the ``ladders`` reply: its system and how its rows are shown."""
+
+    ladder: str
+    system: str
+    system_title: str
+    format: str
+    updated: str
+    live: bool
+    players: int
+    columns: tuple[Column, ...]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LadderInfo:
+        return cls(d["ladder"], d["system"], d.get("system_title") or d["system"],
+                   d.get("format", ""), d.get("updated", ""), bool(d.get("live", False)),
+                   d.get("players", 0), columns_from(d.get("columns")))
+
+    def column(self, key: str) -> Column | None:
+        return next((c for c in self.columns if c.key == key), None)
+
+    @property
+    def rating_column(self) -> Column:
+        """How the ladder's rating (the value history and changes record) is shown."""
+        return self.column("rating") or Column("rating", "Rating", "real")
 
 
 @dataclass(frozen=True)
@@ -24,6 +150,16 @@ class LadderRow:
         return cls(d["rank"], d["of"], d["player"], d["rating"], d["games"], d["active"],
                    {k: v for k, v in d.items() if k not in known}, d.get("ladder"),
                    d.get("system"))
+
+    def value(self, key: str) -> Any:
+        """The row's field ``key`` (a column's), ``None`` when it has none."""
+        if key in ("rank", "of", "player", "rating", "games", "active"):
+            return getattr(self, key)
+        return self.extras.get(key)
+
+    def cells(self, columns: Sequence[Column]) -> list[str]:
+        """The row's values under ``columns``, as people read them."""
+        return [c.text(self.value(c.key)) for c in columns]
 
 
 @dataclass(frozen=True)
@@ -59,11 +195,45 @@ class Ladder:
     system: str
     total: int
     players: list[LadderRow]
+    columns: tuple[Column, ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ladder:
         return cls(d["ladder"], d["system"], d["total"],
-                   [LadderRow.from_dict(r) for r in d["players"]])
+                   [LadderRow.from_dict(r) for r in d["players"]],
+                   columns_from(d.get("columns"), d["players"]))
+
+    def cells(self) -> list[list[str]]:
+        """Every row's values under the ladder's columns, as people read them."""
+        return [r.cells(self.columns) for r in self.players]
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    ladder: str
+    at: str
+    before: float | None
+    after: float
+    change: float | None
+    cause: dict[str, int]
+
+    def cells(self, rating: Column) -> list[str]:
+        """Before, after and change as people read them, shown as the ladder's ``rating``
+        column (:attr:`LadderInfo.rating_column`)."""
+        return [rating.text(self.before), rating.text(self.after), rating.change_text(self.change)]
+
+
+@dataclass(frozen=True)
+class History:
+    player: str
+    ladder: str | None
+    entries: list[HistoryEntry]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> History:
+        return cls(d["player"], d.get("ladder"),
+                   [HistoryEntry(e["ladder"], e["at"], e["before"], e["after"], e["change"],
+                                 dict(e["cause"])) for e in d["entries"]])
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import Any, TextIO
 
 from websockets.exceptions import WebSocketException
 
-from clients.lobby_client import Disconnected, LobbyClient, join_pages
-from clients.render import render_push, render_reply
+from clients.lobby_client import Disconnected, LobbyClient, LobbyError, join_pages
+from clients.render import NO_LADDERS, Ladders, render_push, render_reply
 
 DEFAULT_URL = "ws://127.0.0.1:8765/ws"
 LOCAL_EXIT = {"quit", "exit", "bye"}
@@ -32,12 +32,21 @@ def _print(text: str, out: TextIO) -> None:
     out.flush()
 
 
-def show_reply(reply: dict[str, Any], as_json: bool, out: TextIO) -> None:
-    _print(json.dumps(reply, ensure_ascii=False) if as_json else render_reply(reply), out)
+def show_reply(reply: dict[str, Any], as_json: bool, out: TextIO,
+               ladders: Ladders = NO_LADDERS) -> None:
+    _print(json.dumps(reply, ensure_ascii=False) if as_json else render_reply(reply, ladders), out)
 
 
-def show_push(push: dict[str, Any], as_json: bool, out: TextIO) -> None:
-    _print(json.dumps(push, ensure_ascii=False) if as_json else render_push(push), out)
+def show_push(push: dict[str, Any], as_json: bool, out: TextIO,
+              ladders: Ladders = NO_LADDERS) -> None:
+    _print(json.dumps(push, ensure_ascii=False) if as_json else render_push(push, ladders), out)
+
+
+async def describe_ladders(client: LobbyClient) -> None:
+    """Learn how the server's ladders are shown (their columns) before showing any rating;
+    a server that cannot say is shown by the values themselves."""
+    with contextlib.suppress(LobbyError, Disconnected, TimeoutError, KeyError, TypeError):
+        await client.ladders()
 
 
 class _CountingClient(LobbyClient):
@@ -73,13 +82,13 @@ class _Session:
         if self.sent_at is not None and self.client.replies_received > self.sent_at:
             self.held.append(message)
         else:
-            show_push(message, self.as_json, self.out or sys.stdout)
+            show_push(message, self.as_json, self.out or sys.stdout, self.client.ladder_info)
 
     def _release(self) -> None:
         self.sent_at = None
         held, self.held = self.held, []
         for message in held:
-            show_push(message, self.as_json, self.out or sys.stdout)
+            show_push(message, self.as_json, self.out or sys.stdout, self.client.ladder_info)
 
     async def run(self, line: str) -> dict[str, Any]:
         """Send ``line``, print its reply (every page of it), then the pushes held meanwhile."""
@@ -90,7 +99,7 @@ class _Session:
         except BaseException:
             self._release()
             raise
-        show_reply(reply, self.as_json, self.out or sys.stdout)
+        show_reply(reply, self.as_json, self.out or sys.stdout, self.client.ladder_info)
         self._release()
         return reply
 
@@ -129,6 +138,8 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
     except UNREACHABLE as e:
         _print(f"matchlobby client: cannot connect to {url}: {e}", err)
         return 2
+    if not as_json:
+        await describe_ladders(client)
     session = _Session(client, as_json, out)
     if pushes:
         client.on("*", session.push)
@@ -201,6 +212,7 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
         print(f"matchlobby client: cannot connect to {url}: {e}", file=sys.stderr)
         return 2
     print(render_push({"event": "hello", "data": hello}))
+    await describe_ladders(client)
     try:
         names.commands = [c["command"] for c in (await client.call("help"))["commands"]]
         names.players = {p["player"] for p in (await client.call("who"))["players"]}

@@ -6,12 +6,20 @@ replay`` all apply units through :func:`rate_unit`, so they can never disagree.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from server.api import Book, LadderConfig, RatedUnit
+
+
+def today() -> date:
+    """Today's date in UTC, the lobby's calendar."""
+    t = time.gmtime()
+    return date(t.tm_year, t.tm_mon, t.tm_mday)
+
 
 HistoryRow = tuple[str, int, float | None, float, int | None, int | None, str]
 """ladder, player id, before, after, match id, event id, at: one row of ``history``."""

@@ -1,249 +1,131 @@
-"""The ratings plugin: applies the pure systems to lobby events, in the event's transaction.
+"""The ratings plugin: every configured ladder rated by its system, in the lobby's transactions.
 
-It keeps two views per ladder. ``books`` is the writer's working state,
-advanced inside transactions; ``published`` is what queries read, updated only
-after the transaction commits, so nobody sees a rating before it is durable.
+It keeps two views per ladder. ``books`` is the working state, advanced
+inside transactions; ``published`` is what queries read, updated only after
+the transaction commits (:meth:`RatingsPlugin.on_commit`), so nobody sees a
+rating before it is durable.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-import aiosqlite
-
-from ratings_plugin.games import Game
-from ratings_plugin.ladder import LadderBook, LadderOptions, Standing, ranked_rows
-from ratings_plugin.tail import (
-    TailMismatch,
-    corrected_book,
-    start_book,
-    stored_tail,
-    write_tail,
+from ratings_plugin import store
+from ratings_plugin.book import Change, history_rows, ranked_rows, rate_unit, today
+from ratings_plugin.commands import cli_commands
+from ratings_plugin.corrections import rebuild
+from ratings_plugin.queries import lobby_commands
+from server.api import (
+    Book,
+    CliCommand,
+    DomainEvent,
+    EventClosed,
+    LadderConfig,
+    LadderCorrected,
+    MatchFinished,
+    PluginCommand,
+    PluginSetup,
+    Publisher,
+    RatedUnit,
+    Reader,
+    Schema,
+    Tx,
 )
-from server import peklo_store
-from server.domain import DomainEvent, EventClosed, LadderCorrected, MatchFinished, RatedUnit
-
-HistoryRow = tuple[str, int, float | None, float, int | None, int | None, str]
-RatingRow = tuple[str, int, float, int, int, int, int, str | None]  # Peklo: server/peklo_store.py
-
-
-@dataclass(frozen=True)
-class Change:
-    player: str
-    before: float | None
-    after: float
-    cause: dict[str, int]
-
-    def as_dict(self, ladder: str) -> dict[str, Any]:
-        change = None if self.before is None else self.after - self.before
-        return {"ladder": ladder, "player": self.player, "before": self.before,
-                "after": self.after, "change": change, "cause": self.cause}
 
 
 @dataclass
 class Outcome:
-    """The rating side of one domain event, published after commit."""
+    """The rating side of one domain event, published after its commit."""
 
     ladder: str
-    standings: dict[str, Standing]
+    standings: dict[str, Any]
     changes: list[Change] = field(default_factory=list)
     replace: bool = False
-    book: LadderBook | None = None
-
-
-def rate_unit(book: LadderBook, unit: RatedUnit) -> tuple[dict[str, Standing], list[Change]]:
-    """What one unit does to ``book`` (not yet accepted); the changes become history rows.
-
-    A player gets a history row when they played in the unit or their
-    displayed rating moved (ČAS normalisation moves non-players too). A player
-    new to a ČAS ladder has no ``before``.
-    """
-    standings = book.standings  # compute() leaves the book as it is
-    new = book.compute(unit.games)
-    played = _players(g for g in unit.games if g.counts_for(book.options.system))
-    # A ČAS close returns the whole ladder; most of it keeps its displayed rating.
-    candidates = [p for p, s in new.items()
-                  if p in played or (o := standings.get(p)) is None or o.rating != s.rating]
-    changes: list[Change] = []
-    cause = unit.cause  # made afresh on each access; the changes of one unit share it
-    for player in sorted(candidates, key=str.casefold):
-        s = new[player]
-        old = standings.get(player)
-        if old is None:
-            old_rating = None if book.options.system == "cas" else book.new_standing(player).rating
-        else:
-            old_rating = old.rating
-        if player in played or old_rating != s.rating:
-            changes.append(Change(player, old_rating, s.rating, cause))
-    return new, changes
-
-
-def _players(games: Iterable[Game]) -> set[str]:
-    return {p for g in games for p in g.players}
-
-
-def history_rows(ladder: str, unit: RatedUnit, changes: Sequence[Change],
-                 ids: Mapping[str, int]) -> list[HistoryRow]:
-    return [(ladder, ids[c.player], c.before, float(c.after), unit.match_id, unit.event_id, unit.at)
-            for c in changes]
-
-
-def rating_row(ladder: str, s: Standing, ids: Mapping[str, int]) -> RatingRow:
-    return next(rating_rows(ladder, (s,), ids))
-
-
-def rating_rows(ladder: str, standings: Iterable[Standing], ids: Mapping[str, int]
-                ) -> Iterator[RatingRow]:
-    """:func:`rating_row` for many standings, made one at a time as they are written
-    (a ČAS close writes the whole ladder: no list of 20,000 tuples to build and collect)."""
-    iso: dict[date, str] = {}
-    for s in standings:
-        day = s.last_played
-        if day is None:
-            played = None
-        else:
-            played = iso.get(day)
-            if played is None:
-                played = iso[day] = day.isoformat()
-        yield (ladder, ids[s.player], float(s.rating), s.games, s.experience, s.paluba, s.dansa,
-               played)
-
-
-def peklo_row(ladder: str, standings: Iterable[Standing], ids: Mapping[str, int]
-              ) -> tuple[str, bytes, bytes]:
-    """The ladder's stored Peklo values (one row for the whole ladder: see server/peklo_store.py)."""
-    standings = list(standings)
-    return peklo_store.encode_columns(ladder, [ids[s.player] for s in standings],
-                                      [float(s.peklo) for s in standings])
-
-
-async def write_ladder(conn: aiosqlite.Connection, ladder: str, options: LadderOptions,
-                       standings: Iterable[Standing], ids: Mapping[str, int]) -> list[RatingRow]:
-    """Replace everything stored of ``ladder``'s standings (not its history) with ``standings``."""
-    standings = list(standings)
-    rows = sorted(rating_row(ladder, s, ids) for s in standings)
-    await conn.execute("DELETE FROM ratings WHERE ladder = ?", (ladder,))
-    await conn.execute(peklo_store.DELETE, (ladder,))
-    await conn.executemany(UPSERT, rows)
-    if options.system == "cas" and standings:
-        await conn.executemany(peklo_store.UPSERT, [peklo_row(ladder, standings, ids)])
-    return rows
-
-
-def replay_ladder(name: str, options: LadderOptions, units: Iterable[RatedUnit],
-                  ids: Mapping[str, int], book: LadderBook | None = None
-                  ) -> tuple[LadderBook, list[HistoryRow]]:
-    """A ladder rebuilt from its log (or ``units`` applied to ``book``, which is changed): the
-    book and every history row, in order."""
-    if book is None:
-        book = LadderBook(options)
-    history: list[HistoryRow] = []
-    for unit in units:
-        new, changes = rate_unit(book, unit)
-        book.accept(new, unit.games)
-        history.extend(history_rows(name, unit, changes, ids))
-    return book, history
-
-
-UPSERT = """INSERT INTO ratings (ladder, player_id, rating, games, experience, paluba, dansa,
-    last_played) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (ladder, player_id) DO UPDATE SET rating = excluded.rating,
-    games = excluded.games, experience = excluded.experience, paluba = excluded.paluba,
-    dansa = excluded.dansa, last_played = excluded.last_played"""
-INSERT_HISTORY = """INSERT INTO history (ladder, player_id, before, after, match_id, event_id, at)
-    VALUES (?, ?, ?, ?, ?, ?, ?)"""
+    players: frozenset[str] = frozenset()  # who played in the unit (a close's participants)
 
 
 class RatingsPlugin:
-    """Ratings for every configured ladder (name → options)."""
+    """Ratings for every configured ladder."""
 
-    def __init__(self, ladders: Mapping[str, LadderOptions]) -> None:
-        self.options = dict(ladders)
-        self.books: dict[str, LadderBook] = {}
-        self.published: dict[str, dict[str, Standing]] = {}
+    name = "ratings"
+
+    def __init__(self, setup: PluginSetup) -> None:
+        self.ladders: dict[str, LadderConfig] = {x.name: x for x in setup.ladders}
+        self.schema: Schema = store.schema(setup.ladders)
+        self.books: dict[str, Book] = {}
+        self.published: dict[str, dict[str, Any]] = {}
         self.ids: dict[str, int] = {}
         self._rows_cache: dict[tuple[str, date], list[dict[str, Any]]] = {}
         self._index_cache: dict[tuple[str, date],
                                 tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
 
-    async def load(self, conn: aiosqlite.Connection, publish: bool = True) -> None:
-        """Books from the ratings table; ČAS books also reload their game history.
+    def commands(self) -> Sequence[PluginCommand]:
+        return lobby_commands(self)
 
-        Inside a transaction (after a failed job) ``publish`` is false: the
+    def cli_commands(self) -> Sequence[CliCommand]:
+        return cli_commands()
+
+    # ---- state ------------------------------------------------------------------------------
+
+    async def load(self, reader: Reader, committed: bool) -> None:
+        """Books from the ratings table; whole-history systems also reload their games.
+
+        Inside a transaction (after a failed job) ``committed`` is false: the
         books follow the transaction, the published view waits for the commit.
         """
-        from server.log import cas_history  # the log format is the server's
-
-        self.books = {name: LadderBook(opts) for name, opts in self.options.items()}
-        async with conn.execute(peklo_store.SELECT) as cur:
-            stored_peklo = peklo_store.by_ladder(await cur.fetchall())
-        async with conn.execute(
-            "SELECT r.*, p.name FROM ratings r JOIN players p ON p.id = r.player_id"
-        ) as cur:
-            async for row in cur:
-                book = self.books.get(row["ladder"])
-                if book is None:
-                    continue
-                values = stored_peklo.get(row["ladder"], {})
-                s = Standing(
-                    player=row["name"], rating=row["rating"], games=row["games"],
-                    last_played=date.fromisoformat(row["last_played"]) if row["last_played"] else None,
-                    experience=row["experience"], paluba=row["paluba"], dansa=row["dansa"],
-                    peklo=values.get(row["player_id"], peklo_store.DEFAULT),
-                )
-                book.standings[s.player] = s
-        async with conn.execute("SELECT id, name FROM players") as cur:
-            self.ids = {row["name"]: row["id"] async for row in cur}
-        for name, book in self.books.items():
-            if book.history is not None:
-                book.history.add(await cas_history(conn, name))
-        if publish:
-            self.published = {name: dict(book.standings) for name, book in self.books.items()}
+        books = {name: x.system.new_book(x.options) for name, x in self.ladders.items()}
+        shared = store.shared_by_ladder(await reader.fetchall(store.SHARED_SELECT))
+        async for row in reader.stream(store.SELECT_RATINGS):
+            ladder = self.ladders.get(row[0])
+            if ladder is None:
+                continue
+            saved = store.stored(row)
+            field_ = ladder.system.shared_field
+            if field_ is not None:
+                value = shared.get(row[0], {}).get(row[1])
+                if value is not None:
+                    saved.state[field_] = value
+            books[row[0]].standings[row[6]] = ladder.system.decode(ladder.options, row[6], saved)
+        self.ids = {row[1]: row[0] for row in await reader.fetchall("SELECT id, name FROM players")}
+        for name, book in books.items():
+            book.load_history(await reader.log.event_games(name))
+        self.books = books
+        if committed:
+            self.published = {name: dict(book.standings) for name, book in books.items()}
             self._rows_cache.clear()
 
-    async def handle(self, conn: aiosqlite.Connection, event: DomainEvent) -> Outcome:
+    async def on_event(self, tx: Tx, event: DomainEvent) -> Outcome | None:
         if isinstance(event, MatchFinished | EventClosed):
-            return await self._apply(conn, event.unit)
-        return await self._rebuild(conn, event)
+            return await self._apply(tx, event.unit)
+        return await self._correct(tx, event)
 
-    async def _apply(self, conn: aiosqlite.Connection, unit: RatedUnit) -> Outcome:
+    async def _apply(self, tx: Tx, unit: RatedUnit) -> Outcome:
         self.ids.update(unit.player_ids)
+        ladder = self.ladders[unit.ladder]
         book = self.books[unit.ladder]
-        new, changes = rate_unit(book, unit)
-        if book.options.system != "cas":
-            await conn.executemany(UPSERT, rating_rows(unit.ladder, new.values(), self.ids))
-        elif new:  # a close with no rated game returns nothing: the Peklo row stands
-            # A close returns the whole ladder, but only Peklo moved for those outside
-            # ``changes`` (LadderBook._compute_cas): their rows stay as stored.
-            await conn.executemany(UPSERT, rating_rows(
-                unit.ladder, (new[c.player] for c in changes), self.ids))
-            await conn.executemany(peklo_store.UPSERT,
-                                   [peklo_row(unit.ladder, new.values(), self.ids)])
-        await conn.executemany(INSERT_HISTORY, history_rows(unit.ladder, unit, changes, self.ids))
-        book.accept(new, unit.games)
-        return Outcome(unit.ladder, new, changes)
+        new, changes = rate_unit(ladder, book, unit)
+        if ladder.system.shared_field is None:
+            await tx.executemany(store.UPSERT, store.rating_rows(ladder, new.values(), self.ids))
+        elif new:  # a close with no rated game returns nothing: the shared row stands
+            # A close returns the whole ladder, but only the shared field moved for those outside
+            # ``changes``: their rows stay as stored.
+            await tx.executemany(store.UPSERT, store.rating_rows(
+                ladder, (new[c.player] for c in changes), self.ids))
+            await tx.executemany(store.SHARED_UPSERT,
+                                 [store.shared_row(ladder, new.values(), self.ids)])
+        await tx.executemany(store.INSERT_HISTORY,
+                             history_rows(unit.ladder, unit, changes, self.ids))
+        book.accept(new, unit)
+        players = frozenset(p for g in unit.games if ladder.system.counts(ladder.options, g)
+                            for p in g.players)
+        return Outcome(unit.ladder, new, changes, players=players)
 
-    async def _rebuild(self, conn: aiosqlite.Connection, event: LadderCorrected) -> Outcome:
-        self.ids.update(event.player_ids)
-        for unit in event.units:
-            self.ids.update(unit.player_ids)
-        options = self.options[event.ladder]
-        if event.since is None:
-            book = await self._rebuild_whole(conn, event.ladder, options, event.units)
-        else:
-            try:
-                book = await self._rebuild_tail(conn, event, event.since)
-            except TailMismatch:  # nothing is written yet: the whole log puts everything right
-                from server.log import ladder_units  # the log format is the server's
-
-                units = await ladder_units(conn, event.ladder)
-                for unit in units:
-                    self.ids.update(unit.player_ids)
-                book = await self._rebuild_whole(conn, event.ladder, options, units)
+    async def _correct(self, tx: Tx, event: LadderCorrected) -> Outcome:
+        ladder = self.ladders[event.ladder]
+        book = await rebuild(tx, ladder, self.books[event.ladder], event.seq, self.ids)
         old = self.published.get(event.ladder, {})
         changes = [
             Change(p, old[p].rating if p in old else None, s.rating, dict(event.cause))
@@ -251,61 +133,93 @@ class RatingsPlugin:
             if p not in old or old[p].rating != s.rating
         ]
         self.books[event.ladder] = book
-        return Outcome(event.ladder, dict(book.standings), changes, replace=True, book=book)
+        return Outcome(event.ladder, dict(book.standings), changes, replace=True)
 
-    async def _rebuild_whole(self, conn: aiosqlite.Connection, ladder: str,
-                             options: LadderOptions, units: Sequence[RatedUnit]) -> LadderBook:
-        # A whole ladder replayed is seconds to minutes of pure Python on a big ladder (42 s
-        # for a million matches on the bench machine): on a thread, the event loop keeps
-        # answering pings and reads meanwhile instead of dropping every connection.
-        book, history = await asyncio.to_thread(replay_ladder, ladder, options, units,
-                                                dict(self.ids))
-        await write_ladder(conn, ladder, options, book.standings.values(), self.ids)
-        await conn.execute("DELETE FROM history WHERE ladder = ?", (ladder,))
-        await conn.executemany(INSERT_HISTORY, history)
-        return book
+    # ---- after the commit -------------------------------------------------------------------
 
-    async def _rebuild_tail(self, conn: aiosqlite.Connection, event: LadderCorrected,
-                            since: int) -> LadderBook:
-        """The units from ``since`` on replayed from the stored state before them
-        (ratings_plugin/tail.py); only their history rows (in place) and their players'
-        ratings written. Raises :class:`TailMismatch`, before writing anything, when the
-        stored history and the standings do not add up."""
-        ladder, book = event.ladder, self.books[event.ladder]
-        if not book.options.tail_corrections:
-            raise ValueError(f"ladder {ladder!r} is corrected from its whole log only")
-        names = {pid: name for name, pid in self.ids.items()}
-        found = await stored_tail(conn, book, ladder, since, event.units, names)
-        ids = dict(self.ids)
+    def reply_fields(self, event: DomainEvent, outcome: Outcome | None) -> dict[str, Any]:
+        if outcome is None:
+            return {}
+        if isinstance(event, MatchFinished) and event.unit.live:
+            return {"changes": [{"player": c.player, "before": c.before, "after": c.after,
+                                 "change": None if c.before is None else c.after - c.before}
+                                for c in outcome.changes]}
+        return {"changes": [c.as_dict(outcome.ladder) for c in outcome.changes
+                            if not isinstance(event, EventClosed) or c.player in outcome.players]}
 
-        from ratings_plugin.fibs_replay import replay_units  # it builds on this module
+    def on_commit(self, done: Sequence[tuple[DomainEvent, Any]], publish: Publisher,
+                  bulk: bool = False) -> None:
+        """Publish the committed outcomes, then push: each change to its player (and, unless
+        only normalisation moved them, to the ladder's watchers), and for a close or a
+        correction one ``ladder_updated``. Results recorded together (``bulk``: an import)
+        push one net change per player and one ``ladder_updated``."""
+        outcomes = [(e, o) for e, o in done if o is not None]
+        for _, outcome in outcomes:
+            self._published(outcome)
+        if bulk:
+            if outcomes:
+                self._push_bulk(outcomes, publish)
+            return
+        for event, outcome in outcomes:
+            if isinstance(event, MatchFinished):
+                for change in outcome.changes:
+                    publish.push("rating_changed", change.as_dict(outcome.ladder),
+                                 players=[change.player], watchers=outcome.ladder)
+                continue
+            event_id = event.unit.event_id if isinstance(event, EventClosed) else None
+            for change in outcome.changes:
+                moved = isinstance(event, EventClosed) and change.player in outcome.players
+                publish.push("rating_changed", change.as_dict(outcome.ladder),
+                             players=[change.player], watchers=outcome.ladder if moved else None)
+            self._push_ladder(publish, outcome.ladder, event_id)
 
-        def replay() -> tuple[LadderBook, list[HistoryRow]]:  # on a thread: a tail may be long
-            return replay_units(ladder, book.options, event.units, ids,
-                                start_book(book, found, event.units))
-        replayed, history = await asyncio.to_thread(replay)
-        await write_tail(conn, ladder, found.first, history, INSERT_HISTORY)
-        await conn.executemany(UPSERT, sorted(rating_rows(ladder, replayed.standings.values(),
-                                                          self.ids)))
-        gone = [(ladder, self.ids[p]) for p in found.before if p not in replayed.standings]
-        await conn.executemany("DELETE FROM ratings WHERE ladder = ? AND player_id = ?", gone)
-        return corrected_book(book, found, replayed)
+    def _push_bulk(self, outcomes: Sequence[tuple[DomainEvent, Outcome]],
+                   publish: Publisher) -> None:
+        """Per-game pushes would queue hundreds of messages per watcher at once and drop even
+        clients that read everything; the net effect is what they need."""
+        first: dict[str, Change] = {}
+        last: dict[str, Change] = {}
+        event_id = None
+        ladder = outcomes[0][1].ladder
+        for event, outcome in outcomes:
+            if isinstance(event, MatchFinished | EventClosed):
+                event_id = event.unit.event_id
+            for change in outcome.changes:
+                first.setdefault(change.player, change)
+                last[change.player] = change
+        for player, change in last.items():
+            before = first[player].before
+            publish.push("rating_changed", {
+                "ladder": ladder, "player": player, "before": before, "after": change.after,
+                "change": None if before is None else change.after - before,
+                "cause": {"event": event_id} if event_id is not None else change.cause},
+                players=[player])
+        if last:
+            self._push_ladder(publish, ladder, event_id)
 
-    def committed(self, outcome: Outcome) -> None:
+    def _push_ladder(self, publish: Publisher, ladder: str, event_id: int | None) -> None:
+        def ladder_updated() -> dict[str, Any]:  # built after the reply has gone out
+            return {"ladder": ladder, "event": event_id,
+                    "players": self.rows(ladder, today())}
+
+        publish.push("ladder_updated", ladder_updated, watchers=ladder)
+
+    def _published(self, outcome: Outcome) -> None:
         if outcome.replace:
             self.published[outcome.ladder] = dict(outcome.standings)
         else:
             self.published.setdefault(outcome.ladder, {}).update(outcome.standings)
         self._rows_cache = {k: v for k, v in self._rows_cache.items() if k[0] != outcome.ladder}
 
+    # ---- reading ----------------------------------------------------------------------------
+
     def rows(self, ladder: str, as_of: date) -> list[dict[str, Any]]:
         """The published ladder's rows (cached until the ladder changes)."""
         key = (ladder, as_of)
         cached = self._rows_cache.get(key)
         if cached is None:
-            book = self.books[ladder]
-            cached = ranked_rows(self.options[ladder], self.published.get(ladder, {}).values(),
-                                 lambda s: book.is_active(s, as_of))
+            cached = ranked_rows(self.ladders[ladder], self.published.get(ladder, {}).values(),
+                                 as_of)
             self._rows_cache[key] = cached
         return cached
 
@@ -317,3 +231,28 @@ class RatingsPlugin:
             index = (rows, {r["player"]: r for r in rows})
             self._index_cache[key] = index
         return index[1].get(player)
+
+    def ratings_of(self, player: str, as_of: date, only: str | None = None
+                   ) -> list[dict[str, Any]]:
+        out = []
+        for ladder in self.ladders.values():
+            if only is not None and ladder.name != only:
+                continue
+            row = self.row_of(ladder.name, player, as_of)
+            if row is not None:
+                out.append({"ladder": ladder.name, "system": ladder.system.name, **row})
+        return out
+
+    def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
+        ratings = self.ratings_of(name, today())
+        if brief:
+            return {"ratings": {r["ladder"]: r["rating"] for r in ratings}}
+        return {"ratings": ratings}
+
+    def players_on(self, ladder: str) -> int:
+        return len(self.published.get(ladder, {}))
+
+
+def plugin(setup: PluginSetup) -> RatingsPlugin:
+    """The ``matchlobby.plugins`` entry point."""
+    return RatingsPlugin(setup)

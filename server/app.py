@@ -11,9 +11,11 @@ import ssl
 import sys
 from dataclasses import dataclass
 
+import server.handlers  # noqa: F401  (registers the lobby's own command handlers)
 from server.config import Config
 from server.dbcheck import DatabaseProblem, check_database, problem
 from server.lobby import Lobby
+from server.plugins import load_plugins
 from server.storage import Database
 from server.transport import Transport
 
@@ -45,11 +47,13 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     ``OSError`` when it cannot listen; whatever it opened is closed again first
     (an open connection's thread would keep the process alive without serving).
     """
+    plugins = load_plugins(config)
     await check_database(config.database, quick_check=config.startup_check == "quick")
-    db = Database(config.database, batch_max=config.commit_batch)
+    db = Database(config.database, batch_max=config.commit_batch,
+                  schemas=[plugin.schema for plugin in plugins])
     try:
         await db.open()
-        lobby = Lobby(config, db)
+        lobby = Lobby(config, db, plugins)
         await lobby.start()
     except BaseException as e:  # what the check cannot see, found while loading
         fault = db.fault

@@ -10,6 +10,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from server.api import CliCommand, LadderConfig, Store
 from server.config import Config, ConfigError, load_config
 
 
@@ -18,7 +19,8 @@ def _db_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="SQLite database (overrides the config's)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser:
+    """The parser of the lobby's own sub-commands and of ``commands``, the plugins'."""
     parser = argparse.ArgumentParser(
         prog="matchlobby",
         description="An online match server with live ratings (FIBS, P4P Elo, the ČAS ladder).",
@@ -41,26 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--admin", action="store_true", help="give the account the admin role")
     _db_options(add)
 
-    rate = sub.add_parser(
-        "rate",
-        help="compute a ladder offline from a results file",
-        description="Rate a results file (DESIGN.md format) and print the ladder. "
-        "Exit status 2 on bad input, with the file, line and problem on standard error.",
-    )
-    rate.add_argument("system", metavar="SYSTEM", help="fibs, p4p or cas")
-    rate.add_argument("results", metavar="RESULTS.csv", help="the results file")
-    rate.add_argument("--as-of", metavar="DATE",
-                      help="date activity is judged at (default: the latest date in the file)")
-    rate.add_argument("--format", choices=("table", "json", "csv"), default="table",
-                      help="output format (default: table)")
-
-    replay = sub.add_parser("replay", help="recompute every ladder from the match log",
-                            description="Rewrite ratings and history from the match log "
-                            "(stop the server first), or with --check compare them and exit 1 "
-                            "on any difference.")
-    replay.add_argument("--check", action="store_true",
-                        help="only compare; safe while the server runs")
-    _db_options(replay)
+    for command in commands:
+        p = sub.add_parser(command.name, help=command.help, description=command.description)
+        command.configure(p)
+        if command.needs_config:
+            _db_options(p)
 
     client = sub.add_parser("client", help="the interactive terminal client",
                             description="Connect to a lobby. Interactive on a terminal; with "
@@ -92,19 +79,66 @@ def _read_password() -> str:
     return sys.stdin.readline().rstrip("\r\n")
 
 
+class Environment:
+    """The plugin API's environment of a ``matchlobby`` sub-command: the configuration's
+    database and ladders."""
+
+    def __init__(self, config: Config, writable: bool) -> None:
+        self.config = config
+        self.writable = writable
+
+    @property
+    def database(self) -> str:
+        return self.config.database
+
+    @property
+    def ladders(self) -> Sequence[LadderConfig]:
+        return self.config.ladders
+
+    async def open(self) -> Store:
+        from server.dbcheck import check_database
+        from server.plugins import migrate_all
+        from server.port import SqliteStore
+        from server.storage import connect
+
+        await check_database(self.database, quick_check=False, writable=self.writable)
+        # check_same_thread=False: a plugin's fast path may use the sqlite3 connection on this
+        # thread (Store.native).
+        conn = await connect(self.database, check_same_thread=False)
+        try:
+            await migrate_all(conn, self.config)
+        except BaseException:
+            await conn.close()
+            raise
+        return SqliteStore(conn)
+
+
+def plugin_cli_commands() -> list[CliCommand]:
+    """Every installed plugin's sub-commands (the plugins made for the default configuration:
+    the real one is read only once the arguments are)."""
+    from server.plugins import load_plugins
+
+    return [c for plugin in load_plugins(Config()) for c in plugin.cli_commands()]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    quiet = args.command in ("client", "rate")
+    try:
+        commands = {c.name: c for c in plugin_cli_commands()}
+    except ConfigError as e:
+        print(f"matchlobby: {e}", file=sys.stderr)
+        return 2
+    args = build_parser(list(commands.values())).parse_args(argv)
+    plugin_command = commands.get(args.command)
+    quiet = args.command == "client" or (plugin_command is not None
+                                         and not plugin_command.needs_config)
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "client":
         from clients.terminal import main as client_main
 
         return client_main(args.url, args.json, args.batch, args.pushes)
-    if args.command == "rate":
-        from ratings_plugin.rate_command import run
-
-        return run(args.system, args.results, args.as_of, args.format)
+    if plugin_command is not None and not plugin_command.needs_config:
+        return plugin_command.run(args, Environment(Config(), writable=False))
     try:
         config = _config(args)
     except ConfigError as e:
@@ -116,14 +150,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "user":
         what += f" {args.user_command}"
     try:
+        if plugin_command is not None:
+            return _plugin_command(plugin_command, args, config)
         return _database_command(args, config)
     except DatabaseProblem as e:
         print(f"matchlobby {what}: {e}", file=sys.stderr)
         return 2
 
 
+def _plugin_command(command: CliCommand, args: argparse.Namespace, config: Config) -> int:
+    """A plugin's sub-command on the configured database: SQLite's errors (a damaged page it
+    reads, a lock held too long) become one line."""
+    import sqlite3
+
+    from server.dbcheck import problem
+
+    try:
+        return command.run(args, Environment(config, writable=not getattr(args, "check", False)))
+    except sqlite3.Error as e:
+        raise problem(config.database, e, f"running {command.name}") from None
+
+
 def _database_command(args: argparse.Namespace, config: Config) -> int:
-    """``serve``, ``replay`` or ``user add``: a database it cannot use raises ``DatabaseProblem``."""
+    """``serve`` or ``user add``: a database it cannot use raises ``DatabaseProblem``."""
     if args.command == "serve":
         from server.app import CannotListen, serve_forever
 
@@ -132,10 +181,6 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
         except CannotListen as e:
             print(f"matchlobby serve: cannot listen: {e}", file=sys.stderr)
             return 2
-    if args.command == "replay":
-        from server.replay import run as replay
-
-        return asyncio.run(replay(config, args.check))
     if args.command == "user":
         from server.users import add_user
 

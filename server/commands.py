@@ -1,55 +1,18 @@
-"""The command table of DESIGN.md: arguments, roles and help, in one place.
+"""The lobby's own commands, and the table that joins them with the ones plugins add.
 
 The parser, the help text, the role check and the authorization tests are all
-generated from :data:`COMMANDS`, so a command cannot exist without its row.
+made from a :class:`CommandTable`, so a command cannot exist without its row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
 
-from server.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
+from server.api.commands import ADMIN, ANYONE, PLAYER, ROLES, Arg, CommandSpec, Flag
+from server.api.paging import EVENT_PAGE
 
-ANYONE = "anyone"
-PLAYER = "player"
-ADMIN = "admin"
-ROLES = (ANYONE, PLAYER, ADMIN)
-
-
-@dataclass(frozen=True, slots=True)
-class Arg:
-    """A positional argument; ``kind`` selects its validation in :mod:`server.protocol`."""
-
-    name: str
-    kind: str
-    optional: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """``--name`` alone (boolean) or ``--name VALUE`` when ``kind`` is set."""
-
-    name: str
-    kind: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CommandSpec:
-    name: str
-    role: str
-    summary: str
-    args: tuple[Arg, ...] = ()
-    flags: tuple[Flag, ...] = ()
-    read_only: bool = False
-
-    @property
-    def usage(self) -> str:
-        parts = [self.name]
-        for a in self.args:
-            parts.append(f"[{a.name.upper()}]" if a.optional else a.name.upper())
-        for f in self.flags:
-            parts.append(f"[--{f.name}{' ' + f.kind.upper() if f.kind else ''}]")
-        return " ".join(parts)
+__all__ = ["ADMIN", "ANYONE", "COMMANDS", "PLAYER", "ROLES", "Arg", "CommandSpec", "CommandTable",
+           "Flag"]
 
 
 def _c(name: str, role: str, summary: str, *args: Arg, flags: tuple[Flag, ...] = (),
@@ -57,7 +20,7 @@ def _c(name: str, role: str, summary: str, *args: Arg, flags: tuple[Flag, ...] =
     return CommandSpec(name, role, summary, args, flags, read_only)
 
 
-COMMANDS: dict[str, CommandSpec] = {
+COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
     c.name: c
     for c in (
         _c("help", ANYONE, "List the commands, or explain one.", Arg("command", "text", True),
@@ -72,18 +35,6 @@ COMMANDS: dict[str, CommandSpec] = {
            read_only=True),
         _c("whois", ANYONE, "A player's profile: status, every ladder's rating, matches.",
            Arg("name", "name"), read_only=True),
-        _c("rating", ANYONE, "Ratings of a player (yourself by default) in every ladder, or one.",
-           Arg("name", "name", True), Arg("ladder", "ladder", True), read_only=True),
-        _c("ladder", ANYONE, "A ladder's ranking, active players first: COUNT rows (50) from "
-                             f"row FROM, at most {LADDER_PAGE} a reply; 'next' asks for the rest.",
-           Arg("ladder", "ladder"), Arg("from", "count", True), Arg("count", "count", True),
-           flags=(Flag("all"),), read_only=True),
-        _c("history", ANYONE, "A player's rating history, oldest first: COUNT entries (all) "
-                              f"from FROM, at most {HISTORY_PAGE} a reply; 'next' asks for the "
-                              "rest.",
-           Arg("name", "name"), Arg("ladder", "ladder", True), Arg("from", "count", True),
-           Arg("count", "count", True), read_only=True),
-        _c("ladders", ANYONE, "The configured ladders and their systems.", read_only=True),
         _c("watch", ANYONE, "Receive ladder_updated and rating_changed pushes for a ladder.",
            Arg("ladder", "ladder")),
         _c("unwatch", ANYONE, "Stop watching a ladder.", Arg("ladder", "ladder")),
@@ -127,4 +78,30 @@ COMMANDS: dict[str, CommandSpec] = {
     )
 }
 
-GROUPS = frozenset(name.split()[0] for name in COMMANDS if " " in name)
+
+
+class CommandTable(Mapping[str, CommandSpec]):
+    """Every command a lobby answers: its own, then each plugin's, in ``help``'s order."""
+
+    def __init__(self, specs: Iterable[CommandSpec]) -> None:
+        self.specs: dict[str, CommandSpec] = {}
+        for spec in specs:
+            if spec.name in self.specs:
+                raise ValueError(f"two commands are named {spec.name!r}")
+            if spec.name != " ".join(spec.name.lower().split()):
+                raise ValueError(f"command names are lower case words: {spec.name!r}")
+            self.specs[spec.name] = spec
+        self.groups = frozenset(name.split()[0] for name in self.specs if " " in name)
+
+    def __getitem__(self, name: str) -> CommandSpec:
+        return self.specs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def subcommands(self, group: str) -> list[str]:
+        return sorted(c.split()[1] for c in self.specs if c.split()[0] == group)
+

@@ -8,41 +8,49 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ratings_plugin.ladder import LadderOptions
-from ratings_plugin.systems.fibs import FibsOptions
-from ratings_plugin.systems.p4p import P4POptions
+from server.api import LadderConfig
+from server.api.registry import RegistryError, rating_systems
 
 
 class ConfigError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Ladder:
-    name: str
-    options: LadderOptions
-
-    @property
-    def system(self) -> str:
-        return self.options.system
-
-    @property
-    def format(self) -> str:
-        return "doubles" if self.options.doubles else "singles"
-
-    @property
-    def live(self) -> bool:
-        """FIBS ladders rate each match at once; the others rate on event close."""
-        return self.options.system == "fibs"
+DEFAULT_LADDERS: tuple[dict[str, Any], ...] = (
+    {"name": "backgammon", "system": "fibs"},
+    {"name": "scrabble", "system": "cas"},
+    {"name": "foosball-singles", "system": "p4p"},
+    {"name": "foosball-doubles", "system": "p4p", "format": "doubles"},
+)
 
 
-def default_ladders() -> tuple[Ladder, ...]:
-    return (
-        Ladder("backgammon", LadderOptions("fibs")),
-        Ladder("scrabble", LadderOptions("cas")),
-        Ladder("foosball-singles", LadderOptions("p4p")),
-        Ladder("foosball-doubles", LadderOptions("p4p", doubles=True)),
-    )
+def default_ladders() -> tuple[LadderConfig, ...]:
+    return tuple(ladder_config(e, "the default ladders") for e in DEFAULT_LADDERS)
+
+
+def ladder_config(entry: dict[str, Any], where: str) -> LadderConfig:
+    """A ``[[ladders]]`` entry: its name, and its options as the system it names parses them."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: a ladder needs a name")
+    try:
+        systems = rating_systems()
+    except RegistryError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    system = systems.get(entry.get("system"))  # type: ignore[arg-type]
+    if system is None:
+        raise ConfigError(f"{where} ({name}): unknown rating system {entry.get('system')!r}; "
+                          f"installed: {', '.join(sorted(systems))}")
+    table = {k: v for k, v in entry.items() if k not in ("name", "system")}
+    unknown = set(table) - system.option_keys()
+    if unknown:
+        raise ConfigError(f"{where} ({name}): unknown key(s) {sorted(unknown)} for a "
+                          f"{system.name} ladder")
+    try:
+        options = system.parse_options(table)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where} ({name}): {e}") from None
+    return LadderConfig(name, system, options)
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,7 @@ class Config:
     database: str = "matchlobby.db"
     drop_timeout: float = 600.0
     server_name: str = "matchlobby"
-    ladders: tuple[Ladder, ...] = field(default_factory=default_ladders)
+    ladders: tuple[LadderConfig, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
     compression: bool = False
@@ -106,7 +114,9 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
 
-    def ladder(self, name: str) -> Ladder | None:
+    plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def ladder(self, name: str) -> LadderConfig | None:
         for ladder in self.ladders:
             if ladder.name == name:
                 return ladder
@@ -116,41 +126,6 @@ class Config:
 SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
                "startup_check"}
 STARTUP_CHECKS = ("quick", "schema")
-LADDER_KEYS = {"name", "system", "format", "inactivity_days", "experience_includes_match",
-               "start_rating", "k_thresholds", "k_values", "start_class", "floor", "f"}
-
-
-def _ladder(entry: dict[str, Any], where: str) -> Ladder:
-    unknown = set(entry) - LADDER_KEYS
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}")
-    name = entry.get("name")
-    system = entry.get("system")
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{where}: a ladder needs a name")
-    fmt = entry.get("format", "singles")
-    if fmt not in ("singles", "doubles"):
-        raise ConfigError(f"{where}: format must be 'singles' or 'doubles'")
-    days = entry.get("inactivity_days", 365)
-    try:
-        fibs = FibsOptions(
-            experience_includes_match=bool(entry.get("experience_includes_match", True)),
-            start_rating=float(entry.get("start_rating", 1500.0)),
-        )
-        p4p = P4POptions(
-            f=int(entry.get("f", 800)),
-            k_thresholds=tuple(entry.get("k_thresholds", (30, 100))),
-            k_values=tuple(entry.get("k_values", (80, 50, 30))),
-            start_class=str(entry.get("start_class", "Newcomer")),
-            floor=entry.get("floor"),
-        )
-        options = LadderOptions(
-            system=str(system), doubles=fmt == "doubles",
-            inactivity_days=None if days in (0, None) else int(days), fibs=fibs, p4p=p4p,
-        )
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where} ({name}): {e}") from None
-    return Ladder(name, options)
 
 
 def load_config(path: str | Path | None) -> Config:
@@ -164,7 +139,7 @@ def load_config(path: str | Path | None) -> Config:
         raise ConfigError(f"{path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
-    unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls"}
+    unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls", "plugins"}
     if unknown:
         raise ConfigError(f"{path}: unknown section(s) {sorted(unknown)}")
     server = data.get("server", {})
@@ -186,7 +161,8 @@ def load_config(path: str | Path | None) -> Config:
                               f"{', '.join(STARTUP_CHECKS)}")
         kwargs["startup_check"] = server["startup_check"]
     if "ladders" in data:
-        ladders = tuple(_ladder(e, f"{path}: ladders[{i}]") for i, e in enumerate(data["ladders"]))
+        ladders = tuple(ladder_config(e, f"{path}: ladders[{i}]")
+                        for i, e in enumerate(data["ladders"]))
         names = [x.name for x in ladders]
         if len(set(names)) != len(names):
             raise ConfigError(f"{path}: ladder names must be unique")
@@ -197,6 +173,11 @@ def load_config(path: str | Path | None) -> Config:
                                              int(ph.get("p", 1)))
     if "limits" in data:
         kwargs["limits"] = _limits(data["limits"], str(path))
+    if "plugins" in data:
+        plugins = data["plugins"]
+        if not isinstance(plugins, dict) or not all(isinstance(v, dict) for v in plugins.values()):
+            raise ConfigError(f"{path}: [plugins] holds one table per plugin: [plugins.NAME]")
+        kwargs["plugins"] = plugins
     if "tls" in data:
         tls = data["tls"]
         bad = set(tls) - {"certificate", "key"}

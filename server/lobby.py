@@ -1,8 +1,9 @@
 """The lobby: sessions, the command dispatcher and the in-memory state of live play.
 
-It decides *what* happens; storage makes it durable and the ratings plugin
-turns finished results into rating rows inside the same transaction. The
-transport hands it text frames and gives each session a ``send`` function.
+It decides *what* happens; storage makes it durable, and the plugins (found
+through the plugin API's entry points) react to its domain events inside the
+same transaction. The transport hands it text frames and gives each session a
+``send`` function.
 """
 
 from __future__ import annotations
@@ -15,33 +16,37 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, TypeVar
 
 import aiosqlite
 
-from ratings_plugin.plugin import Outcome, RatingsPlugin
 from server import PROTOCOL_VERSION, __version__
 from server.accounts import PasswordHasher
-from server.commands import ADMIN, PLAYER
-from server.config import Config, Ladder
-from server.domain import DomainEvent
+from server.api import (
+    CommandError,
+    Data,
+    DomainEvent,
+    LadderConfig,
+    LobbyPlugin,
+    PluginCommand,
+    Tx,
+)
+from server.commands import ADMIN, COMMANDS, PLAYER, CommandTable
+from server.config import Config
 from server.limits import LoginThrottle, RegistrationLimit
+from server.port import CommittedReader, SqliteTx
 from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
 from server.storage import CommitFailed, Database, StorageFailed, now, today
 from server.writer import current_command, write_later
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 AWAY_AFTER = 600.0
 
 
-class LobbyError(Exception):
-    """A refused command: a stable ``code`` and a sentence for people."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+LobbyError = CommandError
+"""A refused command: a stable ``code`` and a sentence for people (the plugin API's own)."""
 
 
 def fail(code: str, message: str) -> LobbyError:
@@ -151,13 +156,26 @@ def handler(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
+@dataclass
+class Effects:
+    """The domain events a command's transaction emitted, each with every plugin's outcome."""
+
+    done: list[tuple[DomainEvent, dict[str, Any]]] = field(default_factory=list)
+
+
 class Lobby:
-    def __init__(self, config: Config, db: Database) -> None:
+    def __init__(self, config: Config, db: Database,
+                 plugins: Iterable[LobbyPlugin] = ()) -> None:
         self.config = config
         self.db = db
-        self.ladders: dict[str, Ladder] = {x.name: x for x in config.ladders}
-        self.ratings = RatingsPlugin({x.name: x.options for x in config.ladders})
-        self.plugins = [self.ratings]
+        self.ladders: dict[str, LadderConfig] = {x.name: x for x in config.ladders}
+        self.plugins = list(plugins)
+        self.publisher = LobbyPublisher(self)
+        self.handlers: dict[str, Handler] = {}  # the plugins' (the lobby's own: HANDLERS)
+        plugin_commands = [c for plugin in self.plugins for c in plugin.commands()]
+        self.commands = CommandTable([*COMMANDS.values(), *(c.spec for c in plugin_commands)])
+        for command in plugin_commands:
+            self.handlers[command.spec.name] = _plugin_handler(command)
         self.sessions: set[Session] = set()
         # Who hears what: ladder watchers, and the sessions that listed `who` (presence).
         self.watching: dict[str, set[Session]] = {}
@@ -187,8 +205,6 @@ class Lobby:
     # ---- start-up -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        import server.handlers  # noqa: F401  (registers every command handler)
-
         assert self.db.writer is not None
         cutoff = (datetime.now(UTC) - REPLAY_WINDOW).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -228,13 +244,13 @@ class Lobby:
             return
         self._plugins_touched = False
         for plugin in self.plugins:
-            await plugin.load(self.db.writer, publish=False)
+            await plugin.load(SqliteTx(self.db.writer), committed=False)
 
     async def reload_plugins(self) -> None:
         """Rebuild plugin state from committed data (after start or a failed commit)."""
         assert self.db.writer is not None
         for plugin in self.plugins:
-            await plugin.load(self.db.writer)
+            await plugin.load(SqliteTx(self.db.writer), committed=True)
 
     # ---- sessions -------------------------------------------------------------------------
 
@@ -313,7 +329,7 @@ class Lobby:
         """Answer one frame: the reply first, then the pushes it caused."""
         deferred: Deferred = []
         try:
-            request = parse_frame(text)
+            request = parse_frame(text, self.commands)
         except ProtocolError as e:
             session.send(error(e.code, e.message, e.id, e.cmd))
             return
@@ -411,7 +427,7 @@ class Lobby:
 
     async def _execute(self, session: Session, request: Request, deferred: Deferred,
                        key: RequestKey | None) -> dict[str, Any]:
-        fn = HANDLERS[request.cmd]
+        fn = HANDLERS.get(request.cmd) or self.handlers[request.cmd]
         token = _DEFERRED.set(deferred)
         key_token = _REQUEST.set(key)
         try:
@@ -457,62 +473,14 @@ class Lobby:
     def watchers(self, ladder: str) -> list[Session]:
         return list(self.watching.get(ladder, ()))
 
-    def publish_outcome(self, outcome: Outcome, event_id: int | None = None,
-                        full_ladder: bool = False, participants: set[str] | None = None) -> None:
-        """After commit: the plugin's published view, then the pushes.
-
-        Each player whose rating changed is told; watchers get the changes of
-        ``participants`` (everyone when ``None``) and, for a whole-ladder
-        update, one ``ladder_updated``.
-        """
+    def committed(self, effects: Effects, bulk: bool = False) -> None:
+        """The transaction holding ``effects`` committed: each plugin publishes its outcomes and
+        pushes (after the command's reply). ``bulk``: an import's many results."""
+        if not effects.done:
+            return
         for plugin in self.plugins:
-            plugin.committed(outcome)
-        watchers = self.watchers(outcome.ladder)
-        for change in outcome.changes:  # a ČAS close can change thousands, mostly offline
-            me = self.session_of(change.player)
-            targets: set[Session] = {me} if me is not None else set()
-            if participants is None or change.player in participants:
-                targets.update(watchers)
-            if targets:
-                self.defer(targets, push("rating_changed", change.as_dict(outcome.ladder)))
-        if full_ladder and watchers:
-            ladder = outcome.ladder
-
-            def ladder_updated() -> dict[str, Any]:  # built after the reply has gone out
-                return push("ladder_updated", {"ladder": ladder, "event": event_id,
-                                               "players": self.ratings.rows(ladder, today())})
-
-            self.defer(watchers, ladder_updated)
-
-    def publish_bulk(self, outcomes: Iterable[Outcome], ladder: str, event_id: int) -> None:
-        """After a bulk import: one net ``rating_changed`` per player and one ``ladder_updated``.
-
-        Per-game pushes would queue hundreds of messages per watcher at once and
-        drop even clients that read everything; the net effect is what they need.
-        """
-        first: dict[str, Any] = {}
-        last: dict[str, Any] = {}
-        for outcome in outcomes:
-            for plugin in self.plugins:
-                plugin.committed(outcome)
-            for change in outcome.changes:
-                first.setdefault(change.player, change)
-                last[change.player] = change
-        for player, change in last.items():
-            before = first[player].before
-            me = self.session_of(player)
-            if me is not None:
-                self.defer([me], push("rating_changed", {
-                    "ladder": ladder, "player": player, "before": before, "after": change.after,
-                    "change": None if before is None else change.after - before,
-                    "cause": {"event": event_id}}))
-        watchers = self.watchers(ladder)
-        if last and watchers:
-            def ladder_updated() -> dict[str, Any]:
-                return push("ladder_updated", {"ladder": ladder, "event": event_id,
-                                               "players": self.ratings.rows(ladder, today())})
-
-            self.defer(watchers, ladder_updated)
+            plugin.on_commit([(event, outcomes.get(plugin.name)) for event, outcomes in effects.done],
+                             self.publisher, bulk)
 
     # ---- helpers for handlers -------------------------------------------------------------
 
@@ -523,7 +491,7 @@ class Lobby:
             if self.match_of.get(name) == m.id:
                 del self.match_of[name]
 
-    def ladder(self, name: str) -> Ladder:
+    def ladder(self, name: str) -> LadderConfig:
         ladder = self.ladders.get(name)
         if ladder is None:
             raise fail("not_found", f"No ladder named {name!r}; 'ladders' lists them.")
@@ -540,16 +508,91 @@ class Lobby:
             raise fail("not_logged_in", "Log in first.")
         return session.player
 
-    async def emit(self, conn: aiosqlite.Connection, event: DomainEvent) -> Outcome:
-        """Let every plugin react inside the current transaction; returns the ratings outcome."""
-        outcome: Outcome | None = None
+    async def emit(self, conn: aiosqlite.Connection, event: DomainEvent,
+                   effects: Effects) -> dict[str, Any]:
+        """Let every plugin react inside the current transaction; returns the fields the plugins
+        add to the reply (computed now, so the stored reply holds them too)."""
         self._plugins_touched = True
+        tx = SqliteTx(conn)
+        outcomes: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
         for plugin in self.plugins:
-            result = await plugin.handle(conn, event)
-            if plugin is self.ratings:
-                outcome = result
-        assert outcome is not None
-        return outcome
+            outcome = await plugin.on_event(tx, event)
+            outcomes[plugin.name] = outcome
+            fields.update(plugin.reply_fields(event, outcome))
+        effects.done.append((event, outcomes))
+        return fields
+
+    def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for plugin in self.plugins:
+            fields.update(plugin.describe_player(name, brief))
+        return fields
+
+
+class LobbyPublisher:
+    """The plugin API's publisher: pushes to players' and watchers' sessions, after the reply."""
+
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+
+    def push(self, event: str, data: Data, *, players: Iterable[str] = (),
+             watchers: str | None = None) -> None:
+        lobby = self.lobby
+        targets = set(lobby.sessions_of(players))
+        if watchers is not None:
+            targets.update(lobby.watching.get(watchers, ()))
+        if not targets:
+            return
+        if callable(data):
+            make = data
+            self.lobby.defer(targets, lambda: push(event, make()))
+        else:
+            self.lobby.defer(targets, push(event, data))
+
+
+class RequestContext:
+    """The plugin API's command context for one request of one session."""
+
+    def __init__(self, lobby: Lobby, session: Session) -> None:
+        self.lobby = lobby
+        self.session = session
+        self.publish = lobby.publisher
+        self.ladders = lobby.ladders
+
+    @property
+    def player(self) -> str | None:
+        return None if self.session.player is None else self.session.player.name
+
+    @property
+    def reader(self) -> CommittedReader:
+        assert self.lobby.db.reader is not None
+        return CommittedReader(self.lobby.db.fetchall, self.lobby.db.reader)
+
+    def ladder(self, name: str) -> LadderConfig:
+        return self.lobby.ladder(name)
+
+    def player_name(self, name: str) -> str:
+        return self.lobby.player(name).name
+
+    def player_id(self, name: str) -> int:
+        return self.lobby.player(name).id
+
+    def today(self) -> date:
+        return today()
+
+    async def write(self, job: Callable[[Tx], Awaitable[T]]) -> T:
+        async def run(conn: aiosqlite.Connection) -> T:
+            return await job(SqliteTx(conn))
+
+        return await self.lobby.db.write(run)
+
+
+def _plugin_handler(command: PluginCommand) -> Handler:
+    async def handle(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+        return await command.run(RequestContext(lobby, session), args)
+
+    return handle
 
 
 FAN_OUT_DIRECT = 32

@@ -8,15 +8,13 @@ all its games. Ratings and history are derived from this alone.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import date
 from typing import Any
 
 import aiosqlite
 
-from ratings_plugin.games import Game
-from server.domain import RatedUnit
+from server.api import Game, RatedUnit
 
 
 def split_side(side: str) -> tuple[str, ...]:
@@ -128,61 +126,6 @@ async def ladder_units(conn: aiosqlite.Connection, ladder: str, since: int = FRO
     return [u for _, u in units]
 
 
-# The rated matches of a ladder in seq order, as ratings_plugin.fibs_replay.FibsLogRow: the rows
-# ladder_units reads (finished, with a seq), the scores resolved from the winner when a match
-# has none, exactly as game_from_row does. The (ladder, seq) index gives the order.
-FIBS_LOG = """SELECT id, event_id, finished_at, side_a, side_b, length,
-    CASE WHEN score_a IS NULL OR score_b IS NULL THEN (CASE winner WHEN 'a' THEN 1 ELSE 0 END)
-         ELSE score_a END,
-    CASE WHEN score_a IS NULL OR score_b IS NULL THEN (CASE winner WHEN 'b' THEN 1 ELSE 0 END)
-         ELSE score_b END,
-    played_on, unrated_reason
-    FROM matches WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished' ORDER BY seq"""
-# The same rows from a point of the log on: those after a given seq.
-FIBS_LOG_AFTER = FIBS_LOG.replace("ORDER BY seq", "AND seq > ? ORDER BY seq")
-
-
-def fibs_log(conn: sqlite3.Connection, ladder: str, after: int | None = None) -> sqlite3.Cursor:
-    """A synchronous cursor streaming the rows of :data:`FIBS_LOG` as plain tuples.
-
-    With ``after``, only the rows whose ``seq`` is greater (the rewrite goes
-    on from where its stored history stops agreeing). For ``matchlobby
-    replay``'s FIBS fast path; valid only when :func:`has_event_units` is
-    false (a ladder of single-match units).
-    """
-    cur = conn.cursor()
-    cur.row_factory = None
-    cur.execute(*fibs_log_query(ladder, after))
-    return cur
-
-
-def fibs_log_query(ladder: str, after: int | None = None) -> tuple[str, tuple[Any, ...]]:
-    """:func:`fibs_log`'s statement and parameters."""
-    return (FIBS_LOG, (ladder,)) if after is None else (FIBS_LOG_AFTER, (ladder, after))
-
-
-FETCH_ROWS = 4096
-
-
-def fetched(cur: sqlite3.Cursor) -> Iterator[Any]:
-    """``cur``'s rows, :data:`FETCH_ROWS` at a time.
-
-    Iterating a cursor costs a call into the ``sqlite3`` module per row; over
-    the million rows of a FIBS log this took ~1 s longer (4.4 s against 3.2 s
-    on the bench machine).
-    """
-    while rows := cur.fetchmany(FETCH_ROWS):
-        yield from rows
-
-
-def has_event_units(conn: sqlite3.Connection, ladder: str) -> bool:
-    """Whether ``ladder`` has closed, rated events (units of several games, P4P and ČAS)."""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE ladder = ? AND status = 'closed' "
-        "AND seq IS NOT NULL)", (ladder,)).fetchone()
-    return bool(row[0])
-
-
 async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq: int,
                      at: str) -> RatedUnit:
     """One closing event's unit, read without loading the rest of the ladder's log."""
@@ -208,12 +151,13 @@ async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq
                      event_id=event_id)
 
 
-async def cas_history(conn: aiosqlite.Connection, ladder: str) -> list[tuple[str, str, int, int]]:
-    """Every rated game of a ČAS ladder's closed events, in the order they were rated.
+async def event_games(conn: aiosqlite.Connection, ladder: str) -> list[tuple[str, str, int, int]]:
+    """Every rated game of a ladder's closed events, in the order they were rated.
 
     The same games, in the same order, as :func:`ladder_units` yields: event
     by event in closing order, each read through the event index (a single
-    query would sort the whole history). Peklo's history is reloaded from it.
+    query would sort the whole history). A whole-history system (ČAS's Peklo)
+    reloads from it.
     """
     async with conn.execute(
         "SELECT id FROM events WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL "

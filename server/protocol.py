@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from ratings_plugin.free_text import EVENT_NAME_MAX, REASON_MAX, clean_text
-from ratings_plugin.games import valid_name
+from server.api.records import valid_name
+from server.api.text import EVENT_NAME_MAX, REASON_MAX, clean_text
 from server.cmdline import SplitError, split_words
-from server.commands import COMMANDS, GROUPS, Arg, CommandSpec
+from server.commands import Arg, CommandSpec, CommandTable
 
 MAX_ID_LENGTH = 64
 MAX_SAFE_INT = 2**53
@@ -45,13 +45,13 @@ class ProtocolError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    cmd: str
+    spec: CommandSpec
     args: dict[str, Any] = field(default_factory=dict)
     id: Id = None
 
     @property
-    def spec(self) -> CommandSpec:
-        return COMMANDS[self.cmd]
+    def cmd(self) -> str:
+        return self.spec.name
 
 
 def bad(message: str) -> ProtocolError:
@@ -59,7 +59,7 @@ def bad(message: str) -> ProtocolError:
 
 
 def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
-    """Free text, by the one rule for it (:func:`ratings_plugin.free_text.clean_text`)."""
+    """Free text, by the one rule for it (:func:`server.api.text.clean_text`)."""
     if not isinstance(value, str):
         raise bad(f"{what} must be text.")
     try:
@@ -195,11 +195,11 @@ def _lone_surrogate(obj: Any) -> bool:
     return False
 
 
-def lookup(name: str) -> CommandSpec:
-    spec = COMMANDS.get(name)
+def lookup(table: CommandTable, name: str) -> CommandSpec:
+    spec = table.get(name)
     if spec is None:
-        if name in GROUPS:
-            subs = sorted(c.split()[1] for c in COMMANDS if c.split()[0] == name)
+        if name in table.groups:
+            subs = table.subcommands(name)
             raise ProtocolError("unknown_command",
                                 f"'{name}' needs a sub-command: {', '.join(subs)}.", cmd=name)
         shown = name if len(name) <= 40 else name[:40] + "…"
@@ -256,7 +256,7 @@ def _loads(text: str) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
 
 
-def parse_json(text: str) -> Request:
+def parse_json(text: str, table: CommandTable) -> Request:
     try:
         obj = _loads(text)
     except (ValueError, RecursionError) as e:
@@ -273,14 +273,14 @@ def parse_json(text: str) -> Request:
         cmd = obj.get("cmd")
         if not isinstance(cmd, str) or not cmd.strip():
             raise bad("'cmd' must be a command name such as \"whois\".")
-        spec = lookup(" ".join(cmd.split()))
+        spec = lookup(table, " ".join(cmd.lower().split()))
         args = obj.get("args", {})
         if args is None:
             args = {}
         if not isinstance(args, dict):
             raise ProtocolError("bad_request", "'args' must be an object.", cmd=spec.name)
         try:
-            return Request(spec.name, bind(spec, [], dict(args)), req_id)
+            return Request(spec, bind(spec, [], dict(args)), req_id)
         except ProtocolError as e:
             e.cmd = e.cmd or spec.name
             raise
@@ -293,7 +293,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def parse_line(text: str) -> Request:
+def parse_line(text: str, table: CommandTable) -> Request:
     try:
         words = split_words(text)
     except SplitError as e:
@@ -302,10 +302,10 @@ def parse_line(text: str) -> Request:
         raise bad("Empty command; try 'help'.")
     name = words[0].lower()
     rest = words[1:]
-    if name in GROUPS and rest and f"{name} {rest[0].lower()}" in COMMANDS:
+    if name in table.groups and rest and f"{name} {rest[0].lower()}" in table:
         name = f"{name} {rest[0].lower()}"
         rest = rest[1:]
-    spec = lookup(name)
+    spec = lookup(table, name)
     try:
         return _bind_line(spec, rest)
     except ProtocolError as e:
@@ -337,7 +337,7 @@ def _bind_line(spec: CommandSpec, rest: list[str]) -> Request:
         else:
             positional.append(word)
         i += 1
-    return Request(spec.name, bind(spec, positional, named))
+    return Request(spec, bind(spec, positional, named))
 
 
 def frame_id(text: str) -> Id:
@@ -351,13 +351,13 @@ def frame_id(text: str) -> Id:
         return None
 
 
-def parse_frame(text: str) -> Request:
-    """Parse one text frame into a request; raises :class:`ProtocolError`."""
+def parse_frame(text: str, table: CommandTable) -> Request:
+    """Parse one text frame into a request of ``table``; raises :class:`ProtocolError`."""
     if text.lstrip()[:1] in ("{", "["):
-        return parse_json(text)
+        return parse_json(text, table)
     if "\x00" in text:
         raise bad("The command line contains a NUL character.")
-    return parse_line(text.strip())
+    return parse_line(text.strip(), table)
 
 
 class Push(dict[str, Any]):
@@ -398,10 +398,10 @@ def push(event: str, data: Any) -> Push:
     return Push(event=event, data=data)
 
 
-def help_text(command: str | None = None) -> dict[str, Any]:
+def help_text(table: CommandTable, command: str | None = None) -> dict[str, Any]:
     """The ``help`` reply: every command's usage, or one command's usage and who may use it."""
     if command is None:
         return {"commands": [{"command": s.name, "usage": s.usage, "who": s.role,
-                              "summary": s.summary} for s in COMMANDS.values()]}
-    spec = lookup(" ".join(command.lower().split()))
+                              "summary": s.summary} for s in table.values()]}
+    spec = lookup(table, " ".join(command.lower().split()))
     return {"command": spec.name, "usage": spec.usage, "who": spec.role, "summary": spec.summary}

@@ -11,15 +11,14 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import date
-from itertools import groupby
-from operator import itemgetter
 from typing import Any, TypeVar
 
 import aiosqlite
 
-from server import peklo_store
+from server.api import Schema
+from server.port import migrate_plugin
 from server.writer import (
     CommitFailed,
     GroupWriter,
@@ -35,23 +34,7 @@ __all__ = ["CommitFailed", "Database", "StorageFailed", "connect", "migrate", "n
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
-
-
-async def _peklo_rows(conn: aiosqlite.Connection) -> None:
-    """Schema 3: Peklo values move from a ``ratings`` column to ``peklo`` (server/peklo_store.py).
-
-    Only values other than :data:`~server.peklo_store.DEFAULT` are moved: an
-    absent player has that value, so every standing reads back as it was.
-    """
-    await conn.execute(peklo_store.TABLE)
-    async with conn.execute("SELECT ladder, player_id, peklo FROM ratings WHERE peklo != ? "
-                            "ORDER BY ladder, player_id", (peklo_store.DEFAULT,)) as cur:
-        moved = [tuple(r) for r in await cur.fetchall()]
-    for ladder, values in groupby(moved, key=itemgetter(0)):
-        await conn.execute(peklo_store.UPSERT,
-                           peklo_store.encode(ladder, ((pid, elo) for _, pid, elo in values)))
-    await conn.execute("ALTER TABLE ratings DROP COLUMN peklo")
+SCHEMA_VERSION = 4
 
 
 MIGRATIONS: dict[int, str | Callable[[aiosqlite.Connection], Awaitable[None]]] = {
@@ -118,30 +101,6 @@ MIGRATIONS: dict[int, str | Callable[[aiosqlite.Connection], Awaitable[None]]] =
         by_player INTEGER REFERENCES players (id),
         at TEXT NOT NULL
     );
-    CREATE TABLE ratings (
-        ladder TEXT NOT NULL,
-        player_id INTEGER NOT NULL REFERENCES players (id),
-        rating REAL NOT NULL,
-        games INTEGER NOT NULL,
-        experience INTEGER NOT NULL,
-        paluba INTEGER NOT NULL,
-        dansa INTEGER NOT NULL,
-        peklo REAL NOT NULL,
-        last_played TEXT,
-        PRIMARY KEY (ladder, player_id)
-    ) WITHOUT ROWID;
-    CREATE TABLE history (
-        id INTEGER PRIMARY KEY,
-        ladder TEXT NOT NULL,
-        player_id INTEGER NOT NULL REFERENCES players (id),
-        before REAL,
-        after REAL NOT NULL,
-        match_id INTEGER,
-        event_id INTEGER,
-        at TEXT NOT NULL
-    );
-    CREATE INDEX history_player ON history (player_id, ladder, id);
-    CREATE INDEX history_ladder ON history (ladder);
     CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
     INSERT INTO counters VALUES ('seq', 0);
     """,
@@ -157,7 +116,15 @@ MIGRATIONS: dict[int, str | Callable[[aiosqlite.Connection], Awaitable[None]]] =
     ) WITHOUT ROWID;
     CREATE INDEX requests_at ON requests (at);
     """,
-    3: _peklo_rows,
+    # The ratings plugin's tables (ratings, history, Peklo values) are its own: a database made
+    # before it owned them keeps them, and the plugin adopts them.
+    3: "",
+    4: """
+    CREATE TABLE plugin_schemas (
+        name TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
+    );
+    """,
 }
 
 PRAGMAS = (
@@ -237,9 +204,10 @@ async def migrate(conn: aiosqlite.Connection, target: int = SCHEMA_VERSION) -> i
 class Database(Hooks):
     """One writer connection (:class:`~server.writer.GroupWriter`) and the readers."""
 
-    def __init__(self, path: str, batch_max: int = 64) -> None:
+    def __init__(self, path: str, batch_max: int = 64, schemas: Sequence[Schema] = ()) -> None:
         super().__init__()
         self.path = path
+        self.schemas = tuple(schemas)
         self.batch_max = batch_max
         self.writer: aiosqlite.Connection | None = None
         self.reader: aiosqlite.Connection | None = None
@@ -257,6 +225,8 @@ class Database(Hooks):
             # check_same_thread=False: jobs run on the loop's thread (see server.writer)
             self.writer = await connect(self.path, check_same_thread=False)
             await migrate(self.writer)
+            for schema in self.schemas:
+                await migrate_plugin(self.writer, schema)
             self.reader = await connect(self.path)
             await self.reader.execute("PRAGMA query_only=ON")
             self.quick = sqlite3.connect(self.path, isolation_level=None)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from ratings_plugin.games import valid_name
 from server.accounts import MIN_PASSWORD, hash_password
+from server.api import valid_name
 from server.config import Config
 from server.dbcheck import check_database
-from server.storage import connect, migrate, now
+from server.plugins import migrate_all
+from server.storage import connect, now
 
 
 async def add_user(config: Config, name: str, password: str, admin: bool) -> int:
@@ -25,7 +26,7 @@ async def add_user(config: Config, name: str, password: str, admin: bool) -> int
     role = "admin" if admin else "player"
     conn = await connect(config.database)
     try:
-        await migrate(conn)
+        await migrate_all(conn, config)
         await conn.execute("BEGIN IMMEDIATE")
         async with conn.execute("SELECT id, name FROM players WHERE name_key = ?",
                                 (name.casefold(),)) as cur:

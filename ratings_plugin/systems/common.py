@@ -8,7 +8,7 @@ from typing import Any
 
 from server.api import Game
 
-COMMON_KEYS = frozenset({"inactivity_days"})
+COMMON_KEYS = frozenset({"inactivity_days", "format"})
 DEFAULT_INACTIVITY_DAYS = 365
 
 
@@ -29,7 +29,7 @@ def doubles(table: Mapping[str, Any], allowed: bool, system: str) -> bool:
     if fmt not in ("singles", "doubles"):
         raise ValueError("format must be 'singles' or 'doubles'")
     if fmt == "doubles" and not allowed:
-        raise ValueError(f"{system} ladders are singles ladders")
+        raise ValueError(f"{system} has no doubles ladders: format must be 'singles'")
     return bool(fmt == "doubles")
 
 
@@ -56,9 +56,9 @@ def check_sides(game: Game, width: int, kind: str) -> None:
         raise ValueError("the match length must be positive")
 
 
-def no_draws(game: Game, title: str) -> None:
+def no_draws(game: Game, system: str) -> None:
     if game.is_draw and game.unrated_reason is None:
-        raise ValueError(f"{title} has no draws: the scores must differ")
+        raise ValueError(f"{system} has no draws: the scores must differ")
 
 
 def last_dates(games: Iterable[Game]) -> dict[str, date]:

@@ -21,7 +21,18 @@ from server.api.commands import (
 from server.api.events import DomainEvent, EventClosed, LadderCorrected, MatchFinished
 from server.api.plugin import LobbyPlugin, PluginSetup
 from server.api.publish import Data, Publisher
-from server.api.rating import Book, Column, LadderConfig, RatingSystem, Standing, StoredStanding
+from server.api.rating import (
+    Book,
+    Column,
+    HistoryPair,
+    LadderConfig,
+    LogRow,
+    NotPlain,
+    PlainReplay,
+    RatingSystem,
+    Standing,
+    StoredStanding,
+)
 from server.api.records import NAME_RULE, Game, RatedUnit, valid_name
 from server.api.storage import (
     LOG_TABLES,
@@ -39,8 +50,9 @@ from server.api.storage import (
 __all__ = [
     "ADMIN", "ANYONE", "LOG_TABLES", "NAME_RULE", "PLAYER", "Arg", "Book", "CliCommand",
     "CliEnvironment", "Column", "CommandContext", "CommandError", "CommandSpec", "Data",
-    "DomainEvent", "EventClosed", "Flag", "Game", "Index", "LadderConfig", "LadderCorrected",
-    "LobbyPlugin", "LogReader", "MatchFinished", "PluginCommand", "PluginSetup", "Publisher",
-    "RatedUnit", "RatingSystem", "Reader", "Row", "Schema", "Standing", "Store", "StoredStanding",
-    "Table", "TableColumn", "Tx", "valid_name",
+    "DomainEvent", "EventClosed", "Flag", "Game", "HistoryPair", "Index", "LadderConfig",
+    "LadderCorrected", "LobbyPlugin", "LogReader", "LogRow", "MatchFinished", "NotPlain",
+    "PlainReplay", "PluginCommand", "PluginSetup", "Publisher", "RatedUnit", "RatingSystem",
+    "Reader", "Row", "Schema", "Standing", "Store", "StoredStanding", "Table", "TableColumn", "Tx",
+    "valid_name",
 ]

@@ -12,7 +12,8 @@ a factory called with a :class:`PluginSetup` that returns a
   the result or not at all; the outcome it returns is the plugin's own;
 - once that transaction has committed, merges
   :meth:`~LobbyPlugin.reply_fields` into the command's reply and calls
-  :meth:`~LobbyPlugin.on_commit`, where the plugin may push;
+  :meth:`~LobbyPlugin.on_commit` once with the command's events, where the
+  plugin may push;
 - routes the plugin's commands (:meth:`~LobbyPlugin.commands`) like its own.
 
 The dependency runs one way: a plugin imports ``server.api`` and nothing else
@@ -67,8 +68,11 @@ class LobbyPlugin(Protocol):
     def reply_fields(self, event: DomainEvent, outcome: Any) -> dict[str, Any]:
         """Fields it adds to the reply of the command that caused the event."""
 
-    def on_commit(self, event: DomainEvent, outcome: Any, publish: Publisher) -> None:
-        """The transaction holding ``outcome`` committed: make it visible, push what changed."""
+    def on_commit(self, done: Sequence[tuple[DomainEvent, Any]], publish: Publisher,
+                  bulk: bool = False) -> None:
+        """The transaction holding these events and their outcomes (one command's) committed:
+        make them visible, push what changed. ``bulk``: many results recorded by one command
+        (an import), whose net effect is what people need to hear."""
 
     def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
         """Fields it adds to a player's ``whois`` (``brief``: to their line in ``who``)."""

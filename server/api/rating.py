@@ -9,7 +9,7 @@ entry points; a ladder's ``system`` in the configuration names one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal, Protocol
@@ -76,6 +76,37 @@ class Book(Protocol):
 
     def accept(self, new: Mapping[str, Any], unit: RatedUnit) -> None: ...
 
+    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
+        """At start: every rated game of the ladder's closed events, in order (see
+        ``LogReader.event_games``), for a system that solves the whole history; others ignore
+        it."""
+
+
+LogRow = tuple[int, int | None, str, str, str, int | None, int, int, str, str | None]
+"""One logged match as :class:`PlainReplay` reads it: match id, event id, finished at, side A,
+side B, length, score A, score B, played on (YYYY-MM-DD), unrated reason."""
+HistoryPair = tuple[int, float, float, int, float, float, int, int | None, str]
+"""The two history rows of one match: the first player's id, rating before and after (the two
+in ``str.casefold`` order of their names), the second's, then the match id, event id and time."""
+
+
+class NotPlain(Exception):
+    """A log row a :class:`PlainReplay` does not rate: replay the ladder through books."""
+
+
+class PlainReplay(Protocol):
+    """A ladder of single matches replayed with plain numbers, bit for bit as books would."""
+
+    def pairs(self, log: Iterable[LogRow]) -> Iterator[HistoryPair]:
+        """Each rated match's history rows, in order; raises :class:`NotPlain` at a row it
+        does not take, before producing anything for it."""
+
+    def seed(self, standings: Iterable[Any]) -> None:
+        """Start from these standings instead of from empty."""
+
+    def standings(self) -> dict[str, Any]:
+        """Every player's standing after the rows so far."""
+
 
 @dataclass(frozen=True)
 class StoredStanding:
@@ -104,6 +135,11 @@ class RatingSystem(Protocol):
     def rates_each_result(self) -> bool:
         """An event's results are rated one by one as they are entered, like live matches;
         otherwise an event is rated as one unit when it closes."""
+
+    @property
+    def match_lengths(self) -> bool:
+        """Its games are matches to a length: a scored result's winner reaches the length and
+        the loser stays below it (backgammon)."""
 
     @property
     def tail_corrections(self) -> bool:
@@ -158,9 +194,14 @@ class RatingSystem(Protocol):
     def decode(self, options: Any, player: str, stored: StoredStanding) -> Any: ...
 
     def rewind(self, options: Any, standing: Any, rating_before: float,
-               games: Sequence[Game]) -> Any:
-        """The standing before ``games`` (a tail of the log), given the rating history shows
-        before the first of them; only systems with :attr:`tail_corrections`."""
+               last_played: date | None, lengths: Sequence[int | None]) -> Any:
+        """The standing before a tail of the log in which the player's rated games had these
+        ``lengths``, given the rating history shows before the first of them and the last day
+        they played before it; only systems with :attr:`tail_corrections`. Raises
+        ``ValueError`` when the tail is more than the standing holds."""
+
+    def plain_replay(self, options: Any, ids: Mapping[str, int]) -> PlainReplay | None:
+        """A faster replay of a ladder of single matches from plain log rows, or ``None``."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -38,6 +39,11 @@ def _load(group: str) -> dict[str, Any]:
 
 def rating_systems() -> dict[str, RatingSystem]:
     """Every installed rating system by its configuration name."""
+    return dict(_rating_systems())
+
+
+@cache
+def _rating_systems() -> dict[str, RatingSystem]:
     systems = _load(RATING_SYSTEMS)
     for name, system in systems.items():
         if getattr(system, "name", None) != name:

@@ -36,21 +36,6 @@ LOG_TABLES: Mapping[str, str] = {
 }
 
 
-class Reader(Protocol):
-    """Reads; outside a transaction each call sees everything committed when it starts."""
-
-    @property
-    def backend(self) -> str:
-        """``sqlite`` or ``postgresql``."""
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
-
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
-
-    def stream(self, sql: str, params: Sequence[Any] = ()) -> AsyncIterator[Row]:
-        """The rows one at a time, giving other tasks turns on a long read."""
-
-
 class LogReader(Protocol):
     """The match log as the units ladders apply, in the order they were applied."""
 
@@ -61,17 +46,27 @@ class LogReader(Protocol):
         """Every rated game of the ladder's closed events, in the order they were rated, as
         (side A, side B, score A, score B) of singles games (for whole-history systems)."""
 
-    async def last_days(self, ladder: str, player_ids: Iterable[int], before: int
-                        ) -> dict[int, str]:
-        """Each player's last day (YYYY-MM-DD) with a rated game on the ladder in a unit before
-        ``seq`` ``before``; players without one are left out."""
+
+class Reader(Protocol):
+    """Reads; outside a transaction each call sees everything committed when it starts."""
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+
+    @property
+    def log(self) -> LogReader: ...
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> AsyncIterator[Row]:
+        """The rows one at a time, giving other tasks turns on a long read."""
 
 
 class Tx(Reader, Protocol):
     """An open write transaction. Nobody hears of what it writes before it commits."""
-
-    @property
-    def log(self) -> LogReader: ...
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
 
@@ -85,12 +80,13 @@ class Tx(Reader, Protocol):
 class Store(Reader, Protocol):
     """A database opened outside the lobby (a ``matchlobby`` sub-command)."""
 
-    @property
-    def log(self) -> LogReader: ...
-
     async def transaction(self, job: Callable[[Tx], Awaitable[Any]]) -> Any:
         """Run ``job`` in one write transaction: committed when it returns, rolled back when
         it raises."""
+
+    async def snapshot(self, job: Callable[[Tx], Awaitable[Any]]) -> Any:
+        """Run ``job`` over one consistent view of the database (its reads see no commit made
+        meanwhile); nothing it writes is kept."""
 
     def native(self) -> Any:
         """The backend's own connection, for a plugin's optional fast paths (they must have a

@@ -33,7 +33,7 @@ async def create_player(conn: aiosqlite.Connection, name: str, password_hash: st
 
 @handler("help")
 async def help_(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    return help_text(args.get("command"))
+    return help_text(lobby.commands, args.get("command"))
 
 
 @handler("register")

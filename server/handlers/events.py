@@ -10,17 +10,13 @@ from typing import Any
 
 import aiosqlite
 
-from ratings_plugin.games import Game
-from ratings_plugin.ladder import LadderBook
-from ratings_plugin.plugin import Outcome
-from ratings_plugin.results_file import ResultsError, parse_results
-from server.config import Ladder
-from server.domain import EventClosed, LadderCorrected, MatchFinished, RatedUnit
+from server.api import EventClosed, Game, LadderConfig, LadderCorrected, MatchFinished, RatedUnit
+from server.api.paging import EVENT_PAGE, Page
+from server.api.results_file import ResultsError, parse_results
 from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
-from server.lobby import Lobby, Player, Session, fail, handler
-from server.log import FROM_THE_START, event_unit, ladder_units
-from server.paging import EVENT_PAGE, Page
+from server.lobby import Effects, Lobby, Player, Session, fail, handler
+from server.log import event_unit
 from server.protocol import MAX_LENGTH, MAX_SCORE, push
 from server.storage import now, today
 from server.writer import new_match_id, next_seq
@@ -44,7 +40,7 @@ async def load_event(lobby: Lobby, event_id: int) -> EventRow:
     return EventRow(row["id"], row["name"], row["ladder"], row["date"], row["status"])
 
 
-async def open_event(lobby: Lobby, event_id: int) -> tuple[EventRow, Ladder]:
+async def open_event(lobby: Lobby, event_id: int) -> tuple[EventRow, LadderConfig]:
     """An event that still takes results, and its ladder; ``conflict`` once it is closed."""
     event = await load_event(lobby, event_id)
     if event.status != "open":
@@ -56,7 +52,7 @@ def event_data(e: EventRow) -> dict[str, Any]:
     return {"id": e.id, "name": e.name, "ladder": e.ladder, "date": e.date, "status": e.status}
 
 
-def validate_game(lobby: Lobby, ladder: Ladder, game: Game) -> None:
+def validate_game(lobby: Lobby, ladder: LadderConfig, game: Game) -> None:
     """The ladder's rules for one recorded game; ``bad_request`` with the reason."""
     # the bounds of `event result`'s arguments, for results files too (SQLite holds 64 bits)
     if max(game.score_a, game.score_b) > MAX_SCORE:
@@ -64,10 +60,10 @@ def validate_game(lobby: Lobby, ladder: Ladder, game: Game) -> None:
     if game.length is not None and game.length > MAX_LENGTH:
         raise fail("bad_request", f"A match length is at most {MAX_LENGTH}.")
     try:
-        LadderBook(ladder.options).check_game(game)
+        ladder.system.check_game(ladder.options, game)
     except ValueError as e:
         raise fail("bad_request", f"{e}.") from None
-    if ladder.system == "fibs" and game.unrated_reason is None:
+    if ladder.system.match_lengths and game.unrated_reason is None:
         winner, loser = max(game.score_a, game.score_b), min(game.score_a, game.score_b)
         check_score(game.length, winner, loser)
 
@@ -120,15 +116,17 @@ def canonical(lobby: Lobby, side: tuple[str, ...], created: dict[str, Player]) -
     return tuple(out)
 
 
-async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladder: Ladder,
-                 game: Game, created: dict[str, Player]) -> tuple[int, Outcome | None, Game]:
-    """Insert one event game; on a FIBS ladder it is rated at once, like a live match."""
+async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow,
+                 ladder: LadderConfig, game: Game, created: dict[str, Player], effects: Effects
+                 ) -> tuple[int, dict[str, Any] | None, Game]:
+    """Insert one event game; on a ladder that rates each result it is rated at once, like a
+    live match (the plugins' reply fields come back; ``None``: not rated now)."""
     ids = await ensure_players(lobby, conn, game.players, created)
     game = Game(canonical(lobby, game.side_a, created), canonical(lobby, game.side_b, created),
                 game.score_a, game.score_b, game.played_on, game.length, game.unrated_reason)
     when = now()
     winner = "a" if game.score_a > game.score_b else "b" if game.score_b > game.score_a else "draw"
-    rated_now = ladder.live and game.counts_for("fibs")
+    rated_now = ladder.system.rates_each_result and ladder.system.counts(ladder.options, game)
     seq = next_seq(conn) if rated_now else None
     mid = new_match_id(conn)
     await conn.execute(
@@ -146,25 +144,18 @@ async def record(lobby: Lobby, conn: aiosqlite.Connection, event: EventRow, ladd
     if seq is None:
         return mid, None, game
     unit = RatedUnit(ladder.name, seq, when, (game,), ids, match_id=mid, event_id=event.id)
-    return mid, await lobby.emit(conn, MatchFinished(unit)), game
+    return mid, await lobby.emit(conn, MatchFinished(unit), effects), game
 
 
-def publish_recorded(lobby: Lobby, created: dict[str, Player], outcome: Outcome | None) -> None:
-    for p in created.values():
-        lobby.players[p.key] = p
-    if outcome is not None:
-        lobby.publish_outcome(outcome)
-
-
-def game_data(mid: int, game: Game, outcome: Outcome | None) -> dict[str, Any]:
+def game_data(mid: int, game: Game, fields: dict[str, Any] | None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "match": mid, "side_a": "+".join(game.side_a), "side_b": "+".join(game.side_b),
         "score_a": game.score_a, "score_b": game.score_b, "rated": game.unrated_reason is None,
     }
     if game.unrated_reason is not None:
         data["unrated"] = game.unrated_reason
-    if outcome is not None:
-        data["changes"] = [c.as_dict(outcome.ladder) for c in outcome.changes]
+    if fields is not None:
+        data.update(fields)
     return data
 
 
@@ -182,16 +173,19 @@ async def event_result(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     created: dict[str, Player] = {}
     remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, dict[str, Any]]:
+    async def job(conn: aiosqlite.Connection) -> tuple[Effects, dict[str, Any]]:
         await _still_open(conn, event.id)
         created.clear()
-        mid, outcome, stored = await record(lobby, conn, event, ladder, game, created)
-        data = {"event": event.id, **game_data(mid, stored, outcome)}
+        effects = Effects()
+        mid, fields, stored = await record(lobby, conn, event, ladder, game, created, effects)
+        data = {"event": event.id, **game_data(mid, stored, fields)}
         await remember(conn, data)
-        return outcome, data
+        return effects, data
 
-    outcome, data = await lobby.db.write(job)
-    publish_recorded(lobby, created, outcome)
+    effects, data = await lobby.db.write(job)
+    for p in created.values():
+        lobby.players[p.key] = p
+    lobby.committed(effects)
     return data
 
 
@@ -212,7 +206,7 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     if len(rows) > MAX_IMPORT_ROWS:
         raise fail("bad_request", f"CSV: at most {MAX_IMPORT_ROWS} rows in one import.")
     games: list[Game] = []
-    name = unicodedata.normalize("NFC", event.name).casefold()  # as the rows' (free_text)
+    name = unicodedata.normalize("NFC", event.name).casefold()  # as the rows' (server/api/text.py)
     for r in rows:
         if r.event.casefold() != name:
             raise fail("bad_request", f"CSV:{r.line}: the row is for event {r.event!r}, "
@@ -228,19 +222,20 @@ async def event_import(lobby: Lobby, session: Session, args: dict[str, Any]) -> 
     created: dict[str, Player] = {}
     remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection) -> tuple[list[Outcome | None], dict[str, Any]]:
+    async def job(conn: aiosqlite.Connection) -> tuple[Effects, dict[str, Any]]:
         await _still_open(conn, event.id)
         created.clear()
-        results = [await record(lobby, conn, event, ladder, g, created) for g in games]
+        effects = Effects()
+        results = [await record(lobby, conn, event, ladder, g, created, effects) for g in games]
         data = {"event": event.id, "imported": len(results),
-                "games": [game_data(mid, g, o) for mid, o, g in results]}
+                "games": [game_data(mid, g, fields) for mid, fields, g in results]}
         await remember(conn, data)
-        return [o for _, o, _ in results], data
+        return effects, data
 
-    outcomes, data = await lobby.db.write(job)
+    effects, data = await lobby.db.write(job)
     for p in created.values():
         lobby.players[p.key] = p
-    lobby.publish_bulk([o for o in outcomes if o is not None], ladder.name, event.id)
+    lobby.committed(effects, bulk=True)
     return data
 
 
@@ -249,34 +244,30 @@ async def event_close(lobby: Lobby, session: Session, args: dict[str, Any]) -> A
     event, ladder = await open_event(lobby, args["event"])
     remember = lobby.remembering()
 
-    async def job(conn: aiosqlite.Connection
-                  ) -> tuple[Outcome | None, set[str], dict[str, Any]]:
-        outcome, players = await close(conn)
-        changes = [] if outcome is None else [
-            c.as_dict(ladder.name) for c in outcome.changes if c.player in players]
+    async def job(conn: aiosqlite.Connection) -> tuple[Effects, dict[str, Any]]:
+        effects = Effects()
+        fields = await close(conn, effects)
         data = {**event_data(EventRow(event.id, event.name, event.ladder, event.date, "closed")),
-                "changes": changes}
+                "changes": [], **fields}
         await remember(conn, data)
-        return outcome, players, data
+        return effects, data
 
-    async def close(conn: aiosqlite.Connection) -> tuple[Outcome | None, set[str]]:
+    async def close(conn: aiosqlite.Connection, effects: Effects) -> dict[str, Any]:
         await _still_open(conn, event.id)
         when = now()
-        if ladder.live:
+        if ladder.system.rates_each_result:
             await conn.execute("UPDATE events SET status = 'closed', closed_at = ? WHERE id = ?",
                                (when, event.id))
-            return None, set()
+            return {}
         seq = next_seq(conn)
         await conn.execute(
             "UPDATE events SET status = 'closed', closed_at = ?, seq = ? WHERE id = ?",
             (when, seq, event.id))
         unit = await event_unit(conn, ladder.name, event.id, seq, when)
-        players = {p for g in unit.games if g.counts_for(ladder.system) for p in g.players}
-        return await lobby.emit(conn, EventClosed(unit)), players
+        return await lobby.emit(conn, EventClosed(unit), effects)
 
-    outcome, players, data = await lobby.db.write(job)
-    if outcome is not None:
-        lobby.publish_outcome(outcome, event.id, full_ladder=True, participants=players)
+    effects, data = await lobby.db.write(job)
+    lobby.committed(effects)
     return data
 
 
@@ -348,7 +339,8 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
     a state nobody checked (say, an adjudication to a match voided meanwhile).
     """
     row = await lobby.db.fetchone(
-        "SELECT m.*, e.status AS event_status FROM matches m LEFT JOIN events e "
+        "SELECT m.*, e.status AS event_status, e.seq AS event_seq FROM matches m "
+        "LEFT JOIN events e "
         "ON e.id = m.event_id WHERE m.id = ?", (match_id,))
     if row is None:
         raise fail("not_found", f"No match {match_id}.")
@@ -364,15 +356,15 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
                             "winner": _winner_name(row, new_winner), "reason": reason,
                             "recomputed": rated}
 
-    async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, dict[str, Any]]:
-        outcome = await apply(conn)
+    async def job(conn: aiosqlite.Connection) -> tuple[Effects, dict[str, Any]]:
+        effects = Effects()
+        fields = await apply(conn, effects)
         full = dict(data)
-        if outcome is not None:
-            full["changes"] = [c.as_dict(ladder.name) for c in outcome.changes]
+        full.update(fields)
         await remember(conn, full)
-        return outcome, full
+        return effects, full
 
-    async def apply(conn: aiosqlite.Connection) -> Outcome | None:
+    async def apply(conn: aiosqlite.Connection, effects: Effects) -> dict[str, Any]:
         async with conn.execute("SELECT status, winner FROM matches WHERE id = ?",
                                 (match_id,)) as cur:
             current = await cur.fetchone()
@@ -390,18 +382,15 @@ async def correct(lobby: Lobby, match_id: int, kind: str, new_status: str,
         await conn.execute("UPDATE matches SET status = ?, winner = ? WHERE id = ?",
                            (new_status, new_winner, match_id))
         if not rated:
-            return None
-        # A FIBS match has its own seq: the ladder is replayed from it on (ratings_plugin/tail.py).
-        since = row["seq"] if ladder.options.tail_corrections else None
-        units = tuple(await ladder_units(conn, ladder.name,
-                                         FROM_THE_START if since is None else since))
-        return await lobby.emit(conn, LadderCorrected(ladder.name, units,
-                                                      cause={"match": match_id}, since=since))
+            return {}
+        # The corrected unit's place in the log: the match's own, or its closed event's.
+        seq = row["seq"] if row["seq"] is not None else row["event_seq"]
+        return await lobby.emit(conn, LadderCorrected(ladder.name, cause={"match": match_id},
+                                                      seq=seq), effects)
 
-    outcome, full = await lobby.db.write(job)
+    effects, full = await lobby.db.write(job)
     lobby.defer(lobby.sessions_of(names), push("match_corrected", data))
-    if outcome is not None:
-        lobby.publish_outcome(outcome, full_ladder=True, participants=set())
+    lobby.committed(effects)
     return full
 
 

@@ -7,17 +7,16 @@ from typing import Any
 
 import aiosqlite
 
-from ratings_plugin.games import Game
-from ratings_plugin.plugin import Outcome
-from server.domain import MatchFinished, RatedUnit
-from server.lobby import Invitation, LiveMatch, Lobby, LobbyError, Session, fail, handler
+from server.api import Game, MatchFinished, RatedUnit
+from server.lobby import Effects, Invitation, LiveMatch, Lobby, LobbyError, Session, fail, handler
 from server.protocol import push
 from server.storage import now, today
 from server.writer import new_match_id, next_seq, write_later
 
 
 def check_score(length: int | None, winner_score: int, loser_score: int) -> None:
-    """A finished match's score: the winner ahead and, in a limited match, at the length."""
+    """A finished match's score: the winner ahead and, in a match to ``length`` points (on a
+    ladder whose system plays to a length), at the length."""
     if winner_score <= loser_score:
         raise fail("bad_request", "Impossible score: the winner must have more points.")
     if length is not None and (winner_score < length or loser_score >= length):
@@ -46,16 +45,13 @@ def match_for(lobby: Lobby, session: Session, match_id: int) -> LiveMatch:
     return m
 
 
-def finished_data(m: LiveMatch, winner: str, how: str, outcome: Outcome | None) -> dict[str, Any]:
-    changes = [] if outcome is None else [
-        {"player": c.player, "before": c.before, "after": c.after,
-         "change": None if c.before is None else c.after - c.before}
-        for c in outcome.changes
-    ]
+def finished_data(m: LiveMatch, winner: str, how: str, rated: bool,
+                  fields: dict[str, Any]) -> dict[str, Any]:
+    """``match_finished``: the result, and what the plugins add (the rating changes)."""
     return {"match": m.id, "ladder": m.ladder,
             "length": "unlimited" if m.length is None else m.length,
             "winner": winner, "loser": m.opponent(winner), "how": how,
-            "rated": outcome is not None, "changes": changes}
+            "rated": rated, "changes": [], **fields}
 
 
 async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
@@ -80,18 +76,20 @@ async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
             stored = (sa, sb)
         played_on = today()
         game = Game((m.a,), (m.b,), sa, sb, played_on, m.length)
-        rated = game.counts_for("fibs")
+        ladder = lobby.ladder(m.ladder)
+        rated = ladder.system.counts(ladder.options, game)
         ids = {m.a: lobby.player(m.a).id, m.b: lobby.player(m.b).id}
 
         remember = lobby.remembering()
 
-        async def job(conn: aiosqlite.Connection) -> tuple[Outcome | None, dict[str, Any]]:
-            outcome = await rate(conn)
-            data = finished_data(m, winner, how, outcome)
+        async def job(conn: aiosqlite.Connection) -> tuple[Effects, dict[str, Any]]:
+            effects = Effects()
+            fields = await rate(conn, effects)
+            data = finished_data(m, winner, how, rated, fields)
             await remember(conn, data)
-            return outcome, data
+            return effects, data
 
-        async def rate(conn: aiosqlite.Connection) -> Outcome | None:
+        async def rate(conn: aiosqlite.Connection, effects: Effects) -> dict[str, Any]:
             when = now()
             seq = next_seq(conn) if rated else None
             await write_later(
@@ -104,11 +102,11 @@ async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
                 await write_later(conn, "UPDATE players SET dropped = dropped + 1 WHERE id = ?",
                                   (ids[dropper],))
             if seq is None:
-                return None
+                return {}
             unit = RatedUnit(m.ladder, seq, when, (game,), ids, match_id=m.id)
-            return await lobby.emit(conn, MatchFinished(unit))
+            return await lobby.emit(conn, MatchFinished(unit), effects)
 
-        outcome, data = await lobby.db.write(job)
+        effects, data = await lobby.db.write(job)
     except BaseException:
         m.busy = False
         raise
@@ -118,8 +116,7 @@ async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
     message = push("match_finished", data)
     lobby.defer((set(lobby.sessions_of((m.a, m.b))) | set(lobby.watchers(m.ladder))) - {by},
                 message)
-    if outcome is not None:
-        lobby.publish_outcome(outcome)
+    lobby.committed(effects)
     return data
 
 
@@ -127,9 +124,9 @@ async def finish(lobby: Lobby, by: Session, m: LiveMatch, winner: str, how: str,
 async def invite(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     me = lobby.me(session)
     ladder = lobby.ladder(args["ladder"])
-    if not ladder.live:
-        raise fail("bad_request", f"Ladder {ladder.name!r} ({ladder.system}) is rated by events; "
-                                  "live matches are played on FIBS ladders.")
+    if not ladder.system.live_matches:
+        raise fail("bad_request", f"Ladder {ladder.name!r} ({ladder.system.title}) is rated by "
+                                  "events only; 'ladders' shows where live matches are played.")
     target = lobby.player(args["name"])
     if target.key == me.key:
         raise fail("bad_request", "You cannot invite yourself.")
@@ -227,7 +224,8 @@ async def report_win(lobby: Lobby, session: Session, args: dict[str, Any]) -> An
         raise fail("bad_request", "Give both scores (yours first) or none.")
     scores = None if mine is None or theirs is None else (mine, theirs)
     if scores is not None:
-        check_score(m.length, *scores)
+        ladder = lobby.ladder(m.ladder)
+        check_score(m.length if ladder.system.match_lengths else None, *scores)
     m.busy = True
     data = {"match": m.id, "by": me, "scores": list(scores) if scores else None,
             "status": "claimed"}

@@ -33,10 +33,10 @@ async def lobby(db_path: Path) -> AsyncIterator[Lobby]:
 
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Gate:
-    """``ladders`` answers only when the test sets ``gate.release`` (restored after the test)."""
+    """``events`` answers only when the test sets ``gate.release`` (restored after the test)."""
     import server.handlers  # noqa: F401  (the real handlers register first)
     from server.lobby import HANDLERS
 
     held = Gate()
-    monkeypatch.setitem(HANDLERS, "ladders", held.handler)
+    monkeypatch.setitem(HANDLERS, "events", held.handler)
     return held

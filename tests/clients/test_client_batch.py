@@ -28,6 +28,7 @@ from clientkit import (
     today,
     wait_for,
 )
+from madeup_system import LADDER, with_zeta
 
 
 def columns(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -85,30 +86,33 @@ async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> N
     a = fibs.players["alice"]
     s, d = row_of(cas, "alice"), row_of(p4p, "alice")
     assert a.experience == 4 and fibs.rank("alice") == 2
+    # each ladder as the server describes it: its columns' labels, types and decimals
     fibs_text = f"rating {a.rating:.2f}   experience 4"
-    cas_text = (f"strength {s['rating']:<8}(Paluba {s['paluba']}, Dansa {s['dansa']}, "
-                f"Peklo {s['peklo']:.1f})")
-    p4p_text = f"points {d['rating']:<10}{d['class']}"
+    cas_text = (f"strength {s['rating']}   paluba {s['paluba']}   dansa {s['dansa']}   "
+                f"peklo {s['peklo']:.1f}")
+    p4p_text = f"points {d['rating']}   class {d['class']}"
+    room = max(len(fibs_text), len(cas_text), len(p4p_text))
     expected_whois = [
         "Information about alice:",
         "  Still logged in. Ready to play.",
-        f"  backgammon        {fibs_text}   rank 2 of 3",
-        f"  scrabble          {cas_text}   rank {s['rank']} of 3, active",
-        f"  foosball-doubles  {p4p_text}   rank {d['rank']} of 4",
+        f"  backgammon        {fibs_text:{room}}   rank 2 of 3",
+        f"  scrabble          {cas_text:{room}}   rank {s['rank']} of 3",
+        f"  foosball-doubles  {p4p_text:{room}}   rank {d['rank']} of 4",
         "  Matches: 5 played, 0 dropped, 0 disputed.",
     ]
-    ladder_rows = [["rank", "player", "rating", "games", "active", "experience"]] + [
-        [str(i), name, f"{fibs.players[name].rating:.2f}", str(fibs.players[name].games), "yes",
-         str(fibs.players[name].experience)]
+    ladder_rows = [["rank", "player", "rating", "experience", "matches", "active"]] + [
+        [str(i), name, f"{fibs.players[name].rating:.2f}", str(fibs.players[name].experience),
+         str(fibs.players[name].games), "yes"]
         for i, name in enumerate(fibs.ranking(), 1)]
+    legend = "  experience: The lengths of every rated match added up."
     expected_ladder = ["backgammon (fibs): 3 players",
-                       *columns(ladder_rows, right={0, 2, 3, 5})]
+                       *columns(ladder_rows, right={0, 2, 3, 4}), legend]
     expected_page = ["backgammon (fibs): 3 players",
-                     *columns([ladder_rows[0], ladder_rows[2]], right={0, 2, 3, 5})]
+                     *columns([ladder_rows[0], ladder_rows[2]], right={0, 2, 3, 4}), legend]
     expected_rating = ["Ratings of alice:", *columns([
         ["ladder", "rating", "rank", "games"],
         ["backgammon", fibs_text, "rank 2 of 3", "2"],
-        ["scrabble", cas_text, f"rank {s['rank']} of 3, active", str(s["games"])],
+        ["scrabble", cas_text, f"rank {s['rank']} of 3", str(s["games"])],
         ["foosball-doubles", p4p_text, f"rank {d['rank']} of 4", "1"],
     ], right={3})]
     (b1, a1), (b2, a2) = a.history
@@ -125,12 +129,12 @@ async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> N
         [ADMIN, "ready", "-"],
     ], right=set()), "2 players, 0 spectators."]
     expected_ladders = columns([
-        ["ladder", "system", "format", "updated", "players"],
-        ["backgammon", "fibs", "singles", "after each match", "3"],
-        ["scrabble", "cas", "singles", "when an event closes", "3"],
-        ["foosball-singles", "p4p", "singles", "when an event closes", "0"],
-        ["foosball-doubles", "p4p", "doubles", "when an event closes", "4"],
-    ], right={4})
+        ["ladder", "system", "format", "live matches", "updated", "players"],
+        ["backgammon", "FIBS", "singles", "yes", "after each match", "3"],
+        ["scrabble", "ČAS", "singles", "no", "when an event closes", "3"],
+        ["foosball-singles", "P4P", "singles", "no", "when an event closes", "0"],
+        ["foosball-doubles", "P4P", "doubles", "no", "when an event closes", "4"],
+    ], right={5})
     expected = ["player: alice, role: player, match: -", *expected_whois, *expected_ladder,
                 *expected_page, *expected_rating, *expected_history, *expected_who,
                 *expected_ladders]
@@ -161,6 +165,56 @@ async def test_the_whois_block_has_the_issues_layout(lobby: Lobby) -> None:
         "  backgammon  rating 1490.02   experience 1   rank 2 of 2",
         "  Matches: 1 played, 0 dropped, 0 disputed.",
     ]
+
+
+async def test_a_system_no_client_knows_is_shown_by_its_description(db_path: Path) -> None:
+    """A ladder whose system (Zeta, tests/kit/madeup_system.py) appears nowhere in clients/: the
+    terminal shows it by the columns the server describes, numbers from RATINGS.md §1 (Zeta
+    rates like FIBS) rounded as those columns say."""
+    lobby = Lobby(db_path)
+    lobby.config = with_zeta(lobby.config)
+    await lobby.start()
+    try:
+        alice, bob = await lobby.players("alice", "bob")
+        fibs = FibsModel()
+        await start_match(alice, bob, length=3, ladder=LADDER)
+        await bob.resign()
+        fibs.play("alice", "bob", 3)
+        await start_match(bob, alice, length=1, ladder=LADDER)
+        await alice.resign()
+        fibs.play("bob", "alice", 1)
+        done = await run_batch(lobby.url, [f"whois {name}" for name in fibs.ranking()] + [
+            f"ladder {LADDER}", "history alice", "ladders"])
+    finally:
+        await lobby.aclose()
+    assert (done.returncode, done.stderr) == (0, "")
+
+    def phrase(name: str) -> str:
+        r = fibs.players[name].rating
+        return (f"score {int(r)}   elo {r:.1f}   ahead {'yes' if r > 1500 else 'no'}   "
+                f"tier {'upper' if r >= 1500 else 'lower'}")
+
+    first, second = fibs.ranking()
+    whois = [line for line in done.lines if line.startswith(f"  {LADDER}  ")]
+    assert whois == [f"  {LADDER}  {phrase(first)}   rank 1 of 2",
+                     f"  {LADDER}  {phrase(second)}   rank 2 of 2"]
+    table = [["rank", "player", "score", "elo", "ahead", "tier", "played", "active"]] + [
+        [str(i), name, str(int(fibs.players[name].rating)), f"{fibs.players[name].rating:.1f}",
+         "yes" if fibs.players[name].rating > 1500 else "no",
+         "upper" if fibs.players[name].rating >= 1500 else "lower", "2", "yes"]
+        for i, name in enumerate(fibs.ranking(), 1)]
+    start = done.lines.index(f"{LADDER} (zeta): 2 players")
+    assert done.lines[start + 1:start + 7] == [
+        *columns(table, right={0, 2, 3, 6}),
+        "  score: Whole points of the rating.", "  elo: The rating with one place.",
+        "  ahead: Above the start rating."]
+    (b1, a1), (b2, a2) = fibs.players["alice"].history
+    history = done.lines[start + 9:start + 11]
+    assert [line.split()[2:6] for line in history] == [  # whole numbers: Score is an integer
+        [LADDER, str(int(b1)), str(int(a1)), f"{int(a1) - int(b1):+d}"],
+        [LADDER, str(int(b2)), str(int(a2)), f"{int(a2) - int(b2):+d}"]]
+    assert done.lines[-1].split() == [LADDER, "Zeta", "(made", "up)", "singles", "yes",
+                                      "after", "each", "match", "2"]
 
 
 # ---- a director's session --------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Every command of the command table makes a round trip through :class:`LobbyClient`.
 
-The cases are generated from ``server.commands.COMMANDS``: a command added to the
-table without a case here fails ``test_round_trip[that command]``. Each case
+The cases are generated from the lobby's command table (``server.plugins.command_table``): a
+command added to the table without a case here fails ``test_round_trip[that command]``. Each case
 asserts what the command really did (pushes to the others, what ``whois``,
 ``rating``, ``ladder`` and ``history`` say afterwards), not only that it was
 answered, and the refusals it can meet.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,12 @@ from clientkit import (
     start_match,
     today,
 )
+from ladder_shapes import LADDERS_REPLY
 
-from clients.models import Ladder, MatchFinished, Ratings, Whois
-from server.commands import COMMANDS
+from clients.models import Ladder, LadderInfo, MatchFinished, Ratings, Whois
+from server.plugins import command_table
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 Case = Callable[[Lobby, Path], Awaitable[None]]
 CASES: dict[str, Case] = {}
@@ -290,6 +294,13 @@ async def _history(lobby: Lobby, tmp: Path) -> None:
     # the last entry is what rating says now
     now = (await carol.rating("alice")).ratings[0].rating
     assert entries[-1]["after"] == now
+    # the typed view, shown as the ladder's rating column says (two places on FIBS)
+    typed = await carol.history("alice")
+    assert [(e.ladder, e.at, e.before, e.after, e.change, e.cause) for e in typed.entries] == [
+        (e["ladder"], e["at"], e["before"], e["after"], e["change"], e["cause"]) for e in entries]
+    rating = {i.ladder: i for i in await carol.ladders()}["backgammon"].rating_column
+    assert [e.cells(rating) for e in typed.entries] == [
+        [f"{b:.2f}", f"{a:.2f}", f"{a - b:+.2f}"] for b, a in model.players["alice"].history]
     await expect_error(carol.call("history", name="nobody"), "not_found")
 
 
@@ -298,16 +309,42 @@ async def _ladders(lobby: Lobby, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await start_match(alice, bob)
     await alice.resign()
-    assert await alice.call("ladders") == {"ladders": [
+    listed = (await alice.call("ladders"))["ladders"]
+    assert [{k: x[k] for k in ("ladder", "system", "format", "updated", "live", "players")}
+            for x in listed] == [
         {"ladder": "backgammon", "system": "fibs", "format": "singles",
-         "updated": "after each match", "players": 2},
+         "updated": "after each match", "live": True, "players": 2},
         {"ladder": "scrabble", "system": "cas", "format": "singles",
-         "updated": "when an event closes", "players": 0},
+         "updated": "when an event closes", "live": False, "players": 0},
         {"ladder": "foosball-singles", "system": "p4p", "format": "singles",
-         "updated": "when an event closes", "players": 0},
+         "updated": "when an event closes", "live": False, "players": 0},
         {"ladder": "foosball-doubles", "system": "p4p", "format": "doubles",
-         "updated": "when an event closes", "players": 0},
-    ]}
+         "updated": "when an event closes", "live": False, "players": 0},
+    ]
+    # each ladder's columns: what a client shows of its rows, every one a field of them
+    rows = (await alice.call("ladder", ladder="backgammon"))["players"]
+    fibs = listed[0]
+    assert fibs["system_title"] == "FIBS"
+    assert [c["key"] for c in fibs["columns"]] == ["rating", "experience", "games"]
+    assert all(c["key"] in rows[0] for c in fibs["columns"])
+    assert [c["key"] for c in listed[1]["columns"]] == ["rating", "paluba", "dansa", "peklo",
+                                                        "games"]
+    # the library's typed view: the descriptions the renderers' tests use, learned by the client
+    described = {x["ladder"]: LadderInfo.from_dict({**x, "players": 0})
+                 for x in LADDERS_REPLY["ladders"] if x["system"] != "zeta"}
+    spectator = await lobby.client()
+    assert spectator.ladder_info == {}
+    infos = await spectator.ladders()
+    assert {i.ladder: replace(i, players=0) for i in infos if i.ladder in described} == described
+    assert [i.players for i in infos] == [2, 0, 0, 0]
+    assert spectator.ladder_info == {i.ladder: i for i in infos}
+    other = await lobby.client()
+    assert (await other.send_line("ladders"))["ok"]  # any ladders reply teaches the client
+    assert other.ladder_info == spectator.ladder_info
+    table = await spectator.ladder("backgammon")
+    assert table.columns == infos[0].columns
+    assert table.cells() == [[f"{r['rating']:.2f}", str(r["experience"]), str(r["games"])]
+                             for r in rows]
 
 
 @case("watch")
@@ -775,3 +812,24 @@ async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
         assert close(row.rating, model.players[name].rating)
     await expect_error(admin.adjudicate(mid, "alice"), "conflict")  # already alice's
     await expect_error(admin.adjudicate(999, "alice"), "not_found")
+
+
+# ---- added by a plugin: the streaks plugin (tests/plugins/streaks) ---------------------------
+
+
+@case("streak")
+async def _streak(lobby: Lobby, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    guest = await lobby.client()
+    for _ in range(2):
+        await start_match(alice, bob)
+        await bob.resign()
+    assert await guest.call("streak", name="alice") == {
+        "player": "alice", "streaks": [{"ladder": "backgammon", "current": 2, "best": 2}]}
+    await start_match(bob, alice)
+    await alice.resign()
+    assert (await guest.call("streak", name="ALICE"))["streaks"] == [
+        {"ladder": "backgammon", "current": 0, "best": 2}]
+    assert (await alice.call("streak", name="bob"))["streaks"] == [
+        {"ladder": "backgammon", "current": 1, "best": 1}]
+    await expect_error(guest.call("streak", name="nobody"), "not_found")

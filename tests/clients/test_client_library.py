@@ -166,8 +166,8 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: Lobby) -> None
 async def test_a_request_in_flight_fails_with_disconnected_when_the_client_closes(
         lobby: Lobby, gate: Gate) -> None:
     c = await lobby.client()
-    pending = asyncio.create_task(c.call("ladders"))
-    line = asyncio.create_task(c.send_line("ladders"))
+    pending = asyncio.create_task(c.call("events"))
+    line = asyncio.create_task(c.send_line("events"))
     await asyncio.wait_for(gate.entered.wait(), 5)
     await c.close()
     gate.release.set()

@@ -8,7 +8,7 @@ import re
 
 from clientkit import Lobby, results_text, run_batch, today
 
-from server.paging import EVENT_PAGE, LADDER_PAGE
+from server.api.paging import EVENT_PAGE, LADDER_PAGE
 
 PLAYERS = 1200
 

@@ -54,7 +54,7 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     alice.on("*", lambda p: events.append(p["event"]))
 
     # a request the server is still working on when it goes away
-    pending = asyncio.create_task(alice.call("ladders"))
+    pending = asyncio.create_task(alice.call("events"))
     await asyncio.wait_for(gate.entered.wait(), 5)
     stopping = asyncio.create_task(lobby.stop())
     with pytest.raises(Disconnected):

@@ -1,10 +1,23 @@
-"""The text renderers of ``clients/render.py`` on hand-built replies and pushes."""
+"""The text renderers of ``clients/render.py`` on hand-built replies and pushes.
+
+The ladders are described as the server describes them (its ``ladders`` reply); one made-up
+system, unknown to every client, shows that nothing in the renderers is per system.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from ladder_shapes import (
+    CAS_COLUMNS,
+    FIBS_COLUMNS,
+    LADDERS,
+    LADDERS_REPLY,
+    P4P_COLUMNS,
+    ZETA_COLUMNS,
+    ZETA_ROWS,
+)
 
 from clients import render
 from clients.render import render_push, render_reply
@@ -30,16 +43,86 @@ ALICE: dict[str, Any] = {
 }
 
 
-def test_whois_is_the_issues_example_character_for_character() -> None:
-    assert render_reply(ok("whois", ALICE)) == (
+def test_whois_shows_each_ladder_by_its_columns() -> None:
+    """The FIBS line is the issue's example character for character; the others follow the
+    same rule: every column but the games, as the server labels and rounds it."""
+    assert render_reply(ok("whois", ALICE), LADDERS) == (
         "Information about alice:\n"
         "  Still logged in. Ready to play.\n"
-        "  backgammon        rating 1523.41   experience 812   rank 3 of 40\n"
-        "  scrabble          strength 745     (Paluba 120, Dansa 1560, Peklo 1580.2)   "
-        "rank 5 of 31, active\n"
-        "  foosball-doubles  points 812       Amateur   rank 9 of 22\n"
+        "  backgammon        rating 1523.41   experience 812                         "
+        "rank 3 of 40\n"
+        "  scrabble          strength 745   paluba 120   dansa 1560   peklo 1580.2   "
+        "rank 5 of 31\n"
+        "  foosball-doubles  points 812   class Amateur                              "
+        "rank 9 of 22\n"
         "  Matches: 112 played, 2 dropped, 0 disputed."
     )
+    one = {**ALICE, "ratings": ALICE["ratings"][:1]}
+    assert render_reply(ok("whois", one), LADDERS).splitlines()[2] == (
+        "  backgammon  rating 1523.41   experience 812   rank 3 of 40")
+
+
+def test_a_ladder_not_described_is_shown_by_its_values() -> None:
+    """Without a ``ladders`` reply (or for a ladder it does not list) a row's own fields are
+    shown: a real number with two places, an integer whole."""
+    assert render_reply(ok("whois", ALICE)).splitlines()[2:5] == [
+        "  backgammon        rating 1523.41   experience 812                        rank 3 of 40",
+        "  scrabble          rating 745   paluba 120   dansa 1560   peklo 1580.21   rank 5 of 31",
+        "  foosball-doubles  rating 812   class Amateur                             rank 9 of 22",
+    ]
+
+
+def test_an_unknown_system_everywhere() -> None:
+    whois = {**ALICE, "ratings": [{"ladder": "go", "system": "zeta", **ZETA_ROWS[0]},
+                                  {"ladder": "go", "system": "zeta", **ZETA_ROWS[1]}]}
+    assert render_reply(ok("whois", whois), LADDERS).splitlines()[2:4] == [
+        "  go  score 1613   elo 1613.0   streak yes   mood calm   seen 2026-12-01   rank 1 of 2",
+        "  go  score 1387   elo 1387.0   streak no   mood -   seen 2026-11-02       "
+        "rank 2 of 2, inactive",
+    ]
+    ladder = {"ladder": "go", "system": "zeta", "total": 2, "columns": ZETA_COLUMNS,
+              "players": ZETA_ROWS}
+    assert render_reply(ok("ladder", ladder)).splitlines() == [  # the reply describes itself
+        "go (zeta): 2 players",
+        "rank  player  score     elo  streak  mood  seen        played  active",
+        "   1  alice    1613  1613.0  yes     calm  2026-12-01       7  yes",
+        "   2  bob      1387  1387.0  no      -     2026-11-02       7  no",
+        "  score: Whole points.",
+        "  elo: An estimate on the Elo scale.",
+        "  streak: Won the last game.",
+    ]
+    rating = {"player": "alice", "ratings": whois["ratings"][:1]}
+    assert render_reply(ok("rating", rating), LADDERS).splitlines()[1:] == [
+        "ladder  rating                                                              rank         "
+        "games",
+        "go      score 1613   elo 1613.0   streak yes   mood calm   seen 2026-12-01  rank 1 of 2"
+        "      7",
+    ]
+    history = {"player": "alice", "ladder": "go", "entries": [
+        {"ladder": "go", "at": "2026-12-01T08:00:00Z", "before": 1500, "after": 1613,
+         "change": 113, "cause": {"match": 4}}]}
+    assert render_reply(ok("history", history), LADDERS).splitlines()[2] == (
+        "2026-12-01 08:00:00  go        1500   1613    +113  match 4")
+    who = {"spectators": 0, "players": [{"player": "alice", "status": "ready",
+                                         "ratings": {"go": 1613, "backgammon": 1500.0}}]}
+    assert render_reply(ok("who", who), LADDERS).splitlines()[1] == (
+        "alice   ready   go 1613, backgammon 1500.00")
+    assert render_reply(ok("ladders", LADDERS_REPLY), LADDERS).splitlines() == [
+        "ladder            system  format   live matches  updated               players",
+        "backgammon        FIBS    singles  yes           after each match           40",
+        "scrabble          ČAS     singles  no            when an event closes       31",
+        "foosball-doubles  P4P     doubles  no            when an event closes       22",
+        "go                Zeta    singles  yes           after each match            2",
+    ]
+    pushed = {"ladder": "go", "player": "bob", "before": 1500, "after": 1387, "change": -113,
+              "cause": {"match": 4}}
+    assert render_push({"event": "rating_changed", "data": pushed}, LADDERS) == (
+        "** bob's go rating: 1500 -> 1387 (-113).")
+    finished = {**FINISHED, "ladder": "go", "length": 1, "changes": [
+        {"player": "alice", "before": None, "after": 1613, "change": None},
+        {"player": "bob", "before": 1500, "after": 1387, "change": -113}]}
+    assert render_push({"event": "match_finished", "data": finished}, LADDERS).splitlines()[1:] == [
+        "  alice: - -> 1613 (new)", "  bob: 1500 -> 1387 (-113)"]
 
 
 @pytest.mark.parametrize(("changes", "line"), [
@@ -55,7 +138,7 @@ def test_whois_status_sentences(changes: dict[str, Any], line: str) -> None:
 
 def test_whois_inactive_and_unrated() -> None:
     rows = [dict(r, active=False) for r in ALICE["ratings"]]
-    lines = render.whois({**ALICE, "ratings": rows}).splitlines()
+    lines = render.whois({**ALICE, "ratings": rows}, LADDERS).splitlines()
     assert lines[2].endswith("rank 3 of 40, inactive")
     assert lines[3].endswith("rank 5 of 31, inactive")
     assert lines[4].endswith("rank 9 of 22, inactive")
@@ -64,49 +147,70 @@ def test_whois_inactive_and_unrated() -> None:
 
 
 def test_ladder_tables_per_system() -> None:
-    fibs = {"ladder": "backgammon", "system": "fibs", "total": 12, "players": [
-        {"rank": 1, "of": 12, "player": "carol", "rating": 1612.004, "games": 3, "active": True,
-         "experience": 21},
-        {"rank": 12, "of": 12, "player": "dave", "rating": 987.5, "games": 140, "active": False,
-         "experience": 1203}]}
+    """Each ladder's table follows the columns its reply carries, then a legend of their help."""
+    fibs = {"ladder": "backgammon", "system": "fibs", "total": 12, "columns": FIBS_COLUMNS,
+            "players": [
+                {"rank": 1, "of": 12, "player": "carol", "rating": 1612.004, "games": 3,
+                 "active": True, "experience": 21},
+                {"rank": 12, "of": 12, "player": "dave", "rating": 987.5, "games": 140,
+                 "active": False, "experience": 1203}]}
     assert render_reply(ok("ladder", fibs)).splitlines() == [
         "backgammon (fibs): 12 players",
-        "rank  player   rating  games  active  experience",
-        "   1  carol   1612.00      3  yes             21",
-        "  12  dave     987.50    140  no            1203",
+        "rank  player   rating  experience  matches  active",
+        "   1  carol   1612.00          21        3  yes",
+        "  12  dave     987.50        1203      140  no",
+        "  experience: The lengths of every rated match added up.",
     ]
-    cas = {"ladder": "scrabble", "system": "cas", "total": 2, "players": [
-        {"rank": 1, "of": 2, "player": "alice", "rating": 1000, "games": 2, "active": True,
-         "paluba": 106, "dansa": 1530, "peklo": 1555.3807},
-        {"rank": 2, "of": 2, "player": "bob", "rating": 0, "games": 2, "active": True,
-         "paluba": 97, "dansa": 1470, "peklo": 1444.62}]}
+    cas = {"ladder": "scrabble", "system": "cas", "total": 2, "columns": CAS_COLUMNS,
+           "players": [
+               {"rank": 1, "of": 2, "player": "alice", "rating": 1000, "games": 2,
+                "active": True, "paluba": 106, "dansa": 1530, "peklo": 1555.3807},
+               {"rank": 2, "of": 2, "player": "bob", "rating": 0, "games": 2, "active": True,
+                "paluba": 97, "dansa": 1470, "peklo": 1444.62}]}
     assert render_reply(ok("ladder", cas)).splitlines() == [
         "scrabble (cas): 2 players",
-        "rank  player  rating  games  active  paluba  dansa   peklo",
-        "   1  alice     1000      2  yes        106   1530  1555.4",
-        "   2  bob          0      2  yes         97   1470  1444.6",
+        "rank  player  strength  paluba  dansa   peklo  games  active",
+        "   1  alice       1000     106   1530  1555.4      2  yes",
+        "   2  bob            0      97   1470  1444.6      2  yes",
+        "  strength: 0–1000: the mean of Paluba, Dansa and Peklo, each scaled so that the",
+        "    ladder's lowest is 0 and its highest 1000. Every close rescales, so a player",
+        "    can move without playing.",
+        "  paluba: Short-term form, from the scores.",
+        "  dansa: Medium-term form (NSA-style rating).",
+        "  peklo: Long-term strength fitted to every game ever rated.",
     ]
-    p4p = {"ladder": "foosball-singles", "system": "p4p", "total": 1, "players": [
-        {"rank": 1, "of": 1, "player": "eve", "rating": 290, "games": 1, "active": True,
-         "class": "Newcomer"}]}
+    p4p = {"ladder": "foosball-singles", "system": "p4p", "total": 1, "columns": P4P_COLUMNS,
+           "players": [{"rank": 1, "of": 1, "player": "eve", "rating": 290, "games": 1,
+                        "active": True, "class": "Newcomer"}]}
     assert render_reply(ok("ladder", p4p)).splitlines() == [
         "foosball-singles (p4p): 1 players",
-        "rank  player  rating  games  active  class",
-        "   1  eve        290      1  yes     Newcomer",
+        "rank  player  points  class     games  active",
+        "   1  eve        290  Newcomer      1  yes",
+        "  class: Newcomer below 500 points, Amateur below 1000, Master below 1500, then",
+        "    Elite.",
     ]
-    empty = {"ladder": "scrabble", "system": "cas", "total": 0, "players": []}
+    empty = {"ladder": "scrabble", "system": "cas", "total": 0, "columns": CAS_COLUMNS,
+             "players": []}
     assert render_reply(ok("ladder", empty)) == "scrabble (cas): 0 players\n  (nobody yet)"
+    # a reply without columns (an older server): the ladder as described by the ladders reply,
+    # else by the rows' own fields
+    bare = {k: v for k, v in fibs.items() if k != "columns"}
+    assert render_reply(ok("ladder", bare), LADDERS).splitlines() == render_reply(
+        ok("ladder", fibs)).splitlines()
+    assert render_reply(ok("ladder", bare)).splitlines()[1:3] == [
+        "rank  player   rating  experience  games  active",
+        "   1  carol   1612.00          21      3  yes"]
 
 
 def test_rating() -> None:
     data = {"player": "alice", "ratings": ALICE["ratings"][:2]}
-    cas = "strength 745     (Paluba 120, Dansa 1560, Peklo 1580.2)"
-    assert len(cas) == 55
-    assert render_reply(ok("rating", data)).splitlines() == [
+    cas = "strength 745   paluba 120   dansa 1560   peklo 1580.2"
+    fibs = "rating 1523.41   experience 812"
+    assert render_reply(ok("rating", data), LADDERS).splitlines() == [
         "Ratings of alice:",
-        f"ladder      {'rating':55}  rank                  games",
-        f"backgammon  {'rating 1523.41   experience 812':55}  rank 3 of 40            112",
-        f"scrabble    {cas}  rank 5 of 31, active     60",
+        f"ladder      {'rating':{len(cas)}}  rank          games",
+        f"backgammon  {fibs:{len(cas)}}  rank 3 of 40    112",
+        f"scrabble    {cas}  rank 5 of 31     60",
     ]
     assert render_reply(ok("rating", {"player": "bob", "ratings": []})) == (
         "bob has no ratings yet.")
@@ -131,6 +235,14 @@ def test_history() -> None:
         "2026-12-02 08:00:00  scrabble       1000      950     -50  correction",
         "2026-12-03 08:00:00  backgammon  1522.14  1530.00   +7.86  match 20, event 4",
     ]
+    # the ladder's rating column decides: whole numbers for an integer one, whatever the JSON
+    whole = {"player": "alice", "ladder": "scrabble", "entries": [
+        {"ladder": "scrabble", "at": "2026-12-02T08:00:00Z", "before": 1000.0, "after": 949.6,
+         "change": -50.4, "cause": {"event": 5}}]}
+    assert render_reply(ok("history", whole), LADDERS).splitlines()[2] == (
+        "2026-12-02 08:00:00  scrabble    1000    950     -50  event 5")
+    assert render_reply(ok("history", whole)).splitlines()[2] == (
+        "2026-12-02 08:00:00  scrabble  1000.00  949.60  -50.40  event 5")
     assert render_reply(ok("history", {"player": "bob", "ladder": "scrabble", "entries": []})
                         ) == "bob has no rating history in scrabble."
     assert render_reply(ok("history", {"player": "bob", "ladder": None, "entries": []})
@@ -155,9 +267,9 @@ def test_who() -> None:
 def test_ladders_events_and_an_event() -> None:
     assert render_reply(ok("ladders", {"ladders": [
         {"ladder": "backgammon", "system": "fibs", "format": "singles",
-         "updated": "after each match", "players": 12}]})).splitlines() == [
-        "ladder      system  format   updated           players",
-        "backgammon  fibs    singles  after each match       12",
+         "updated": "after each match", "players": 12}]})).splitlines() == [  # no title, no live
+        "ladder      system  format   live matches  updated           players",
+        "backgammon  fibs    singles  -             after each match       12",
     ]
     assert render_reply(ok("events", {"events": []})) == "No events."
     assert render_reply(ok("events", {"events": [

@@ -32,9 +32,12 @@ from websockets.exceptions import ConnectionClosed
 
 from clients import LobbyClient
 from server.commands import ADMIN as ADMIN_ROLE
-from server.commands import ANYONE, COMMANDS, PLAYER
+from server.commands import ANYONE, PLAYER
 from server.config import Config, Limits
+from server.plugins import command_table
 from server.users import add_user
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 ROLES = ("guest", "player", "other", "admin")
 OK = "ok"
@@ -71,6 +74,7 @@ EXPECTED: dict[str, Row] = {
     "ladder": Row("live", lambda s: {"ladder": "backgammon", "all": True}, OK, OK, OK, OK),
     "history": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),
     "ladders": Row("live", lambda s: {}, OK, OK, OK, OK),
+    "streak": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),  # the streaks plugin's
     "watch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "unwatch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     # the player is in a live match already; the target is free

@@ -255,8 +255,8 @@ def test_serve_creates_a_missing_database(tmp_path: Path) -> None:
 
 
 OFFLINE = [  # the command, and how it finds the damaged history pages
-    (["replay", "--check"], "damaged (database disk image is malformed, while replaying)"),
-    (["replay"], "damaged (database disk image is malformed, while replaying)"),
+    (["replay", "--check"], "damaged (database disk image is malformed, while running replay)"),
+    (["replay"], "damaged (database disk image is malformed, while running replay)"),
     (["user", "add", "carol"], "PRAGMA quick_check"),
 ]
 

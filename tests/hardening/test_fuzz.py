@@ -42,8 +42,11 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from server.commands import COMMANDS, CommandSpec
+from server.commands import CommandSpec
 from server.config import Limits, default_ladders
+from server.plugins import command_table
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 LIMIT = 64 * 1024
 HARD_LIMIT = 16 * LIMIT  # beyond it websockets itself closes with 1009 (server.transport)

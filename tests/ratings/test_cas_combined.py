@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sharedkit import LadderBook
 
-from ratings_plugin.games import Game
-from ratings_plugin.ladder import LadderBook, LadderOptions, Standing
 from ratings_plugin.systems.cas import CasGame, CasState, combined, rate_event
 from ratings_plugin.systems.cas.dansa import DansaRating
 from ratings_plugin.systems.cas.peklo import points_of, solve_peklo
+from ratings_plugin.systems.cas.system import CasStanding as Standing
+from server.api import Game
 
 Row = tuple[str, str, int, int]
 
@@ -90,7 +91,7 @@ def cas_game(a: str, b: str, sa: int, sb: int, day: date = date(2026, 3, 14)) ->
 def test_first_event_by_hand() -> None:
     # alice 400:399 bob. Paluba: z = 1.00 → 101 / 99. Dansa: Φ(0) = ½, K = 30 → 1515 / 1485.
     # Peklo favours alice. Normalised: alice 1000 in every method, bob 0.
-    book = LadderBook(LadderOptions(system="cas"))
+    book = LadderBook("cas")
     new = book.apply([cas_game("alice", "bob", 400, 399)])
     assert (new["alice"].paluba, new["bob"].paluba) == (101, 99)
     assert (new["alice"].dansa, new["bob"].dansa) == (1515, 1485)
@@ -101,14 +102,14 @@ def test_first_event_by_hand() -> None:
 
 
 def test_draw_between_new_players_gives_500_each() -> None:
-    book = LadderBook(LadderOptions(system="cas"))
+    book = LadderBook("cas")
     new = book.apply([cas_game("a", "b", 300, 300)])
     assert new["a"].rating == new["b"].rating == 500
     assert (new["a"].paluba, new["a"].dansa) == (100, 1500)
 
 
 def test_everyone_is_renormalised_after_every_event() -> None:
-    book = LadderBook(LadderOptions(system="cas"))
+    book = LadderBook("cas")
     book.apply([cas_game("a", "b", 400, 300)])
     new = book.apply([cas_game("c", "d", 300, 300)])
     # a and b did not play but are returned: normalisation and Peklo move everyone.
@@ -153,7 +154,7 @@ def event_lists(draw: st.DrawFn) -> list[list[Row]]:
 
 
 def run_events(events: list[list[Row]]) -> LadderBook:
-    book = LadderBook(LadderOptions(system="cas"))
+    book = LadderBook("cas")
     for rows in events:
         book.apply([cas_game(*r) for r in rows])
     return book
@@ -264,8 +265,7 @@ def reference_close(standings: dict[str, Standing], all_rows: list[Row], rows: l
         last = day if p in played else None
         if old is not None and old.last_played is not None:
             last = old.last_played if last is None else max(old.last_played, last)
-        out[p] = Standing(p, c.strength, after.dansa[p].games, last,
-                          0 if old is None else old.experience, c.paluba, c.dansa, c.peklo)
+        out[p] = Standing(p, c.strength, after.dansa[p].games, last, c.paluba, c.dansa, c.peklo)
     return out
 
 
@@ -275,7 +275,7 @@ def test_close_equals_the_plain_computation_bit_for_bit(events: list[list[Row]],
                                                          rnd: random.Random) -> None:
     # The book keeps Peklo's pair table and builds standings slot by slot; every field,
     # Peklo's floats included, must be what the plain computation gives.
-    book = LadderBook(LadderOptions(system="cas"))
+    book = LadderBook("cas")
     expected: dict[str, Standing] = {}
     all_rows: list[Row] = []
     for k, rows in enumerate(events):

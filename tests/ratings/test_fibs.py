@@ -8,11 +8,11 @@ from datetime import date
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sharedkit import LadderBook
 
-from ratings_plugin.games import Game
-from ratings_plugin.ladder import LadderBook, LadderOptions
 from ratings_plugin.systems import fibs
 from ratings_plugin.systems.fibs import FibsOptions, FibsRating, rate_match
+from server.api import Game
 
 # (rating difference, match length, favourite's win probability in % as printed in RATINGS.md)
 SOURCE_CHECKS = [
@@ -204,7 +204,7 @@ match_lists = st.lists(
 @settings(max_examples=30, deadline=None)
 @given(match_lists)
 def test_ladder_book_applies_matches_one_by_one_literally(matches: list[tuple[str, str, bool, int]]) -> None:
-    book = LadderBook(LadderOptions(system="fibs"))
+    book = LadderBook("fibs")
     state: dict[str, tuple[float, int]] = {}
     for a, b, a_won, n in matches:
         book.apply([fibs_game(a, b, 3 if a_won else 1, 1 if a_won else 3, n)])
@@ -221,8 +221,8 @@ def test_ladder_book_applies_matches_one_by_one_literally(matches: list[tuple[st
 @settings(max_examples=30, deadline=None)
 @given(match_lists)
 def test_swapping_sides_mirrors_the_result(matches: list[tuple[str, str, bool, int]]) -> None:
-    plain = LadderBook(LadderOptions(system="fibs"))
-    mirrored = LadderBook(LadderOptions(system="fibs"))
+    plain = LadderBook("fibs")
+    mirrored = LadderBook("fibs")
     for a, b, a_won, n in matches:
         sa, sb = (5, 2) if a_won else (2, 5)
         plain.apply([fibs_game(a, b, sa, sb, n)])
@@ -231,7 +231,7 @@ def test_swapping_sides_mirrors_the_result(matches: list[tuple[str, str, bool, i
 
 
 def test_unlimited_and_unrated_matches_change_nothing() -> None:
-    book = LadderBook(LadderOptions(system="fibs"))
+    book = LadderBook("fibs")
     assert book.apply([fibs_game("a", "b", 5, 2, None)]) == {}
     unrated = Game(("a",), ("b",), 5, 2, date(2026, 1, 1), 5, "forfeit")
     assert book.apply([unrated]) == {}

@@ -1,6 +1,6 @@
-"""``replay_units``: a FIBS correction's tail replayed with plain numbers, as ``LadderBook`` would.
+"""``replay_units``: a FIBS correction's tail replayed with plain numbers, as its book would.
 
-The reference is :func:`ratings_plugin.plugin.replay_ladder` on the same units
+The reference is :func:`ratings_plugin.book.replay_ladder` on the same units
 from the same book: the standings (every field) and the history rows must be
 the same, bit for bit (``repr``), from any point of a random log, with either
 experience option and any start rating. A unit the fast path does not take
@@ -17,13 +17,12 @@ from datetime import date, timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sharedkit import LadderBook
 
-from ratings_plugin.fibs_replay import replay_units
-from ratings_plugin.games import Game
-from ratings_plugin.ladder import LadderBook, LadderOptions, Standing
-from ratings_plugin.plugin import replay_ladder
-from ratings_plugin.systems.fibs import FibsOptions
-from server.domain import RatedUnit
+from ratings_plugin.book import replay_ladder
+from ratings_plugin.corrections import replay_units
+from ratings_plugin.systems.fibs.standing import FibsStanding
+from server.api import Game, LadderConfig, RatedUnit
 
 LADDER = "backgammon"
 NAMES = ["alice", "Bob", "bob2", "Carol", "dave", "Eve", "frank", "Gina", "hal", "Ivy"]
@@ -48,17 +47,18 @@ def random_units(rng: random.Random, count: int, odd: int | None = None) -> list
     return units
 
 
-def both(options: LadderOptions, units: list[RatedUnit], split: int
+def ladder(system: str = "fibs", **options: object) -> LadderConfig:
+    config = LadderBook(system, **options).ladder
+    return LadderConfig(LADDER, config.system, config.options)
+
+
+def both(config: LadderConfig, units: list[RatedUnit], split: int
          ) -> tuple[tuple[str, str], tuple[str, str]]:
     """(standings, history) after ``units[split:]`` from the book ``units[:split]`` left, by
     ``replay_ladder`` and by ``replay_units``, each as ``repr``."""
-    before, _ = replay_ladder(LADDER, options, units[:split], IDS)
-    # Fields FIBS never sets, as a stored standing may carry them: both must keep them.
-    before.standings = {p: replace(s, paluba=1234, dansa=1600 + len(p))
-                        for p, s in before.standings.items()}
-    want_book, want_rows = replay_ladder(LADDER, options, units[split:], IDS,
-                                         copy.deepcopy(before))
-    got_book, got_rows = replay_units(LADDER, options, units[split:], IDS, copy.deepcopy(before))
+    before, _ = replay_ladder(config, units[:split], IDS)
+    want_book, want_rows = replay_ladder(config, units[split:], IDS, copy.deepcopy(before))
+    got_book, got_rows = replay_units(config, units[split:], IDS, copy.deepcopy(before))
     return ((repr(sorted(want_book.standings.items())), repr(want_rows)),
             (repr(sorted(got_book.standings.items())), repr(got_rows)))
 
@@ -70,15 +70,15 @@ def test_replay_units_is_replay_ladder_bit_for_bit(seed: int, count: int, data: 
                                                   includes: bool, start: float) -> None:
     units = random_units(random.Random(seed), count)
     split = data.draw(st.integers(0, count - 1))
-    options = LadderOptions("fibs", fibs=FibsOptions(includes, start))
-    want, got = both(options, units, split)
+    config = ladder(experience_includes_match=includes, start_rating=start)
+    want, got = both(config, units, split)
     assert got == want
 
 
 @pytest.mark.parametrize("odd_at", [0, 5, 39])
 def test_a_unit_the_fast_path_does_not_take_sends_the_tail_to_replay_ladder(odd_at: int) -> None:
     units = random_units(random.Random(odd_at), 40, odd=odd_at)
-    want, got = both(LadderOptions("fibs"), units, 0)
+    want, got = both(ladder(), units, 0)
     assert got == want
     assert "both players agreed" not in want[1]  # the unrated match rated nothing
 
@@ -87,23 +87,23 @@ def test_a_unit_of_two_games_goes_to_replay_ladder() -> None:
     units = random_units(random.Random(3), 10)
     two = replace(units[4], games=units[4].games + units[5].games)
     units = [*units[:4], two, *units[6:]]
-    assert both(LadderOptions("fibs"), units, 2)[1] == both(LadderOptions("fibs"), units, 2)[0]
+    assert both(ladder(), units, 2)[1] == both(ladder(), units, 2)[0]
 
 
 def test_other_systems_go_to_replay_ladder() -> None:
     units = random_units(random.Random(4), 30)
-    options = LadderOptions("p4p")
-    want, got = both(options, units, 10)
+    want, got = both(ladder("p4p"), units, 10)
     assert got == want
 
 
-def test_a_seeded_player_who_plays_in_the_tail_keeps_the_fields_fibs_never_sets() -> None:
+def test_seeded_players_go_on_from_their_standings() -> None:
     units = random_units(random.Random(5), 20)
-    book = LadderBook(LadderOptions("fibs"))
-    book.standings = {p: Standing(p, 1700.0 + i, 50, date(2025, 12, 1), 400, paluba=7, dansa=9)
+    config = ladder()
+    book = config.system.new_book(config.options)
+    book.standings = {p: FibsStanding(p, 1700.0 + i, 50, date(2025, 12, 1), 400)
                       for i, p in enumerate(NAMES)}
-    replayed, _ = replay_units(LADDER, LadderOptions("fibs"), units, IDS, book)
+    replayed, _ = replay_units(config, units, IDS, book)
     assert replayed is book
     moved = [s for s in book.standings.values() if s.games > 50]
-    assert moved and all((s.paluba, s.dansa) == (7, 9) for s in moved)
+    assert moved and all(s.experience > 400 for s in moved)
     assert all(s.last_played and s.last_played >= date(2026, 1, 1) for s in moved)

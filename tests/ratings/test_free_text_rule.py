@@ -1,4 +1,4 @@
-"""The rule of free text (ratings_plugin/free_text.py) as a function: the cases the servers
+"""The rule of free text (server/api/text.py) as a function: the cases the servers
 and ``matchlobby rate`` tests cannot reach easily (the bound on its work, NFC at the limit)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from ratings_plugin.free_text import MAX_DECOMPOSITION, clean_text
+from server.api.text import MAX_DECOMPOSITION, clean_text
 
 
 def test_no_character_decomposes_into_more_than_the_bound() -> None:

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ratings_cli_helpers import Completed, RunRate, WriteResults, results_text, run_many
 
-from ratings_plugin.rate_command import rate_file
-from server.cli import build_parser
+from ratings_plugin.commands.rate import rate_file
+from server.cli import build_parser, plugin_cli_commands
 
 BASE_COLUMNS = ["rank", "player", "rating", "games", "active"]
 EXTRA = {"fibs": ["experience"], "p4p": ["class"], "cas": ["paluba", "dansa", "peklo"]}
@@ -214,8 +214,12 @@ def test_names_match_ignoring_case_first_spelling_kept(write_results: WriteResul
 def test_fibs_json_fields(write_results: WriteResults, run_rate: RunRate) -> None:
     path = write_results(["Night,2026-03-01,alice,bob,3,1,3,"])
     ladder = ladder_json(run_rate("fibs", path, "--format", "json"))
-    assert set(ladder) == {"system", "as_of", "players"}
+    assert set(ladder) == {"system", "as_of", "columns", "players"}
     assert (ladder["system"], ladder["as_of"]) == ("fibs", "2026-03-01")
+    # the columns a client shows, besides rank, player and the active mark: every one a field
+    assert [c["key"] for c in ladder["columns"]] == ["rating", "experience", "games"]
+    assert ladder["columns"][0] == {"key": "rating", "label": "Rating", "type": "real",
+                                    "decimals": 2}
     alice = by_player(ladder)["alice"]
     assert set(alice) == {"rank", "of", "player", "rating", "games", "active", "experience"}
     assert isinstance(alice["experience"], int) and alice["experience"] == 3
@@ -229,7 +233,7 @@ def test_fibs_json_fields(write_results: WriteResults, run_rate: RunRate) -> Non
 def test_p4p_json_fields(write_results: WriteResults, run_rate: RunRate) -> None:
     path = write_results(["Cup,2026-03-01,a,b,10,5,,"])
     ladder = ladder_json(run_rate("p4p", path, "--format", "json"))
-    assert set(ladder) == {"system", "as_of", "players"}
+    assert set(ladder) == {"system", "as_of", "columns", "players"}
     assert ladder["system"] == "p4p"
     a = by_player(ladder)["a"]
     assert set(a) == {"rank", "of", "player", "rating", "games", "active", "class"}
@@ -240,7 +244,7 @@ def test_p4p_json_fields(write_results: WriteResults, run_rate: RunRate) -> None
 def test_cas_json_fields(write_results: WriteResults, run_rate: RunRate) -> None:
     path = write_results(["Open,2026-03-14,alice,bob,400,399,,"])
     ladder = ladder_json(run_rate("cas", path, "--format", "json"))
-    assert set(ladder) == {"system", "as_of", "players"}
+    assert set(ladder) == {"system", "as_of", "columns", "players"}
     assert ladder["system"] == "cas"
     rows = by_player(ladder)
     alice, bob = rows["alice"], rows["bob"]
@@ -330,7 +334,7 @@ def test_formats_agree(write_results: WriteResults, system: str) -> None:
 
 
 def test_table_is_the_default_format() -> None:
-    args = build_parser().parse_args(["rate", "fibs", "results.csv"])
+    args = build_parser(plugin_cli_commands()).parse_args(["rate", "fibs", "results.csv"])
     assert (args.system, args.results, args.format, args.as_of) == ("fibs", "results.csv", "table", None)
 
 

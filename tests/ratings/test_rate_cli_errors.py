@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ratings_cli_helpers import HEADER, Completed, run_many
 
-from ratings_plugin.rate_command import run
+from ratings_plugin.commands.rate import run
 
 GOOD_SINGLES = [f"Open,2026-03-14,player{i},rival{i},{400 + i},{380 + i},," for i in range(5)]
 GOOD_DOUBLES = [f"Cup,2026-03-14,pa{i}+pb{i},ra{i}+rb{i},10,{i},," for i in range(5)]
@@ -89,7 +89,7 @@ CASES: dict[str, Case] = {
         "p4p", body("Cup,2026-03-14,ann,bob,10,3,,", good=GOOD_DOUBLES),
         "results.csv:7", "singles and doubles are mixed",
     ),
-    # free text (ratings_plugin/free_text.py), through the real command
+    # free text (server/api/text.py), through the real command
     "event name with a right-to-left override": Case(
         "cas", body("Open\u202e,2026-03-14,ann,bob,400,300,,"), "results.csv:7",
         "event contains an invisible formatting character (U+202E)",
@@ -105,7 +105,7 @@ CASES: dict[str, Case] = {
 }
 
 # Further problems beyond the list, checked in-process through the command's body
-# (ratings_plugin.rate_command.run) to keep the suite fast; same status, output and message.
+# (ratings_plugin.commands.rate.run) to keep the suite fast; same status, output and message.
 MORE_CASES: dict[str, Case] = {
     "ISO week date": Case(
         "cas", body("Open,2026-W11-6,ann,bob,400,300,,"), "results.csv:7",
@@ -158,7 +158,7 @@ MORE_CASES: dict[str, Case] = {
         "rated must be empty or 'no:REASON': 'maybe'",
     ),
     "empty event": Case("cas", body(",2026-03-14,ann,bob,400,300,,"), "results.csv:7", "event is empty"),
-    # free text (ratings_plugin/free_text.py), more cases
+    # free text (server/api/text.py), more cases
     "event name with a zero-width space": Case(
         "cas", body("Op\u200ben,2026-03-14,ann,bob,400,300,,"), "results.csv:7",
         "event contains an invisible formatting character (U+200B)",

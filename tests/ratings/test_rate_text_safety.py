@@ -17,7 +17,7 @@ from typing import Any
 
 from ratings_cli_helpers import Completed, RunRate, WriteResults, run_many
 
-from ratings_plugin.rate_command import spreadsheet_safe
+from ratings_plugin.commands.rate import spreadsheet_safe
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMERIC = {"rank", "of", "rating", "games", "experience", "paluba", "dansa", "peklo"}

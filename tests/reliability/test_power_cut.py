@@ -66,8 +66,9 @@ from sharedkit import FAST_HASHING
 from websockets.exceptions import WebSocketException
 
 from clients import LobbyClient
-from server import replay
+from ratings_plugin.commands import replay
 from server.app import start_server
+from server.cli import Environment
 from server.config import Config, load_config
 
 SEED = int(os.environ.get("MATCHLOBBY_POWERCUT_SEED", "20261201"))
@@ -211,7 +212,7 @@ async def check_cut(ops: list[Op], initial: dict[int, bytes], cut: int, model: s
     """Rebuild at ``cut`` under ``model``; (acknowledged by then, what is missing or wrong).
 
     ``command``: run ``matchlobby replay --check`` as a process; otherwise the function it
-    runs (``server.replay.run``), in this process (the same check, without a second or so
+    runs (``ratings_plugin.commands.replay.run``), in this process (the same check, without a second or so
     of interpreter start-up for each of the rebuilds).
     """
     db = folder / "lobby.db"
@@ -231,7 +232,12 @@ async def check_cut(ops: list[Op], initial: dict[int, bytes], cut: int, model: s
     else:
         out = io.StringIO()
         settings = dataclasses.replace(load_config(config), database=str(db))
-        status, said = await replay.run(settings, True, out), out.getvalue()
+        store = await Environment(settings, writable=False).open()
+        try:
+            status = await replay.run(store, settings.database, settings.ladders, True, out)
+        finally:
+            await store.close()
+        said = out.getvalue()
     if status != 0:
         problems.append(f"replay --check exited {status}: {said}")
     return len(due), problems

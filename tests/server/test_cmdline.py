@@ -15,7 +15,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from server.cmdline import MAX_QUOTING, MAX_WORDS, SplitError, split_words
+from server.plugins import command_table
 from server.protocol import ProtocolError, parse_frame
+
+TABLE = command_table()
 
 ALPHABET = st.sampled_from(["a", "b", "é", " ", "  ", "\t", "\n", "\r", "'", '"', "\\",
                             "\u3000", "\x0b", "\x0c", "\xa0", "--x", "#"])
@@ -93,6 +96,6 @@ def test_a_long_word_is_kept_whole() -> None:
 def test_the_caps_are_bad_requests_on_the_wire() -> None:
     for line in ("help " + "a " * 40, "help " + "\\ " * 300, 'help "unclosed'):
         with pytest.raises(ProtocolError) as refused:
-            parse_frame(line)
+            parse_frame(line, TABLE)
         assert refused.value.code == "bad_request"
         assert refused.value.message.endswith("."), refused.value.message

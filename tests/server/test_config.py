@@ -17,7 +17,7 @@ def test_the_documented_example_is_exactly_the_defaults() -> None:
 
 def test_no_file_gives_the_four_default_ladders() -> None:
     config = load_config(None)
-    assert [(x.name, x.system, x.format) for x in config.ladders] == [
+    assert [(x.name, x.system.name, x.format) for x in config.ladders] == [
         ("backgammon", "fibs", "singles"), ("scrabble", "cas", "singles"),
         ("foosball-singles", "p4p", "singles"), ("foosball-doubles", "p4p", "doubles")]
     assert (config.host, config.port, config.database, config.drop_timeout) == (

@@ -1,7 +1,8 @@
-"""A correction on a FIBS ladder replays it from the corrected match on (ratings_plugin/tail.py).
+"""A correction on a FIBS ladder replays it from the corrected match on
+(ratings_plugin/corrections/tail.py).
 
 The reference is the same correction replayed from the whole log
-(``LadderCorrected`` without ``since``), on a copy of the same database: the
+(``LadderCorrected`` without a ``seq``), on a copy of the same database: the
 stored ratings and history rows, the plugin's standings and the changes it
 reports must be the same, bit for bit (``repr``), after each of a run of voids
 and adjudications at random places of the log, the first and the last rated
@@ -22,22 +23,32 @@ import pytest
 from lobbykit import sql
 from test_replay_fast_path import CONFIG, LADDERS, exact, generic, replay_here, stored, write_log
 
-from ratings_plugin.ladder import LadderOptions
-from ratings_plugin.plugin import INSERT_HISTORY, Outcome, RatingsPlugin
-from ratings_plugin.tail import write_tail
-from server.domain import LadderCorrected
-from server.log import FROM_THE_START, ladder_units
+from ratings_plugin.corrections.tail import write_tail
+from ratings_plugin.plugin import Outcome, RatingsPlugin
+from ratings_plugin.store import INSERT_HISTORY
+from server.api import LadderCorrected, PluginSetup
+from server.config import ladder_config
+from server.log import ladder_units
+from server.port import SqliteTx
 from server.storage import connect
 
 ROWS = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
+
+
+class Unheard:
+    """A publisher with nobody connected."""
+
+    def push(self, event: str, data: Any, *, players: Any = (), watchers: Any = None) -> None:
+        pass
 
 
 async def correct(db: Path, ladder: str, match_id: int, kind: str, tail: bool) -> Outcome:
     """What the lobby's ``void``/``adjudicate`` does to the log and the plugin, in one transaction."""
     conn = await connect(str(db))
     try:
-        plugin = RatingsPlugin({**LADDERS, "scrabble": LadderOptions("cas")})
-        await plugin.load(conn)
+        plugin = RatingsPlugin(PluginSetup([*LADDERS.values(), ladder_config(
+            {"name": "scrabble", "system": "cas"}, "test")]))
+        await plugin.load(SqliteTx(conn), committed=True)
         await conn.execute("BEGIN IMMEDIATE")
         if kind == "void":
             await conn.execute("UPDATE matches SET status = 'voided', winner = NULL WHERE id = ?",
@@ -48,12 +59,11 @@ async def correct(db: Path, ladder: str, match_id: int, kind: str, tail: bool) -
                 "score_a = score_b, score_b = score_a WHERE id = ?", (match_id,))
         seq = (await (await conn.execute("SELECT seq FROM matches WHERE id = ?",
                                          (match_id,))).fetchone())[0]
-        since = seq if tail else None
-        units = tuple(await ladder_units(conn, ladder, seq if tail else FROM_THE_START))
-        outcome = await plugin.handle(conn, LadderCorrected(
-            ladder, units, cause={"match": match_id}, since=since))
+        event = LadderCorrected(ladder, cause={"match": match_id}, seq=seq if tail else None)
+        outcome = await plugin.on_event(SqliteTx(conn), event)
         await conn.execute("COMMIT")
-        plugin.committed(outcome)
+        assert isinstance(outcome, Outcome)
+        plugin.on_commit([(event, outcome)], Unheard())
         return outcome
     finally:
         await conn.close()
@@ -112,7 +122,7 @@ async def test_a_tail_correction_leaves_what_a_whole_replay_leaves(tmp_path: Pat
         want = await correct(whole, ladder, match_id, kind, tail=False)
         assert state(db_path) == state(whole), (ladder, kind, match_id)
         for name, options in LADDERS.items():  # and both are what a replay of the log gives
-            ratings, history = await generic(db_path, name, options)
+            ratings, history = await generic(db_path, options)
             assert state(db_path)[name] == (exact(ratings), exact(history))
         assert repr(sorted(got.standings.items())) == repr(sorted(want.standings.items()))
         assert repr(got.changes) == repr(want.changes)
@@ -214,7 +224,7 @@ async def test_write_tail_updates_in_place_while_the_rows_are_the_same(
     conn = await connect(str(db_path))
     try:
         await conn.execute("BEGIN IMMEDIATE")
-        done = await write_tail(conn, "backgammon", first, history, INSERT_HISTORY)
+        done = await write_tail(SqliteTx(conn), "backgammon", first, history, INSERT_HISTORY)
         await conn.execute("COMMIT")
     finally:
         await conn.close()

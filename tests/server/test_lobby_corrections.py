@@ -133,7 +133,7 @@ async def test_replay_check_finds_a_tampered_rating_and_replay_fixes_it(lobby: H
     await _play(bob, alice, 1)
     await lobby.stop()
     db = lobby.db
-    good = sql(db, "SELECT ladder, player_id, rating, experience FROM ratings ORDER BY player_id")
+    good = sql(db, "SELECT ladder, player_id, rating, state FROM ratings ORDER BY player_id")
     sql_update = ("UPDATE ratings SET rating = rating + 1 WHERE ladder = 'backgammon' AND "
                   "player_id = (SELECT id FROM players WHERE name = 'alice')")
     _execute(db, sql_update)
@@ -144,7 +144,7 @@ async def test_replay_check_finds_a_tampered_rating_and_replay_fixes_it(lobby: H
 
     done = await run_cli_async(["replay", "--db", str(db)], db.parent)
     assert done.returncode == 0, done.stderr
-    assert sql(db, "SELECT ladder, player_id, rating, experience FROM ratings ORDER BY player_id") \
+    assert sql(db, "SELECT ladder, player_id, rating, state FROM ratings ORDER BY player_id") \
         == good
     code, out = await _replay_check(db)
     assert code == 0, out

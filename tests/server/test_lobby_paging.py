@@ -14,7 +14,7 @@ import pytest
 from lobbykit import Harness, results_text, sql, today
 
 from clients import LobbyClient
-from server.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
+from server.api.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
 
 PLAYERS = 1200  # more than two ladder pages
 

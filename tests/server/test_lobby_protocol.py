@@ -12,7 +12,10 @@ from lobbykit import Harness, expect_error, results_text, start_match, today
 from websockets.asyncio.client import connect
 
 from clients import LobbyClient
-from server.commands import ADMIN, ANYONE, COMMANDS, PLAYER, CommandSpec
+from server.commands import ADMIN, ANYONE, PLAYER, CommandSpec
+from server.plugins import command_table
+
+COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 # ---- plain lines and JSON give the same answers -------------------------------------------
 
@@ -40,6 +43,8 @@ async def test_plain_lines_and_json_give_the_same_answers(lobby: Harness) -> Non
         ("ladder scrabble 2 1", "ladder", {"ladder": "scrabble", "from": 2, "count": 1}),
         ("history alice", "history", {"name": "alice"}),
         ("history alice backgammon", "history", {"name": "alice", "ladder": "backgammon"}),
+        ("streak alice", "streak", {"name": "alice"}),
+        ("STREAK Carol", "streak", {"name": "carol"}),
         ("ladders", "ladders", {}),
         ("events", "events", {}),
         ("events closed", "events", {"status": "closed"}),
@@ -48,6 +53,7 @@ async def test_plain_lines_and_json_give_the_same_answers(lobby: Harness) -> Non
         ("help", "help", {}),
         ("help invite", "help", {"command": "invite"}),
         ('help "event close"', "help", {"command": "event close"}),
+        ("help streak", "help", {"command": "streak"}),
     ]
     for line, cmd, args in cases:
         plain = await alice.send_line(line)
@@ -61,6 +67,8 @@ async def test_plain_lines_and_json_give_the_same_answers(lobby: Harness) -> Non
     assert [r["ladder"] for r in (await alice.send_line("rating alice scrabble"))["data"]["ratings"]] \
         == ["scrabble"]
     assert (await alice.send_line("ladder scrabble 2 1"))["data"]["players"][0]["rank"] == 2
+    assert (await alice.send_line("streak carol"))["data"]["streaks"] == [
+        {"ladder": "scrabble", "current": 0, "best": 0}]
     listed = (await alice.send_line("help"))["data"]["commands"]
     assert [c["command"] for c in listed] == list(COMMANDS)
     # and refusals are the same too

@@ -1,8 +1,8 @@
 """`matchlobby replay`'s FIBS fast path gives exactly what the generic path gives.
 
-The generic path (``ladder_units`` + ``replay_ladder``, through ``LadderBook``)
-is the reference: the fast path (``server.log.fibs_log`` +
-``ratings_plugin.fibs_replay.FibsReplay``) must produce the same ratings rows
+The generic path (the log's units + ``replay_ladder``, through the system's book)
+is the reference: the fast path (``ratings_plugin.commands.replay.match_log`` +
+the FIBS system's plain replay) must produce the same ratings rows
 and the same history rows in the same order, compared by ``repr`` (exact floats,
 and ints stay ints). The logs are written as the server leaves them: live
 matches with and without final scores, event results on the FIBS ladder,
@@ -33,17 +33,19 @@ from lobbykit import (
     today,
 )
 
-import server.replay as replay_module
-from ratings_plugin.fibs_replay import FibsReplay, NotPlainFibs
-from ratings_plugin.ladder import LadderOptions
-from ratings_plugin.plugin import rating_row, replay_ladder
-from ratings_plugin.systems.fibs import FibsOptions
-from server.config import load_config
-from server.log import fibs_log, ladder_units
-from server.replay_helper import ReplayHelper
+import ratings_plugin.commands.replay as replay_module
+from ratings_plugin import store
+from ratings_plugin.book import replay_ladder
+from ratings_plugin.commands.replay_helper import ReplayHelper
+from server.api import LadderConfig, NotPlain
+from server.cli import Environment
+from server.config import Config, ladder_config, load_config
+from server.log import ladder_units
 from server.storage import connect
 
-SECOND = LadderOptions("fibs", fibs=FibsOptions(experience_includes_match=False, start_rating=1400.0))
+SECOND = ladder_config({"name": "hypergammon", "system": "fibs",
+                        "experience_includes_match": False, "start_rating": 1400.0}, "test")
+FIRST = ladder_config({"name": "backgammon", "system": "fibs"}, "test")
 CONFIG = """
 [password_hashing]
 n = 1024
@@ -62,7 +64,7 @@ start_rating = 1400.0
 name = "scrabble"
 system = "cas"
 """
-LADDERS = {"backgammon": LadderOptions("fibs"), "hypergammon": SECOND}
+LADDERS = {"backgammon": FIRST, "hypergammon": SECOND}
 NAMES = ["alice", "Bob", "carol", "Dave", "erin", "Frank", "gina", "Hal", "ivy", "Zed", "amy",
          "Yan"]
 
@@ -137,27 +139,32 @@ def write_log(db: Path, seed: int, matches: int = 300) -> None:
     conn.close()
 
 
-async def generic(db: Path, ladder: str, options: LadderOptions) -> tuple[list[Any], list[Any]]:
+async def generic(db: Path, ladder: LadderConfig) -> tuple[list[Any], list[Any]]:
     """The reference: ratings and history rows from the generic replay path."""
     conn = await connect(str(db))
     try:
         async with conn.execute("SELECT id, name FROM players") as cur:
             ids = {row["name"]: row["id"] async for row in cur}
-        book, history = replay_ladder(ladder, options, await ladder_units(conn, ladder), ids)
+        book, history = replay_ladder(ladder, await ladder_units(conn, ladder.name), ids)
     finally:
         await conn.close()
-    return sorted(rating_row(ladder, s, ids) for s in book.standings.values()), history
+    return sorted(store.rating_rows(ladder, book.standings.values(), ids)), history
 
 
-def fast(db: Path, ladder: str, options: LadderOptions) -> tuple[list[Any], list[Any]]:
+def fast(db: Path, ladder: LadderConfig) -> tuple[list[Any], list[Any]]:
     conn = sqlite3.connect(db)
     try:
         ids = dict(conn.execute("SELECT name, id FROM players"))
-        replay = FibsReplay(ladder, options, ids)
-        history = list(replay.history(fibs_log(conn, ladder)))
+        replay = ladder.system.plain_replay(ladder.options, ids)
+        assert replay is not None
+        history = []
+        for first, b1, a1, second, b2, a2, mid, eid, at in replay.pairs(
+                replay_module.match_log(conn, ladder.name)):
+            history.append((ladder.name, first, b1, a1, mid, eid, at))
+            history.append((ladder.name, second, b2, a2, mid, eid, at))
     finally:
         conn.close()
-    return replay.rating_rows(), history
+    return sorted(store.rating_rows(ladder, replay.standings().values(), ids)), history
 
 
 def stored(db: Path, ladder: str) -> tuple[list[Any], list[Any]]:
@@ -186,11 +193,20 @@ async def replay_cli(db: Path, config: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+async def run_replay(config: Config, check: bool, out: io.StringIO) -> int:
+    """``matchlobby replay`` in this process, on the database the CLI would open."""
+    db = await Environment(config, writable=not check).open()
+    try:
+        return await replay_module.run(db, config.database, config.ladders, check, out)
+    finally:
+        await db.close()
+
+
 async def replay_here(db: Path, config: Path, *args: str) -> tuple[int, str]:
     """``matchlobby replay`` in this process, so that the fixtures below reach it."""
     out = io.StringIO()
-    code = await replay_module.run(dataclasses.replace(load_config(config), database=str(db)),
-                                   "--check" in args, out)
+    code = await run_replay(dataclasses.replace(load_config(config), database=str(db)),
+                            "--check" in args, out)
     return code, out.getvalue()
 
 
@@ -198,7 +214,7 @@ async def replay_here(db: Path, config: Path, *args: str) -> tuple[int, str]:
 def stored_side(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways of reading the stored history, in chunks small enough for dozens a ladder.
 
-    With the helper (server/replay_helper.py) the rows are never read here
+    With the helper (ratings_plugin/commands/replay_helper.py) the rows are never read here
     except in a chunk whose digests differ.
     """
     monkeypatch.setattr(replay_module, "CHUNK", 16)
@@ -221,9 +237,9 @@ def config_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_fast_path_gives_the_generic_rows_bit_for_bit(db_path: Path, seed: int) -> None:
     write_log(db_path, seed)
-    for ladder, options in LADDERS.items():
-        want_ratings, want_history = await generic(db_path, ladder, options)
-        got_ratings, got_history = fast(db_path, ladder, options)
+    for options in LADDERS.values():
+        want_ratings, want_history = await generic(db_path, options)
+        got_ratings, got_history = fast(db_path, options)
         assert len(want_history) > 400  # two rows per rated match, hundreds of matches
         assert exact(got_history) == exact(want_history)
         assert exact(got_ratings) == exact(want_ratings)
@@ -237,7 +253,7 @@ async def test_replay_rewrites_exactly_and_check_agrees(db_path: Path, config_fi
     assert code == 0, out
     first = {ladder: stored(db_path, ladder) for ladder in LADDERS}
     for ladder, options in LADDERS.items():
-        ratings, history = await generic(db_path, ladder, options)
+        ratings, history = await generic(db_path, options)
         assert exact(first[ladder][1]) == exact(history)
         assert exact(sorted(first[ladder][0])) == exact(ratings)
     code, out = await replay_cli(db_path, config_file, "--check")
@@ -263,14 +279,14 @@ async def test_rewrite_with_the_history_indexes_rebuilt(db_path: Path, config_fi
     monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
     config = dataclasses.replace(load_config(config_file), database=str(db_path))
     out = io.StringIO()
-    assert await replay_module.run(config, False, out) == 0
+    assert await run_replay(config, False, out) == 0
     assert sql(db_path, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'history' "
                         "AND type = 'index' ORDER BY name") == indexes
     for ladder in LADDERS:
         assert exact(stored(db_path, ladder)[0]) == exact(want[ladder][0])
         assert exact(stored(db_path, ladder)[1]) == exact(want[ladder][1])
     assert "replay: rewrote" in out.getvalue()
-    assert await replay_module.run(config, True, out) == 0, out.getvalue()
+    assert await run_replay(config, True, out) == 0, out.getvalue()
     assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
 
 
@@ -278,7 +294,7 @@ async def test_rewrite_of_the_whole_history_table(db_path: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """One ladder holding every history row: emptied wholesale, foreign keys still whole.
 
-    The rewrite runs with foreign-key enforcement off (server/replay.py,
+    The rewrite runs with foreign-key enforcement off (ratings_plugin/commands/replay.py,
     REWRITE_PRAGMAS), so this checks what enforcement would have: every
     player id it wrote is in ``players``.
     """
@@ -295,14 +311,14 @@ async def test_rewrite_of_the_whole_history_table(db_path: Path, tmp_path: Path,
     monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
     config = dataclasses.replace(load_config(one), database=str(db_path))
     out = io.StringIO()
-    assert await replay_module.run(config, False, out) == 0, out.getvalue()
+    assert await run_replay(config, False, out) == 0, out.getvalue()
     assert f"history: 0 rows already agreed and were kept, {len(before)} written" in out.getvalue()
     assert exact(sql(db_path, "SELECT * FROM history ORDER BY id")) == before
-    _, want = await generic(db_path, "backgammon", LADDERS["backgammon"])
+    _, want = await generic(db_path, LADDERS["backgammon"])
     assert exact(stored(db_path, "backgammon")[1]) == exact(want)
     assert sql(db_path, "PRAGMA foreign_key_check") == []
     assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
-    assert await replay_module.run(config, True, out) == 0, out.getvalue()
+    assert await run_replay(config, True, out) == 0, out.getvalue()
 
 
 @pytest.mark.parametrize("refused", ["backgammon", "hypergammon"])
@@ -330,17 +346,17 @@ async def test_a_row_the_fast_path_refuses_goes_the_generic_way(
         conn.execute("UPDATE history SET after = after + 1 WHERE id IN "
                      "(SELECT max(id) FROM history GROUP BY ladder)")
     conn.close()
-    with pytest.raises(NotPlainFibs):
-        fast(db_path, refused, LADDERS[refused])
+    with pytest.raises(NotPlain):
+        fast(db_path, LADDERS[refused])
     monkeypatch.setattr(replay_module, "REBUILD_MIN_ROWS", 0)
     config = dataclasses.replace(load_config(config_file), database=str(db_path))
     out = io.StringIO()
-    assert await replay_module.run(config, False, out) == 0, out.getvalue()
+    assert await run_replay(config, False, out) == 0, out.getvalue()
     assert sql(db_path, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'history' "
                         "AND type = 'index' ORDER BY name") == indexes
     assert sql(db_path, "PRAGMA integrity_check") == [("ok",)]
     for ladder, options in LADDERS.items():
-        ratings, history = await generic(db_path, ladder, options)
+        ratings, history = await generic(db_path, options)
         assert exact(stored(db_path, ladder)[1]) == exact(history)
         assert exact(stored(db_path, ladder)[0]) == exact(ratings)
     code, out = await replay_cli(db_path, config_file, "--check")
@@ -408,7 +424,7 @@ async def test_a_rewrite_keeps_the_rows_that_agree(db_path: Path, config_file: P
     assert after[other] == before[other]
     assert after[ladder][:agreed] == before[ladder][:agreed]  # ids included
     for name, options in LADDERS.items():
-        ratings, history = await generic(db_path, name, options)
+        ratings, history = await generic(db_path, options)
         assert exact(stored(db_path, name)[1]) == exact(history)
         assert exact(stored(db_path, name)[0]) == exact(ratings)
     if kind != "winner":  # the log is as it was: so are the values
@@ -439,7 +455,7 @@ async def test_appended_log_is_written_after_the_stored_rows(db_path: Path, conf
     assert f"history: {len(before)} rows already agreed and were kept, " \
            f"{len(after) - len(before)} written" in out
     for name, options in LADDERS.items():
-        _, history = await generic(db_path, name, options)
+        _, history = await generic(db_path, options)
         assert exact(stored(db_path, name)[1]) == exact(history)
     assert (await replay_here(db_path, config_file, "--check"))[0] == 0
 
@@ -474,7 +490,7 @@ async def test_the_two_ladders_are_checked_through_both_plans(db_path: Path,
     table scan, the other through ``history_ladder``: its cases check both plans."""
     write_log(db_path, 8)
     config = dataclasses.replace(load_config(config_file), database=str(db_path))
-    assert await replay_module.run(config, False, io.StringIO()) == 0
+    assert await run_replay(config, False, io.StringIO()) == 0
     raw = sqlite3.connect(db_path)
     try:
         assert {replay_module._scan(*replay_module._history_rows(raw, ladder))
@@ -542,8 +558,8 @@ async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:
     await admin.call("adjudicate", match=played[0], winner="Ben")
     await admin.call("adjudicate", match=played[2], winner="Dan")
     await lobby.stop()
-    want_ratings, want_history = await generic(lobby.db, "backgammon", LadderOptions("fibs"))
-    got_ratings, got_history = fast(lobby.db, "backgammon", LadderOptions("fibs"))
+    want_ratings, want_history = await generic(lobby.db, FIRST)
+    got_ratings, got_history = fast(lobby.db, FIRST)
     assert len(want_history) == 2 * (12 - 1 + 3)
     assert exact(got_history) == exact(want_history)
     assert exact(got_ratings) == exact(want_ratings)

@@ -1,6 +1,6 @@
 """The helper process that digests a FIBS ladder's stored history for ``matchlobby replay``.
 
-A real ``python -m server.replay_helper`` on a real database written by
+A real ``python -m ratings_plugin.commands.replay_helper`` on a real database written by
 ``replay``: its digests of agreeing chunks must equal the replay's own (or
 the replay would read every chunk again, correct but no faster), a chunk
 with a stray row does not agree, its snapshot is the one it took, and
@@ -20,13 +20,11 @@ from typing import Any
 
 import pytest
 from lobbykit import sql
-from test_replay_fast_path import CONFIG, LADDERS, change, replay_cli, write_log
+from test_replay_fast_path import CONFIG, LADDERS, change, replay_cli, run_replay, write_log
 
-import server.replay as replay_module
-from ratings_plugin.fibs_replay import FibsReplay
+import ratings_plugin.commands.replay as replay_module
+from ratings_plugin.commands.replay_helper import ReplayHelper, digest_pairs, writers_held
 from server.config import load_config
-from server.log import fibs_log
-from server.replay_helper import ReplayHelper, digest_pairs, writers_held
 
 SIZE = 16
 
@@ -42,7 +40,10 @@ def replayed_chunks(db: Path, ladder: str) -> list[bytes]:
     conn = sqlite3.connect(db)
     try:
         ids = dict(conn.execute("SELECT name, id FROM players"))
-        pairs = FibsReplay(ladder, LADDERS[ladder], ids).pairs(fibs_log(conn, ladder))
+        config = LADDERS[ladder]
+        replay = config.system.plain_replay(config.options, ids)
+        assert replay is not None
+        pairs = replay.pairs(replay_module.match_log(conn, ladder))
         return [digest_pairs(part) for part in iter(lambda: list(islice(pairs, SIZE // 2)), [])]
     finally:
         conn.close()
@@ -125,7 +126,7 @@ async def test_without_a_helper_the_replay_reads_the_rows_itself(
     monkeypatch.setattr(sys, "executable", "/bin/false")
     out = io.StringIO()
     config = dataclasses.replace(load_config(config_file), database=str(db_path))
-    code = await replay_module.run(config, check, out)
+    code = await run_replay(config, check, out)
     if check:
         assert code == 1 and "rating history differs from the log" in out.getvalue()
     else:

@@ -45,7 +45,7 @@ async def test_spectator_sees_ladders_and_a_match_changes_the_table_live(
     assert await rows.nth(1).get_attribute("data-player") == "bob"
     heads = {ladder: await page.locator(f"section[data-ladder='{ladder}'] thead th").all_inner_texts()
              for ladder in ("backgammon", "scrabble", "foosball-singles")}
-    assert heads["backgammon"] == ["Rank", "Player", "Rating", "Experience", "Games", "Active"]
+    assert heads["backgammon"] == ["Rank", "Player", "Rating", "Experience", "Matches", "Active"]
     assert heads["scrabble"] == ["Rank", "Player", "Strength", "Paluba", "Dansa", "Peklo", "Games",
                                  "Active"]
     assert heads["foosball-singles"] == ["Rank", "Player", "Points", "Class", "Games", "Active"]
@@ -154,7 +154,7 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
         await expect(r).to_have_class(MOVED)
         assert await r.locator("td").all_inner_texts() == [
             str(p["rank"]), str(p["rating"]), str(p["paluba"]), str(p["dansa"]),
-            str(round(p["peklo"])), str(p["games"]), "yes"]
+            f"{p['peklo']:.1f}", str(p["games"]), "yes"]
     events = await watcher.call("events", status="closed")
     assert [(e["id"], e["games"]) for e in events["events"]] == [(1, 3)]
 

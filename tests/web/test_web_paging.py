@@ -7,7 +7,7 @@ from playwright.async_api import Browser, expect
 from sharedkit import today
 from weblobby import HEADER, Site, open_page
 
-from server.paging import HISTORY_PAGE, LADDER_PAGE
+from server.api.paging import HISTORY_PAGE, LADDER_PAGE
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 PLAYERS = 1200

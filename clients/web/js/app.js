@@ -11,7 +11,7 @@ const state = {
   me: null,
   role: null,
   credentials: null, // kept in memory only, to log in again after a reconnect
-  ladders: new Map(), // name -> {name, system, rows, movedUntil, section, tbody, count}
+  ladders: new Map(), // name -> {name, system, title, live, columns, rows, movedUntil, section, tbody, count}
   profile: null,
   profileToken: 0,
   charts: {},
@@ -69,18 +69,60 @@ function soon(key, fn, ms = 60) {
   }, ms));
 }
 
-const fix2 = (v) => (typeof v === "number" ? v.toFixed(2) : "–");
-const whole = (v) => (typeof v === "number" ? String(Math.round(v)) : "–");
-const fmtRating = (system, v) => (system === "fibs" ? fix2(v) : whole(v));
+// ---- values as the server describes them ---------------------------------------------------
+// Every ladder's columns come from the server (the `ladders` reply): key, label, type
+// (integer, real, text, boolean), decimals and help. Nothing here knows a rating system.
 
-function fmtChange(system, change) {
+// What a ladder that comes without columns shows.
+const RATING = { key: "rating", label: "Rating", type: "real" };
+const GAMES = { key: "games", label: "Games", type: "integer" };
+const REAL_DECIMALS = 2; // a real column that names no decimals
+
+const isNumeric = (column) => column.type === "integer" || column.type === "real";
+
+function places(column) {
+  const d = column.decimals;
+  return Number.isInteger(d) ? Math.min(Math.max(d, 0), 20) : REAL_DECIMALS;
+}
+
+// A value as people read it: rounded as its column says, yes/no, "–" when there is none.
+function fmtValue(column, v) {
+  if (v === null || v === undefined) return "–";
+  if (column.type === "boolean") return v ? "yes" : "no";
+  if (typeof v !== "number") return String(v);
+  if (column.type === "integer") return String(Math.round(v));
+  if (column.type === "real") return v.toFixed(places(column));
+  return String(v);
+}
+
+function fmtChange(column, change) {
   if (typeof change !== "number") return "new";
-  const text = fmtRating(system, Math.abs(change));
+  const text = fmtValue(column, Math.abs(change));
   return change < 0 ? `−${text}` : `+${text}`;
 }
 
-function systemOf(ladder) {
-  return state.ladders.get(ladder)?.system || "fibs";
+function columnsOf(ladder) {
+  const columns = state.ladders.get(ladder)?.columns;
+  return columns && columns.length ? columns : [RATING, GAMES];
+}
+
+// How the ladder's rating (what history and rating changes record) is shown.
+function ratingColumn(ladder) {
+  return columnsOf(ladder).find((c) => c.key === "rating") || RATING;
+}
+
+function columnHeading(column) {
+  return el("th", { scope: "col", class: isNumeric(column) ? "num" : null, title: column.help || null },
+    column.help ? el("span", { class: "explained" }, column.label) : column.label);
+}
+
+// What each column means, for those the server explains (the headings carry it as a title too).
+function legend(columns) {
+  const explained = columns.filter((c) => c.help);
+  if (!explained.length) return null;
+  return el("details", { class: "legend" },
+    el("summary", {}, "What the columns mean"),
+    el("dl", {}, explained.flatMap((c) => [el("dt", {}, c.label), el("dd", {}, c.help)])));
 }
 
 function fmtLength(length) {
@@ -91,50 +133,32 @@ function playerLink(name) {
   return el("a", { href: `#player=${encodeURIComponent(name)}`, dataset: { playerLink: name } }, name);
 }
 
-// Columns after rank and player, per rating system.
-// [heading, value, numeric]; the first is the rating itself.
-const COLUMNS = {
-  fibs: [["Rating", (r) => fix2(r.rating), true], ["Experience", (r) => whole(r.experience), true]],
-  p4p: [["Points", (r) => whole(r.rating), true], ["Class", (r) => r.class ?? "–", false]],
-  cas: [
-    ["Strength", (r) => whole(r.rating), true],
-    ["Paluba", (r) => whole(r.paluba), true],
-    ["Dansa", (r) => whole(r.dansa), true],
-    ["Peklo", (r) => whole(r.peklo), true],
-  ],
-};
-const SYSTEM_NAMES = { fibs: "FIBS", p4p: "P4P", cas: "ČAS" };
-
-function extras(system, r) {
-  if (system === "fibs") return `experience ${whole(r.experience)}`;
-  if (system === "p4p") return `class ${r.class ?? "–"}`;
-  if (system === "cas") return `Paluba ${whole(r.paluba)}, Dansa ${whole(r.dansa)}, Peklo ${whole(r.peklo)}`;
-  return "";
-}
-
 // ---- ladders --------------------------------------------------------------------------------
 
 function buildLadder(info) {
-  const columns = COLUMNS[info.system] || COLUMNS.p4p;
+  const columns = info.columns && info.columns.length ? info.columns : [RATING, GAMES];
   const headingId = `ladder-${info.ladder}`;
   const tbody = el("tbody");
   const count = el("span", { class: "hint" });
   const empty = el("p", { class: "hint" }, "No rated players yet.");
   const section = el("section", { class: "ladder", "aria-labelledby": headingId, dataset: { ladder: info.ladder } },
     el("h3", { id: headingId }, info.ladder, " ",
-      el("span", { class: "tag" }, SYSTEM_NAMES[info.system] || info.system), " ",
+      el("span", { class: "tag" }, info.system_title || info.system), " ",
       el("small", { class: "hint" }, `${info.format}, rated ${info.updated}`), " ", count),
     el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-labelledby": headingId },
       el("table", { class: "ladder-table" },
         el("thead", {}, el("tr", {},
           el("th", { scope: "col", class: "num" }, "Rank"),
           el("th", { scope: "col" }, "Player"),
-          columns.map(([title, , num]) => el("th", { scope: "col", class: num ? "num" : null }, title)),
-          el("th", { scope: "col", class: "num" }, "Games"),
+          columns.map(columnHeading),
           el("th", { scope: "col" }, "Active"))),
         tbody)),
-    empty);
-  const ladder = { name: info.ladder, system: info.system, rows: null, movedUntil: new Map(), section, tbody, count, empty };
+    empty,
+    legend(columns));
+  const ladder = {
+    name: info.ladder, system: info.system, title: info.system_title || info.system, live: Boolean(info.live),
+    columns, rows: null, movedUntil: new Map(), section, tbody, count, empty,
+  };
   state.ladders.set(info.ladder, ladder);
   return section;
 }
@@ -153,7 +177,7 @@ function renderLadder(ladder, rows) {
     }
   }
   ladder.rows = rows;
-  const columns = COLUMNS[ladder.system] || COLUMNS.p4p;
+  const { columns } = ladder;
   let soonest = Infinity;
   const trs = rows.map((r) => {
     const moved = ladder.movedUntil.get(r.player);
@@ -167,8 +191,8 @@ function renderLadder(ladder, rows) {
     return el("tr", { class: classes.join(" ").trim() || null, dataset: { player: r.player, rating: String(r.rating) } },
       el("td", { class: "num" }, String(r.rank)),
       el("th", { scope: "row" }, playerLink(r.player)),
-      columns.map(([, get, num], i) => el("td", { class: [num ? "num" : "", i === 0 ? "rating" : ""].join(" ").trim() || null }, get(r))),
-      el("td", { class: "num" }, String(r.games ?? "–")),
+      columns.map((c) => el("td", { class: [isNumeric(c) ? "num" : "", c.key === "rating" ? "rating" : ""].join(" ").trim() || null },
+        fmtValue(c, r[c.key]))),
       el("td", {}, r.active ? "yes" : "no"));
   });
   ladder.tbody.replaceChildren(...trs);
@@ -209,9 +233,9 @@ async function loadLadders() {
     $("ladders").replaceChildren(...ladders.map(buildLadder));
     const filter = $("ladder-filter");
     filter.append(...ladders.map((l) => el("option", { value: l.ladder }, l.ladder)));
-    $("invite-ladder").replaceChildren(...ladders.filter((l) => l.system === "fibs")
+    $("invite-ladder").replaceChildren(...ladders.filter((l) => l.live)
       .map((l) => el("option", { value: l.ladder }, l.ladder)));
-    $("event-ladder").replaceChildren(...ladders.map((l) => el("option", { value: l.ladder }, `${l.ladder} (${SYSTEM_NAMES[l.system] || l.system})`)));
+    $("event-ladder").replaceChildren(...ladders.map((l) => el("option", { value: l.ladder }, `${l.ladder} (${l.system_title || l.system})`)));
   } else {
     for (const l of state.ladders.values()) l.rows = null;
   }
@@ -241,6 +265,22 @@ async function openProfile(name, { focus = true } = {}) {
   }
 }
 
+// The rating in a profile: the number, with what the ladder calls it and its help as a title.
+function ratingCell(r) {
+  const column = ratingColumn(r.ladder);
+  const title = [column.label, column.help].filter(Boolean).join(": ");
+  const text = fmtValue(column, r.rating);
+  return el("td", { class: "num rating", title }, column.help ? el("span", { class: "explained" }, text) : text);
+}
+
+// A profile row's other columns (not the rating, not the games): "Label value, …".
+function detailsOf(r) {
+  const shown = columnsOf(r.ladder).filter((c) => c.key !== "rating" && c.key !== "games");
+  return shown.flatMap((c, i) => [i ? ", " : null,
+    el("span", { class: c.help ? "explained" : null, title: c.help || null, dataset: { key: c.key } },
+      `${c.label} ${fmtValue(c, r[c.key])}`)]);
+}
+
 function renderProfile(who, entries) {
   for (const chart of Object.values(state.charts)) chart.destroy();
   for (const key of Object.keys(state.charts)) delete state.charts[key];
@@ -260,11 +300,11 @@ function renderProfile(who, entries) {
       el("table", { class: "ratings-table" },
         el("caption", {}, "Ratings"),
         el("thead", {}, el("tr", {}, ["Ladder", "Rank", "Rating", "Details", "Games", "Active"].map((t) => el("th", { scope: "col" }, t)))),
-        el("tbody", {}, who.ratings.map((r) => el("tr", {},
+        el("tbody", {}, who.ratings.map((r) => el("tr", { dataset: { ladder: r.ladder } },
           el("th", { scope: "row" }, r.ladder),
           el("td", { class: "num" }, `${r.rank} of ${r.of}`),
-          el("td", { class: "num" }, fmtRating(r.system, r.rating)),
-          el("td", { class: "wrap" }, extras(r.system, r)),
+          ratingCell(r),
+          el("td", { class: "wrap" }, detailsOf(r)),
           el("td", { class: "num" }, String(r.games ?? "–")),
           el("td", {}, r.active ? "yes" : "no")))))));
   } else {
@@ -278,16 +318,16 @@ function renderProfile(who, entries) {
   const pending = [];
   if (byLadder.size === 0) body.push(el("p", { class: "hint" }, "No rating history yet."));
   for (const [ladder, list] of byLadder) {
-    const system = systemOf(ladder);
+    const column = ratingColumn(ladder);
     const plot = el("div", { class: "chart" });
     const numbers = el("table", {},
       el("thead", {}, el("tr", {}, ["When (UTC)", "Before", "After", "Change", "Cause"]
         .map((t) => el("th", { scope: "col" }, t)))),
       el("tbody", {}, list.map((e) => el("tr", {},
         el("td", {}, e.at.replace("T", " ").replace("Z", "")),
-        el("td", { class: "num" }, e.before === null ? "–" : fmtRating(system, e.before)),
-        el("td", { class: "num" }, fmtRating(system, e.after)),
-        el("td", { class: "num" }, fmtChange(system, e.change)),
+        el("td", { class: "num" }, fmtValue(column, e.before)),
+        el("td", { class: "num" }, fmtValue(column, e.after)),
+        el("td", { class: "num" }, fmtChange(column, e.change)),
         el("td", {}, e.cause.match ? `match ${e.cause.match}` : `event ${e.cause.event}`)))));
     body.push(el("figure", { class: "history", dataset: { ladder, points: String(list.length) } },
       el("figcaption", {}, `${ladder}: rating after each change (${list.length} change${list.length === 1 ? "" : "s"})`),
@@ -296,17 +336,28 @@ function renderProfile(who, entries) {
         el("summary", {}, `The numbers for ${ladder}`),
         el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `History on ${ladder}` },
           numbers))));
-    pending.push([ladder, system, list, plot]);
+    pending.push([ladder, column, list, plot]);
   }
   $("profile-body").replaceChildren(...body);
-  for (const [ladder, system, list, plot] of pending) state.charts[ladder] = drawChart(ladder, system, list, plot);
+  for (const [ladder, column, list, plot] of pending) state.charts[ladder] = drawChart(ladder, column, list, plot);
 }
 
 function chartWidth(node) {
   return Math.max(240, Math.floor(node.clientWidth || 320));
 }
 
-function drawChart(ladder, system, entries, node) {
+// Tick steps of a y axis whose values are whole numbers (uPlot would also try 2.5, 25, …).
+const WHOLE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
+// The y axis's labels, with as many places as its step needs (none for a whole step).
+function axisTicks(vals) {
+  const step = vals.length > 1 ? Math.abs(vals[1] - vals[0]) : 1;
+  let digits = 0;
+  while (digits < 6 && Math.abs(step * 10 ** digits - Math.round(step * 10 ** digits)) > 1e-6) digits += 1;
+  return vals.map((v) => (v === null || v === undefined ? "" : v.toFixed(digits)));
+}
+
+function drawChart(ladder, column, entries, node) {
   const xs = entries.map((e) => Date.parse(e.at) / 1000);
   const ys = entries.map((e) => e.after);
   const lone = xs.every((x) => x === xs[0]);
@@ -325,10 +376,14 @@ function drawChart(ladder, system, entries, node) {
         stroke: "#1f5fa8",
         width: 2,
         points: { show: true, size: 8, fill: "#1f5fa8" },
-        value: (u, v) => (v === null || v === undefined ? "–" : fmtRating(system, v)),
+        value: (u, v) => fmtValue(column, v),
       },
     ],
-    axes: [{}, { size: 64, values: (u, vals) => vals.map((v) => (system === "fibs" ? v.toFixed(0) : String(v))) }],
+    axes: [{}, {
+      size: 64,
+      values: (u, vals) => axisTicks(vals),
+      ...(column.type === "integer" ? { incrs: WHOLE_STEPS } : {}),
+    }],
   };
   return new window.uPlot(opts, [xs, ys], node);
 }
@@ -560,15 +615,15 @@ function showFinished(data) {
   }
   const mine = state.me && (data.winner === state.me || data.loser === state.me);
   if (!mine) return;
-  const system = systemOf(data.ladder);
+  const column = ratingColumn(data.ladder);
   const changes = data.changes.map((c) => el("li", { dataset: { player: c.player, after: String(c.after) } },
-    `${c.player}: ${c.before === null ? "–" : fmtRating(system, c.before)} → ${fmtRating(system, c.after)} (${fmtChange(system, c.change)})`));
+    `${c.player}: ${fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)})`));
   $("last-result").replaceChildren(
     el("h3", {}, `Match ${data.match} finished`),
     el("p", {}, `${data.winner} won (${data.how}) on ${data.ladder}, ${fmtLength(data.length)}${data.rated ? "." : "; unrated."}`),
     changes.length ? el("ul", { class: "plain-list" }, changes) : null);
   const own = data.changes.find((c) => c.player === state.me);
-  say(`Match ${data.match}: ${data.winner} won.${own ? ` Your rating: ${fmtRating(system, own.after)} (${fmtChange(system, own.change)}).` : ""}`);
+  say(`Match ${data.match}: ${data.winner} won.${own ? ` Your rating: ${fmtValue(column, own.after)} (${fmtChange(column, own.change)}).` : ""}`);
 }
 
 lobby.on("invited", (data) => {
@@ -702,11 +757,11 @@ $("event-import-form").addEventListener("submit", (ev) => {
 $("event-close").addEventListener("click", () => act(async () => {
   const data = await lobby.call("event close", { event: selectedEvent() });
   await loadEvents();
-  const system = systemOf(data.ladder);
+  const column = ratingColumn(data.ladder);
   logEvent(el("h3", {}, `Event #${data.id} “${data.name}” closed`),
     data.changes.length
       ? el("ul", { class: "plain-list" }, data.changes.map((c) => el("li", {},
-        playerLink(c.player), `: ${c.before === null ? "new" : fmtRating(system, c.before)} → ${fmtRating(system, c.after)} (${fmtChange(system, c.change)})`)))
+        playerLink(c.player), `: ${c.before === null ? "new" : fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)})`)))
       : el("p", { class: "hint" }, "No ratings changed."));
   say(`Event #${data.id} closed; ${data.ladder} is rated.`);
 }));

@@ -163,6 +163,7 @@ class Cas:
     live_matches = False
     rates_each_result = False
     tail_corrections = False
+    match_lengths = False
     shared_field: str | None = "peklo"
 
     def option_keys(self) -> frozenset[str]:
@@ -225,8 +226,11 @@ class Cas:
                            float(stored.state.get("peklo", PEKLO_START)))
 
     def rewind(self, options: CasLadder, s: CasStanding, rating_before: float,
-               games: Sequence[Game]) -> CasStanding:
+               last_played: date | None, lengths: Sequence[int | None]) -> CasStanding:
         raise NotImplementedError("a ČAS ladder is corrected from its whole log")
+
+    def plain_replay(self, options: CasLadder, ids: Mapping[str, int]) -> None:
+        return None
 
 
 SYSTEM: RatingSystem = Cas()

@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
 from ratings_plugin.systems import common
 from ratings_plugin.systems.fibs import FibsOptions, FibsRating, rate_match, win_probability
+from ratings_plugin.systems.fibs.replay import FibsReplay
+from ratings_plugin.systems.fibs.standing import FibsLadder, FibsStanding
 from server.api import Column, Game, RatedUnit, RatingSystem, StoredStanding
 
 KEYS = frozenset({"experience_includes_match", "start_rating"}) | common.COMMON_KEYS
-
-
-@dataclass(frozen=True)
-class FibsLadder:
-    """A FIBS ladder's options."""
-
-    fibs: FibsOptions = field(default_factory=FibsOptions)
-    inactivity_days: int | None = common.DEFAULT_INACTIVITY_DAYS
-
-
-@dataclass(frozen=True, slots=True)
-class FibsStanding:
-    """A player's FIBS rating (unrounded), experience (the lengths of their rated matches)."""
-
-    player: str
-    rating: float
-    games: int = 0
-    last_played: date | None = None
-    experience: int = 0
 
 
 def _played(s: FibsStanding, after: FibsRating, when: date) -> FibsStanding:
@@ -76,6 +59,9 @@ class FibsBook:
     def accept(self, new: Mapping[str, FibsStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
 
+    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
+        """Nothing to load: no part of this system depends on the whole history."""
+
 
 class Fibs:
     name = "fibs"
@@ -83,6 +69,7 @@ class Fibs:
     live_matches = True
     rates_each_result = True
     tail_corrections = True
+    match_lengths = True
     shared_field: str | None = None
 
     def option_keys(self) -> frozenset[str]:
@@ -104,7 +91,7 @@ class Fibs:
 
     def check_game(self, options: FibsLadder, game: Game) -> None:
         common.check_sides(game, 1, "singles")
-        common.no_draws(game, self.title)
+        common.no_draws(game, self.name)
 
     def counts(self, options: FibsLadder, game: Game) -> bool:
         return game.unrated_reason is None and game.length is not None
@@ -142,11 +129,17 @@ class Fibs:
                             int(stored.state.get("experience", 0)))
 
     def rewind(self, options: FibsLadder, s: FibsStanding, rating_before: float,
-               games: Sequence[Game]) -> FibsStanding:
-        """Before the tail: history's first ``before``, less the tail's matches and lengths."""
-        counted = [g for g in games if self.counts(options, g)]
-        return replace(s, rating=rating_before, games=s.games - len(counted),
-                       experience=s.experience - sum(g.length or 0 for g in counted))
+               last_played: date | None, lengths: Sequence[int | None]) -> FibsStanding:
+        """Before a tail: history's first ``before``, less the tail's matches and lengths."""
+        games = s.games - len(lengths)
+        experience = s.experience - sum(n or 0 for n in lengths)
+        if games < 0 or experience < 0:
+            raise ValueError(f"{s.player}: the tail holds more than the standing")
+        return replace(s, rating=rating_before, games=games, experience=experience,
+                       last_played=last_played)
+
+    def plain_replay(self, options: FibsLadder, ids: Mapping[str, int]) -> FibsReplay:
+        return FibsReplay(options, ids)
 
 
 SYSTEM: RatingSystem = Fibs()

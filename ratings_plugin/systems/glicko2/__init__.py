@@ -41,6 +41,10 @@ class GlickoOptions:
     provisional_rd: float = 110.0
 
     def __post_init__(self) -> None:
+        for key in ("tau", "start_rating", "start_rd", "start_volatility", "periods_per_day",
+                    "provisional_rd"):
+            if not math.isfinite(getattr(self, key)):
+                raise ValueError(f"{key} must be a finite number")
         if not self.tau > 0:
             raise ValueError("tau must be positive")
         if not self.start_rd > 0:
@@ -49,6 +53,8 @@ class GlickoOptions:
             raise ValueError("start_volatility must be positive")
         if self.periods_per_day < 0:
             raise ValueError("periods_per_day cannot be negative")
+        if self.provisional_rd < 0:
+            raise ValueError("provisional_rd cannot be negative")
 
     @property
     def start(self) -> Glicko:
@@ -60,11 +66,6 @@ def g(phi: float) -> float:
     return 1.0 / math.sqrt(1.0 + 3.0 * phi * phi / (math.pi * math.pi))
 
 
-def expected(mu: float, mu_j: float, phi_j: float) -> float:
-    """E(μ, μj, φj): the expected score against opponent j."""
-    return 1.0 / (1.0 + math.exp(-g(phi_j) * (mu - mu_j)))
-
-
 def win_probability(a: Glicko, b: Glicko) -> float:
     """The probability that A beats B: 1/(1 + exp(−g(√(φA² + φB²))·(μA − μB)))."""
     phi = math.sqrt((a.rd / SCALE) ** 2 + (b.rd / SCALE) ** 2)
@@ -73,11 +74,12 @@ def win_probability(a: Glicko, b: Glicko) -> float:
 
 def idle(player: Glicko, days: float, options: GlickoOptions) -> Glicko:
     """``player`` after ``days`` without a game: φ ← min(√(φ² + t·σ²), φ_start), t = days ×
-    periods per day."""
-    if days <= 0:
+    periods per day. No time away (``t`` = 0, ``periods_per_day = 0`` included) leaves the values
+    as they are."""
+    t = days * options.periods_per_day
+    if t <= 0:
         return player
     phi = player.rd / SCALE
-    t = days * options.periods_per_day
     grown = math.sqrt(phi * phi + t * player.volatility * player.volatility)
     return Glicko(player.rating, SCALE * min(grown, options.start_rd / SCALE), player.volatility)
 

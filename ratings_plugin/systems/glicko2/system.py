@@ -104,6 +104,9 @@ class GlickoBook:
     def accept(self, new: Mapping[str, GlickoStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
 
+    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
+        """Nothing to load: no part of this system depends on the whole history."""
+
 
 class Glicko2:
     name = "glicko2"
@@ -111,6 +114,7 @@ class Glicko2:
     live_matches = True
     rates_each_result = False
     tail_corrections = False
+    match_lengths = False
     shared_field: str | None = None
 
     def option_keys(self) -> frozenset[str]:
@@ -178,8 +182,11 @@ class Glicko2:
                               stored.games, common.from_iso(stored.last_played), st.get("last_at"))
 
     def rewind(self, options: GlickoLadder, s: GlickoStanding, rating_before: float,
-               games: Sequence[Game]) -> GlickoStanding:
+               last_played: date | None, lengths: Sequence[int | None]) -> GlickoStanding:
         raise NotImplementedError("a Glicko-2 ladder is corrected from its whole log")
+
+    def plain_replay(self, options: GlickoLadder, ids: Mapping[str, int]) -> None:
+        return None
 
 
 SYSTEM: RatingSystem = Glicko2()

@@ -73,6 +73,9 @@ class P4PBook:
     def accept(self, new: Mapping[str, P4PStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
 
+    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
+        """Nothing to load: no part of this system depends on the whole history."""
+
 
 def _ints(table: Mapping[str, Any], key: str, default: tuple[int, ...]) -> tuple[int, ...]:
     value = table.get(key, default)
@@ -88,6 +91,7 @@ class P4P:
     live_matches = False
     rates_each_result = False
     tail_corrections = False
+    match_lengths = False
     shared_field: str | None = None
 
     def option_keys(self) -> frozenset[str]:
@@ -116,7 +120,7 @@ class P4P:
     def check_game(self, options: P4PLadder, game: Game) -> None:
         common.check_sides(game, 2 if options.doubles else 1,
                            "doubles" if options.doubles else "singles")
-        common.no_draws(game, self.title)
+        common.no_draws(game, self.name)
 
     def counts(self, options: P4PLadder, game: Game) -> bool:
         return game.unrated_reason is None
@@ -156,8 +160,11 @@ class P4P:
                            common.from_iso(stored.last_played))
 
     def rewind(self, options: P4PLadder, s: P4PStanding, rating_before: float,
-               games: Sequence[Game]) -> P4PStanding:
+               last_played: date | None, lengths: Sequence[int | None]) -> P4PStanding:
         raise NotImplementedError("a P4P ladder is corrected from its whole log")
+
+    def plain_replay(self, options: P4PLadder, ids: Mapping[str, int]) -> None:
+        return None
 
 
 SYSTEM: RatingSystem = P4P()

@@ -1,6 +1,7 @@
-"""The results file of DESIGN.md: parsing and validation with file:line messages.
+"""The results file: parsing and validation with file:line messages.
 
-One format serves ``event import``, ``matchlobby rate`` and the tests.
+One format serves the lobby's ``event import``, ``matchlobby rate`` and the tests; whether
+a row suits a ladder is its rating system's to say.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ratings_plugin.free_text import EVENT_NAME_MAX, REASON_MAX, clean_text
-from ratings_plugin.games import Game, valid_name
+from server.api.records import Game, valid_name
+from server.api.text import EVENT_NAME_MAX, REASON_MAX, clean_text
 
 REQUIRED = ("event", "date", "side_a", "side_b", "score_a", "score_b")
 OPTIONAL = ("length", "rated")
@@ -168,23 +169,6 @@ def read_results(path: str | Path) -> list[ResultRow]:
         line = data[: e.start].count(b"\n") + 1
         raise _fail(source, line, "the file is not UTF-8 text") from None
     return parse_results(text, source)
-
-
-def check_for_system(rows: Sequence[ResultRow], system: str, source: str) -> bool:
-    """Check the rows suit ``system``; returns whether they are doubles (P4P only)."""
-    doubles_rows = [r for r in rows if len(r.game.side_a) > 1 or len(r.game.side_b) > 1]
-    if doubles_rows and system != "p4p":
-        raise _fail(source, doubles_rows[0].line, f"{system} has no doubles: sides must be one player")
-    doubles = bool(doubles_rows)
-    for r in rows:
-        g = r.game
-        if doubles and (len(g.side_a) != 2 or len(g.side_b) != 2):
-            raise _fail(source, r.line,
-                        "singles and doubles are mixed: this file's first doubles game is on line "
-                        f"{doubles_rows[0].line}")
-        if system in ("fibs", "p4p") and g.is_draw and g.unrated_reason is None:
-            raise _fail(source, r.line, f"{system} has no draws: the scores must differ")
-    return doubles
 
 
 def group_events(rows: Sequence[ResultRow]) -> list[tuple[str, list[Game]]]:

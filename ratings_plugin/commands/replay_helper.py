@@ -10,7 +10,7 @@ reads the stored rows on the other core, in the same snapshot as the replay
 :data:`CHUNK` rows; the replay digests its own matches the same way and
 reads stored rows itself only in a chunk whose digests differ, to find the
 first row that does. The comparison is still ``==`` on the rows
-(``server.replay``): a digest only says where to look. (Having the helper
+(``ratings_plugin.commands.replay``): a digest only says where to look. (Having the helper
 read the log as well and hand its rows over was measured and is slower: the
 helper then has more to do than the replay, 7.4 s against ~5 s.) From the
 first difference on, where nothing stored is read any more, a new helper
@@ -18,7 +18,7 @@ process reads the log after it and hands its rows over (``rows``): for a
 rewrite of all 2M rows of the bench's ladder, 16.9–21.3 s against
 19.0–22.7 s reading it here (four runs each, alternating).
 
-Run as ``python -m server.replay_helper DATABASE``. Commands come on stdin as
+Run as ``python -m ratings_plugin.commands.replay_helper DATABASE``. Commands come on stdin as
 JSON lines; answers go to stdout as frames (a 4-byte length, then a
 ``marshal``-ed tuple). ``["snapshot"]`` begins the read transaction
 (answer ``("ready",)``). ``["ladder", NAME, SCAN, ROWS]`` streams
@@ -147,8 +147,9 @@ class ReplayHelper:
         self.alive = True  # False once a restart failed: the caller reads for itself
 
     def _start(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "server.replay_helper", self.database],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        return subprocess.Popen(
+            [sys.executable, "-m", "ratings_plugin.commands.replay_helper", self.database],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def restart(self) -> bool:
         """A new helper process in a new snapshot, for when the answers still coming are not

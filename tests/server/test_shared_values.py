@@ -1,5 +1,6 @@
-"""Peklo values stored one row per ladder (server/peklo_store.py): the format, the schema-3
-migration that moved them out of ``ratings``, and ČAS closes that write only the rows that moved."""
+"""Shared values (ČAS's Peklo) stored one row per ladder (ratings_plugin/store.py): the format,
+the adoption of a database that kept them in a ``ratings`` column, and ČAS closes that write
+only the rows that moved."""
 
 from __future__ import annotations
 
@@ -11,36 +12,68 @@ from pathlib import Path
 import pytest
 from lobbykit import Harness, results_text, run_cli_async, sql, today
 
-from ratings_plugin.ladder import LadderOptions, Standing
+from ratings_plugin import store
 from ratings_plugin.plugin import RatingsPlugin
-from server import peklo_store
-from server.storage import MIGRATIONS, SCHEMA_VERSION, connect, migrate
+from ratings_plugin.systems.cas.system import PEKLO_START, CasStanding
+from server.api import PluginSetup
+from server.config import default_ladders
+from server.port import SqliteTx, migrate_plugin
+from server.storage import connect, migrate
+
+# The first layout of the lobby's tables, when ratings (with every system's fields and Peklo's
+# values in a column) were the lobby's own: schema 1 as it was.
+OLDEST_RATINGS = """
+CREATE TABLE ratings (
+    ladder TEXT NOT NULL,
+    player_id INTEGER NOT NULL REFERENCES players (id),
+    rating REAL NOT NULL,
+    games INTEGER NOT NULL,
+    experience INTEGER NOT NULL,
+    paluba INTEGER NOT NULL,
+    dansa INTEGER NOT NULL,
+    peklo REAL NOT NULL,
+    last_played TEXT,
+    PRIMARY KEY (ladder, player_id)
+) WITHOUT ROWID;
+CREATE TABLE history (
+    id INTEGER PRIMARY KEY,
+    ladder TEXT NOT NULL,
+    player_id INTEGER NOT NULL REFERENCES players (id),
+    before REAL,
+    after REAL NOT NULL,
+    match_id INTEGER,
+    event_id INTEGER,
+    at TEXT NOT NULL
+);
+CREATE INDEX history_player ON history (player_id, ladder, id);
+CREATE INDEX history_ladder ON history (ladder);
+"""
 
 
 def test_encode_is_little_endian_and_decode_gives_every_bit_back() -> None:
-    assert Standing("x", 0).peklo == peklo_store.DEFAULT  # what an absent player reads back as
+    assert CasStanding("x", 0).peklo == PEKLO_START  # what an absent player reads back as
     rng = random.Random(7)
     values = [(rng.randrange(1, 2**40), struct.unpack("<d", rng.randbytes(8))[0]) for _ in range(500)]
     values = [(pid, v) for pid, v in values if v == v]  # NaN is never a Peklo value
     values += [(3, -0.0), (4, 5e-324), (5, 1.7976931348623157e308), (6, 1500.0)]
-    ladder, ids, elos = peklo_store.encode("scrabble", values)
+    ladder, ids, elos = store.encode_shared("scrabble", [p for p, _ in values],
+                                            [v for _, v in values])
     assert ladder == "scrabble"
     assert ids[:8] == values[0][0].to_bytes(8, "little") and elos[:8] == struct.pack("<d", values[0][1])
-    back = peklo_store.decode(ids, elos)
+    back = store.decode_shared(ids, elos)
     assert [(pid, struct.pack("<d", v)) for pid, v in back.items()] == [
         (pid, struct.pack("<d", v)) for pid, v in values]
     with pytest.raises(ValueError):
-        peklo_store.decode(ids, elos[:-8])
+        store.decode_shared(ids, elos[:-8])
 
 
-async def test_migration_to_schema_3_moves_every_value_and_drops_the_column(tmp_path: Path) -> None:
+async def test_the_oldest_layout_is_adopted_with_every_value(tmp_path: Path) -> None:
     db = tmp_path / "v2.db"
+    aconn = await connect(str(db))
+    await migrate(aconn, target=2)
+    await aconn.close()
     conn = sqlite3.connect(db, isolation_level=None)
-    for version in (1, 2):
-        step = MIGRATIONS[version]
-        assert isinstance(step, str)
-        conn.executescript(step)
-    conn.execute("PRAGMA user_version = 2")
+    conn.executescript(OLDEST_RATINGS)
     rng = random.Random(3)
     names = [f"p{i}" for i in range(40)]
     for name in names:
@@ -61,18 +94,20 @@ async def test_migration_to_schema_3_moves_every_value_and_drops_the_column(tmp_
 
     aconn = await connect(str(db))
     try:
-        assert await migrate(aconn) == SCHEMA_VERSION == 3
-        plugin = RatingsPlugin({"scrabble": LadderOptions("cas"), "backgammon": LadderOptions("fibs")})
-        await plugin.load(aconn)
+        await migrate(aconn)
+        plugin = RatingsPlugin(PluginSetup(default_ladders()))
+        assert await migrate_plugin(aconn, plugin.schema) == 1
+        await plugin.load(SqliteTx(aconn), committed=True)
     finally:
         await aconn.close()
-    assert "peklo" not in [row[1] for row in sql(db, "PRAGMA table_info(ratings)")]
-    stored = sql(db, peklo_store.SELECT)
+    assert [row[1] for row in sql(db, "PRAGMA table_info(ratings)")] == [
+        "ladder", "player_id", "rating", "games", "last_played", "state"]
+    stored = sql(db, store.SHARED_SELECT)
     assert [row[0] for row in stored] == ["scrabble"]  # nothing to keep for a FIBS ladder
-    moved = peklo_store.decode(stored[0][1], stored[0][2])
+    moved = store.decode_shared(stored[0][1], stored[0][2])
     assert len(moved) == len([k for k, v in before.items() if v != 1500.0])
-    after = {(ladder, s.player): s.peklo for ladder, book in plugin.books.items()
-             for s in book.standings.values()}
+    after = {(ladder, s.player): getattr(s, "peklo", 1500.0)
+             for ladder, book in plugin.books.items() for s in book.standings.values()}
     assert after == before
 
 
@@ -123,8 +158,8 @@ async def test_cas_closes_write_only_the_rows_that_moved_and_replay_check_agrees
         assert {ids[c["player"]] for c in closed["changes"]} == {ids[p] for p in players}
         moved_without_playing += len(changed - {ids[p] for p in players})
         # every player's Peklo value as the lobby shows it, bit for bit
-        stored = peklo_store.decode(*sql(db, "SELECT player_ids, elos FROM peklo "
-                                             "WHERE ladder = 'scrabble'")[0])
+        stored = store.decode_shared(*sql(db, "SELECT player_ids, vals FROM shared_values "
+                                              "WHERE ladder = 'scrabble'")[0])
         table = (await admin.call("ladder", ladder="scrabble", all=True))["players"]
         assert {ids[r["player"]]: r["peklo"] for r in table} == stored
         assert set(stored) == set(new)
@@ -134,14 +169,16 @@ async def test_cas_closes_write_only_the_rows_that_moved_and_replay_check_agrees
 
     check = await run_cli_async(["replay", "--check", "--db", str(db)], db.parent)
     assert check.returncode == 0, check.stdout + check.stderr
-    player_ids, elos = sql(db, "SELECT player_ids, elos FROM peklo WHERE ladder = 'scrabble'")[0]
-    values = peklo_store.decode(player_ids, elos)
+    player_ids, vals = sql(db, "SELECT player_ids, vals FROM shared_values "
+                               "WHERE ladder = 'scrabble'")[0]
+    values = store.decode_shared(player_ids, vals)
     untouched, victim, dropped = sorted(values)[:3]
     values[victim] += 1e-9
     del values[dropped]  # reads back as the default
     values[10**6] = 1600.0  # nobody's
     tampered = sqlite3.connect(db, isolation_level=None)
-    tampered.execute(peklo_store.UPSERT, peklo_store.encode("scrabble", values.items()))
+    tampered.execute(store.SHARED_UPSERT, store.encode_shared("scrabble", list(values),
+                                                              list(values.values())))
     tampered.close()
     names = {pid: name for name, pid in sql(db, "SELECT name, id FROM players")}
     check = await run_cli_async(["replay", "--check", "--db", str(db)], db.parent)
@@ -149,8 +186,9 @@ async def test_cas_closes_write_only_the_rows_that_moved_and_replay_check_agrees
     for pid in (victim, dropped):
         assert f"scrabble: {names[pid]}: stored" in check.stdout
     assert f"scrabble: {names[untouched]}: stored" not in check.stdout
-    assert "peklo 1500.0, last_played" not in check.stdout  # peklo is the last column shown
-    assert "scrabble: 1000000: a stored Peklo value (1600.0) without a rating" in check.stdout
+    # the dropped value reads back as the default; the shared value is the last column shown
+    assert ", shared 1500.0, replayed rating" in check.stdout
+    assert "scrabble: 1000000: a stored shared value (1600.0) without a rating" in check.stdout
     assert "3 difference(s)" in check.stdout, check.stdout
 
     done = await run_cli_async(["replay", "--db", str(db)], db.parent)

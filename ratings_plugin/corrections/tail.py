@@ -1,20 +1,17 @@
-"""A FIBS ladder corrected from the corrected match on, not from its first match.
+"""A ladder corrected from the corrected unit on, not from its first unit.
 
 A void or an adjudication changes one match of the log; every unit before it
-still rates as it did. A FIBS player's state before a unit follows from the
-stored history from that unit on (the tail): their rating is the ``before``
-of their first row there; their games and experience are their standing's
-less the tail's rows and those rows' match lengths (:func:`stored_tail`).
-So only the units from the corrected one on are replayed, through
-the same :func:`~ratings_plugin.plugin.rate_unit` as a whole replay, and of
-their rows only those that changed are written, in place where they can be
-(:func:`write_tail`): the same rows, bit for bit, as a replay of the whole
-log. On the bench machine a void ten matches from the end of a million-match
-ladder rewrote 2M history rows and took two minutes, every other write
-waiting, before this; now 0.05 s.
-
-Other systems rebuild the whole ladder: P4P counts an event's games, not its
-history rows, and a ČAS close moves every player.
+still rates as it did. For a system with tail corrections (FIBS), a player's
+standing before a unit follows from the stored history from that unit on
+(the tail): their rating is the ``before`` of their first row there, and the
+system rewinds the rest from the tail's games (:func:`stored_tail`). So only
+the units from the corrected one on are replayed, through the same
+:func:`~ratings_plugin.book.rate_unit` as a whole replay (or the system's
+plain replay, which gives the same rows), and of their rows only those that
+changed are written, in place where they can be (:func:`write_tail`): the
+same rows, bit for bit, as a replay of the whole log. On the bench machine a
+void ten matches from the end of a million-match ladder takes 0.05 s where
+rewriting its 2M history rows took two minutes.
 """
 
 from __future__ import annotations
@@ -23,16 +20,10 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import Any
 
-import aiosqlite
-
-from ratings_plugin.ladder import LadderBook, Standing
-from server.domain import RatedUnit
-from server.log import with_turns
-
-if TYPE_CHECKING:
-    from ratings_plugin.plugin import HistoryRow
+from ratings_plugin.book import HistoryRow
+from server.api import Book, LadderConfig, RatedUnit, Tx
 
 # The ladder's matches from a seq on, in order: the corrected one first (a voided match keeps
 # its seq), through the (ladder, seq) index.
@@ -64,82 +55,80 @@ class Tail:
     """
 
     first: int | None
-    before: dict[str, Standing | None]
+    before: dict[str, Any]
 
 
 @dataclass
 class _Played:
-    """A player's rows in the stored tail: their first ``before``, games, lengths, last day."""
+    """A player's rows in the stored tail: their first ``before``, their games' lengths, last
+    day."""
 
     before: float
-    games: int = 0
-    experience: int = 0
+    lengths: list[int | None]
     last: str = ""
 
 
-async def stored_tail(conn: aiosqlite.Connection, book: LadderBook, ladder: str, since: int,
+async def stored_tail(tx: Tx, ladder: LadderConfig, book: Book, since: int,
                       units: Sequence[RatedUnit], names: Mapping[int, str]) -> Tail:
-    """What the stored history says of ``ladder`` from its unit ``since`` on (``names``: id → name).
+    """What the stored history says of ``ladder`` from its unit ``since`` on (``names``: id →
+    name).
 
-    A player's standing before the tail is their standing in ``book`` less
-    what the stored tail added: its rows are their games, its matches' lengths
-    their experience. Their rating is their first tail row's ``before``. The
-    last day is ``book``'s unless the corrected tail (``units``) no longer
-    reaches it; then it is read from their earlier matches. Else the day kept
-    may be later than the one before the tail, but the replay ends on the same
-    day (FIBS reads no day while rating). So the work is the tail's, not the
-    ladder's: reading each player's earlier rows took 24 s for a void 10,000
-    matches from the end of the bench's ladder.
+    A player's standing before the tail is their standing in ``book`` rewound
+    by the system over the stored tail's games. The last day is ``book``'s
+    unless the corrected tail (``units``) no longer reaches it; then it is
+    read from their earlier matches. Else the day kept may be later than the
+    one before the tail, but the replay ends on the same day (the systems with
+    tail corrections read no day while rating). So the work is the tail's, not
+    the ladder's: reading each player's earlier rows took 24 s for a void
+    10,000 matches from the end of the bench's ladder.
     """
     first = None
-    async with conn.execute(TAIL_MATCHES, (ladder, since)) as cur:
-        async for (match_id,) in with_turns(cur):
-            async with conn.execute(MATCH_ROW, (ladder, match_id)) as rows:
-                found = await rows.fetchone()
-            first = None if found is None else found[0]
-            if first is not None:
-                break
+    async for (match_id,) in tx.stream(TAIL_MATCHES, (ladder.name, since)):
+        found = await tx.fetchone(MATCH_ROW, (ladder.name, match_id))
+        first = None if found is None else found[0]
+        if first is not None:
+            break
     if first is None:
         return Tail(None, {})
     played: dict[int, _Played] = {}
-    async with conn.execute(TAIL_ROWS, (ladder, first)) as cur:
-        async for player_id, before, length, day in with_turns(cur):
-            mine = played.get(player_id)
-            if mine is None:
-                mine = played[player_id] = _Played(before)
-            mine.games += 1
-            mine.experience += length
-            mine.last = max(mine.last, day)
-    still = await asyncio.to_thread(_last_days, units, book.options.system)  # a long tail
-    standings: dict[str, Standing | None] = {}
+    async for player_id, before, length, day in tx.stream(TAIL_ROWS, (ladder.name, first)):
+        mine = played.get(player_id)
+        if mine is None:
+            mine = played[player_id] = _Played(before, [])
+        mine.lengths.append(length)
+        mine.last = max(mine.last, day)
+    still = await asyncio.to_thread(_last_days, units, ladder)  # a long tail
+    system, options = ladder.system, ladder.options
+    standings: dict[str, Any] = {}
     for player_id, mine in played.items():
         name = names.get(player_id)
         now = None if name is None else book.standings.get(name)
-        if name is None or now is None or now.games < mine.games or (
-                now.experience < mine.experience):
+        if name is None or now is None or now.games < len(mine.lengths):
             raise TailMismatch(f"player {player_id}: the stored tail is more than the standing")
-        if now.games == mine.games:
+        if now.games == len(mine.lengths):
             standings[name] = None
             continue
         last = now.last_played
         if last is not None and last.isoformat() == mine.last and (
                 still.get(name, "") < mine.last):
-            async with conn.execute(LAST_DAY, (player_id, ladder, first)) as cur:
-                day = await cur.fetchone()
+            day = await tx.fetchone(LAST_DAY, (player_id, ladder.name, first))
             last = None if day is None or day[0] is None else date.fromisoformat(day[0])
         if last is None:
             raise TailMismatch(f"player {player_id}: no day before the tail")
-        standings[name] = Standing(name, mine.before, now.games - mine.games, last,
-                                   now.experience - mine.experience)
+        try:
+            standings[name] = system.rewind(options, now, mine.before, last, mine.lengths)
+        except ValueError as e:
+            raise TailMismatch(str(e)) from None
     return Tail(first, standings)
 
 
-def _last_days(units: Sequence[RatedUnit], system: str) -> dict[str, str]:
-    """Each player's last day (ISO) in the games of ``units`` that ``system`` rates."""
+def _last_days(units: Sequence[RatedUnit], ladder: LadderConfig) -> dict[str, str]:
+    """Each player's last day (ISO) in the games of ``units`` that the ladder rates."""
+    counts, options = ladder.system.counts, ladder.options
     days: dict[str, str] = {}
     for unit in units:
         for game in unit.games:
-            if not game.counts_for(system):
+            if not counts(options, game):
                 continue
             day = game.played_on.isoformat()
             for player in game.players:
@@ -166,8 +155,8 @@ class Written:
     inserted: int = 0
 
 
-async def write_tail(conn: aiosqlite.Connection, ladder: str, first: int | None,
-                     history: Sequence[HistoryRow], insert: str) -> Written:
+async def write_tail(tx: Tx, ladder: str, first: int | None, history: Sequence[HistoryRow],
+                     insert: str) -> Written:
     """Make the ladder's stored rows from ``first`` on the replayed ``history``, in place.
 
     A stored row of a match the replay no longer rates (a voided one) is
@@ -183,7 +172,7 @@ async def write_tail(conn: aiosqlite.Connection, ladder: str, first: int | None,
     """
     done = Written()
     if first is None:
-        await conn.executemany(insert, history)
+        await tx.executemany(insert, history)
         done.inserted = len(history)
         return done
     rated = {row[4] for row in history}
@@ -191,37 +180,37 @@ async def write_tail(conn: aiosqlite.Connection, ladder: str, first: int | None,
     gone: list[tuple[int]] = []
     k = 0
     differs = None
-    async with conn.execute(STORED_TAIL, (ladder, first)) as cur:
-        async for row_id, player, before, after, match, event, at in with_turns(cur):
-            if match not in rated:
-                gone.append((row_id,))
-                continue
-            new = history[k] if k < len(history) else None
-            if new is None or (new[1], new[4], new[5], new[6]) != (player, match, event, at):
-                differs = row_id
-                break
-            if (new[2], new[3]) != (before, after):
-                updates.append((new[2], new[3], row_id))
-            else:
-                done.kept += 1
-            k += 1
+    async for row_id, player, before, after, match, event, at in tx.stream(
+            STORED_TAIL, (ladder, first)):
+        if match not in rated:
+            gone.append((row_id,))
+            continue
+        new = history[k] if k < len(history) else None
+        if new is None or (new[1], new[4], new[5], new[6]) != (player, match, event, at):
+            differs = row_id
+            break
+        if (new[2], new[3]) != (before, after):
+            updates.append((new[2], new[3], row_id))
+        else:
+            done.kept += 1
+        k += 1
     done.updated, done.deleted, done.inserted = len(updates), len(gone), len(history) - k
     if differs is not None:  # read before any write is queued: a read runs the queued writes
-        async with conn.execute("SELECT count(*) FROM history WHERE ladder = ? AND id >= ?",
-                                (ladder, differs)) as cur:
-            found = await cur.fetchone()
+        found = await tx.fetchone("SELECT count(*) FROM history WHERE ladder = ? AND id >= ?",
+                                  (ladder, differs))
         done.deleted += found[0] if found else 0
-    await conn.executemany(UPDATE_VALUES, updates)
-    await conn.executemany(DELETE_ROW, gone)
+    await tx.executemany(UPDATE_VALUES, updates)
+    await tx.executemany(DELETE_ROW, gone)
     if differs is not None:
-        await conn.execute(DELETE_FROM, (ladder, differs))
-    await conn.executemany(insert, history[k:])
+        await tx.execute(DELETE_FROM, (ladder, differs))
+    await tx.executemany(insert, history[k:])
     return done
 
 
-def start_book(book: LadderBook, tail: Tail, units: Sequence[RatedUnit]) -> LadderBook:
+def start_book(ladder: LadderConfig, book: Book, tail: Tail, units: Sequence[RatedUnit]
+               ) -> Book:
     """A book holding what the tail's ``units`` need: every player's standing before them."""
-    start = LadderBook(book.options)
+    start = ladder.system.new_book(ladder.options)
     for unit in units:
         for game in unit.games:
             for player in game.players:
@@ -233,9 +222,9 @@ def start_book(book: LadderBook, tail: Tail, units: Sequence[RatedUnit]) -> Ladd
     return start
 
 
-def corrected_book(book: LadderBook, tail: Tail, replayed: LadderBook) -> LadderBook:
+def corrected_book(ladder: LadderConfig, book: Book, tail: Tail, replayed: Book) -> Book:
     """``book`` with the tail's players as ``replayed`` left them (or gone, with no game left)."""
-    out = LadderBook(book.options)
+    out = ladder.system.new_book(ladder.options)
     out.standings = {p: s for p, s in book.standings.items() if p not in tail.before}
     out.standings.update(replayed.standings)
     return out

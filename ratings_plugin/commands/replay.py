@@ -1,22 +1,22 @@
 """``matchlobby replay``: recompute every ladder from the match log, check or rewrite.
 
-Each ladder is replayed with :func:`ratings_plugin.plugin.replay_ladder` over
-:func:`server.log.ladder_units`, except a FIBS ladder of single matches (every
-FIBS ladder the server writes), which takes the fast path
-(:class:`ratings_plugin.fibs_replay.FibsReplay`): the log is streamed from a
-synchronous cursor in ``seq`` order and the history rows are compared with
-the stored ones (``--check``) or written (rewrite: :func:`_insert_history`,
-from the first match where the stored rows stop agreeing:
-:func:`_rewrite_fibs`) a chunk at a time, never all held at once. Both paths give the
-same rows, bit for bit; a log row the fast path does not take sends that
-ladder back to the generic path (a rewrite rolls back and begins again:
-:func:`rewrite`). A rewrite that replaces a large share of ``history`` drops
-its indexes and builds them again afterwards (:func:`_history_indexes`).
+Each ladder is replayed through its books (:func:`ratings_plugin.book.replay_ladder`
+over the log's units), except a ladder of single matches whose system has a
+plain replay (FIBS: every FIBS ladder the lobby writes) on SQLite, which takes
+the fast path: the log is streamed from a synchronous cursor in ``seq`` order
+and the history rows are compared with the stored ones (``--check``) or written
+(rewrite: :func:`_insert_history`, from the first match where the stored rows
+stop agreeing: :func:`_rewrite_fast`) a chunk at a time, never all held at
+once. Both paths give the same rows, bit for bit; a log row the fast path does
+not take sends that ladder back to the books (a rewrite rolls back and begins
+again: :func:`rewrite`). A rewrite that replaces a large share of ``history``
+drops its indexes and builds them again afterwards (:func:`_history_indexes`).
 
-The fast path uses the ``sqlite3`` connection under the ``aiosqlite`` one
-(opened with ``check_same_thread=False``), on this thread, only between awaited
-statements, so the two never use it at once; it is the same connection, hence
-the same transaction and snapshot.
+The fast path uses the ``sqlite3`` connection under the store
+(``Store.native()``) on this thread, only between awaited statements, so the
+two never use it at once; it is the same connection, hence the same
+transaction and snapshot. It reads the log's tables, which the lobby publishes
+read-only (``server.api.LOG_TABLES``).
 """
 
 from __future__ import annotations
@@ -31,42 +31,39 @@ from functools import cache
 from itertools import chain, islice
 from typing import Any, TextIO
 
-import aiosqlite
+import orjson
 
-from ratings_plugin.fibs_replay import FibsLogRow, FibsReplay, HistoryPair, NotPlainFibs
-from ratings_plugin.plugin import (
-    INSERT_HISTORY,
-    UPSERT,
-    RatingRow,
-    rating_row,
-    replay_ladder,
-    write_ladder,
-)
-from server import peklo_store
-from server.config import Config, Ladder
-from server.dbcheck import check_database, problem
-from server.log import (
-    FROM_THE_START,
-    fetched,
-    fibs_log,
-    fibs_log_query,
-    has_event_units,
-    ladder_units,
-)
-from server.replay_helper import (
+from ratings_plugin import store
+from ratings_plugin.book import replay_ladder
+from ratings_plugin.commands.replay_helper import (
     CHUNK,
     ReplayHelper,
     StoredChunk,
     digest_pairs,
     writers_held,
 )
-from server.storage import connect, migrate
+from server.api import HistoryPair, LadderConfig, LogRow, NotPlain, PlainReplay, Reader, Store, Tx
 
-# A ratings row's values as compared, and Peklo's (stored apart: server/peklo_store.py) last.
-RATING_COLUMNS = ("rating", "games", "experience", "paluba", "dansa", "last_played")
-COMPARED = (*RATING_COLUMNS, "peklo")
-STORED_RATINGS = ("SELECT ladder, player_id, rating, games, experience, paluba, dansa, "
-                  "last_played FROM ratings WHERE ladder = ? ORDER BY player_id")
+# A ratings row's values as compared (its system's fields decoded), and the shared value last.
+COMPARED = ("rating", "games", "last_played", "state", "shared")
+STORED_RATINGS = ("SELECT ladder, player_id, rating, games, last_played, state FROM ratings "
+                  "WHERE ladder = ? ORDER BY player_id")
+# The rated matches of a ladder in seq order, as a PlainReplay reads them (LogRow): the scores
+# resolved from the winner when a match has none, as the lobby's log reader does. The
+# (ladder, seq) index gives the order.
+MATCH_LOG = """SELECT id, event_id, finished_at, side_a, side_b, length,
+    CASE WHEN score_a IS NULL OR score_b IS NULL THEN (CASE winner WHEN 'a' THEN 1 ELSE 0 END)
+         ELSE score_a END,
+    CASE WHEN score_a IS NULL OR score_b IS NULL THEN (CASE winner WHEN 'b' THEN 1 ELSE 0 END)
+         ELSE score_b END,
+    played_on, unrated_reason
+    FROM matches WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished' ORDER BY seq"""
+# The same rows from a point of the log on: those after a given seq.
+MATCH_LOG_AFTER = MATCH_LOG.replace("ORDER BY seq", "AND seq > ? ORDER BY seq")
+EVENT_UNITS = ("SELECT EXISTS (SELECT 1 FROM events WHERE ladder = ? AND status = 'closed' "
+               "AND seq IS NOT NULL)")
+FETCH_ROWS = 4096
+FROM_THE_START = 0  # after seq 0: the whole log (seq numbers start at 1)
 STORED_HISTORY = ("SELECT ladder, player_id, before, after, match_id, event_id, at FROM history "
                   "WHERE ladder = ? ORDER BY id")
 # A FIBS ladder's stored history in id order, as the fast path compares it: player, before,
@@ -79,7 +76,8 @@ STORED_FIBS_ROWS = """SELECT h.player_id, h.before, h.after, h.match_id,
 # The same from a given id on: the stored rows of one chunk.
 STORED_FIBS_CHUNK = STORED_FIBS_ROWS.replace("ORDER BY", "AND h.id >= ? ORDER BY") + " LIMIT ?"
 # From this many history rows (the table's largest id) the stored side of a FIBS ladder is read by
-# the helper process (server/replay_helper.py); below it, starting one costs more than it saves.
+# the helper process (ratings_plugin/commands/replay_helper.py); below it, starting one costs
+# more than it saves.
 HELPER_MIN_ROWS = 200_000
 PAIRS_PER_INSERT = 50  # matches whose history rows go in one INSERT (_insert_history)
 # A ladder rewrite smaller than this keeps the history indexes up to date (see _history_indexes).
@@ -105,32 +103,60 @@ REWRITE_PRAGMAS = (
 )
 
 
-def _raw(conn: aiosqlite.Connection) -> sqlite3.Connection:
-    """The ``sqlite3`` connection under ``conn`` (see the module's docstring)."""
-    return conn._conn
+def match_log(raw: sqlite3.Connection, ladder: str, after: int | None = None) -> sqlite3.Cursor:
+    """A synchronous cursor streaming :data:`MATCH_LOG` as plain tuples (``after``: only the rows
+    whose ``seq`` is greater, where a rewrite goes on from)."""
+    cur = raw.cursor()
+    cur.row_factory = None
+    cur.execute(*match_log_query(ladder, after))
+    return cur
 
 
-def _fast(conn: aiosqlite.Connection, ladder: Ladder) -> bool:
-    """Whether ``ladder`` can take the FIBS fast path (it may still fall back on a row)."""
-    options = ladder.options
-    return options.system == "fibs" and not has_event_units(_raw(conn), ladder.name)
+def match_log_query(ladder: str, after: int | None = None) -> tuple[str, tuple[Any, ...]]:
+    return (MATCH_LOG, (ladder,)) if after is None else (MATCH_LOG_AFTER, (ladder, after))
 
 
-async def _ids(conn: aiosqlite.Connection) -> dict[str, int]:
-    async with conn.execute("SELECT id, name FROM players") as cur:
-        return {row["name"]: row["id"] async for row in cur}
+def fetched(cur: sqlite3.Cursor) -> Iterator[Any]:
+    """``cur``'s rows, :data:`FETCH_ROWS` at a time (iterating a cursor costs a call into the
+    ``sqlite3`` module per row: over a million-row log, 4.4 s against 3.2 s)."""
+    while rows := cur.fetchmany(FETCH_ROWS):
+        yield from rows
 
 
-# The replayed ratings rows and Peklo values (player id → value) of a ladder.
-Replayed = tuple[list[RatingRow], dict[int, float]]
+def _plain(raw: sqlite3.Connection | None, ladder: LadderConfig, ids: Mapping[str, int]
+           ) -> PlainReplay | None:
+    """The ladder's plain replay, when its system has one, the store is SQLite and the ladder
+    has no event units (it may still refuse a row)."""
+    if raw is None:
+        return None
+    plain = ladder.system.plain_replay(ladder.options, ids)
+    if plain is None or raw.execute(EVENT_UNITS, (ladder.name,)).fetchone()[0]:
+        return None
+    return plain
 
 
-async def _generic(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int]
+async def _ids(reader: Reader) -> dict[str, int]:
+    return {row[1]: row[0] for row in await reader.fetchall("SELECT id, name FROM players")}
+
+
+# The replayed ratings rows and shared values (player id → value) of a ladder.
+Replayed = tuple[list[store.RatingRow], dict[int, float]]
+
+
+def _shared(ladder: LadderConfig, standings: Mapping[str, Any], ids: Mapping[str, int]
+            ) -> dict[int, float]:
+    field = ladder.system.shared_field
+    if field is None:
+        return {}
+    return {ids[p]: getattr(s, field) for p, s in standings.items()}
+
+
+async def _generic(tx: Tx, ladder: LadderConfig, ids: Mapping[str, int]
                    ) -> tuple[Replayed, list[Any]]:
-    units = await ladder_units(conn, ladder.name)
-    book, history = replay_ladder(ladder.name, ladder.options, units, ids)
-    ratings = sorted(rating_row(ladder.name, s, ids) for s in book.standings.values())
-    return (ratings, {ids[p]: s.peklo for p, s in book.standings.items()}), history
+    units = await tx.log.units(ladder.name)
+    book, history = replay_ladder(ladder, units, ids)
+    ratings = sorted(store.rating_rows(ladder, book.standings.values(), ids))
+    return (ratings, _shared(ladder, book.standings, ids)), history
 
 
 # ---- --check ----------------------------------------------------------------------------------
@@ -154,17 +180,17 @@ def _stored_here(raw: sqlite3.Connection, ladder: str, scan: str
 
 @contextlib.contextmanager
 def _ladder_streams(raw: sqlite3.Connection, ladder: str, scan: str, helper: ReplayHelper | None
-                    ) -> Iterator[tuple[Iterator[FibsLogRow], Iterator[StoredChunk]]]:
+                    ) -> Iterator[tuple[Iterator[LogRow], Iterator[StoredChunk]]]:
     """The ladder's log rows, and its stored chunks from the helper or read on this connection."""
     if helper is not None and helper.alive:  # asked first: it reads while this one reads the log
         chunks = helper.ladder(ladder, scan, CHUNK)
-        log = fibs_log(raw, ladder)
+        log = match_log(raw, ladder)
         try:
             yield fetched(log), chunks
         finally:
             log.close()
         return
-    log = fibs_log(raw, ladder)
+    log = match_log(raw, ladder)
     stored = _stored_here(raw, ladder, scan)
     try:
         yield fetched(log), stored
@@ -212,8 +238,9 @@ def _agreeing_pairs(values: Sequence[Sequence[Any]], pairs: Sequence[HistoryPair
     return len(pairs)
 
 
-def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
-                helper: ReplayHelper | None) -> tuple[Replayed, HistoryCheck]:
+def _check_fast(raw: sqlite3.Connection, ladder: LadderConfig, plain: PlainReplay,
+                ids: Mapping[str, int], helper: ReplayHelper | None
+                ) -> tuple[Replayed, HistoryCheck]:
     """The generic check's comparison of the history, row for row (:func:`_agreeing`).
 
     A fast-path history row is (ladder, player, before, after, match, event,
@@ -225,15 +252,15 @@ def _check_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
     helper, the stored rows are read on the other core, and here only in a
     chunk whose digests differ.
     """
-    replay = FibsReplay(ladder.name, ladder.options, ids)
     old, total = _history_rows(raw, ladder.name)
     scan = _scan(old, total)
     with _ladder_streams(raw, ladder.name, scan, helper) as (log, chunks):
-        pairs = replay.pairs(log)
+        pairs = plain.pairs(log)
         agreed, head = _agreeing(raw, ladder.name, scan, pairs, chunks)
         replayed = agreed + 2 * len(head) + 2 * sum(1 for _ in pairs)
-    # FIBS: every Peklo value is the default
-    return (replay.rating_rows(), {}), (agreed == old == replayed, old, replayed)
+    standings = plain.standings()
+    ratings = sorted(store.rating_rows(ladder, standings.values(), ids))
+    return (ratings, _shared(ladder, standings, ids)), (agreed == old == replayed, old, replayed)
 
 
 def _scan(rows: int, total: int) -> str:
@@ -248,92 +275,103 @@ def _scan(rows: int, total: int) -> str:
     return "NOT INDEXED" if 2 * rows >= total else ""
 
 
-async def _check_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
-                        helper: ReplayHelper | None) -> tuple[Replayed, HistoryCheck]:
-    if _fast(conn, ladder):
+async def _check_ladder(tx: Tx, raw: sqlite3.Connection | None, ladder: LadderConfig,
+                        ids: Mapping[str, int], helper: ReplayHelper | None
+                        ) -> tuple[Replayed, HistoryCheck]:
+    plain = _plain(raw, ladder, ids)
+    if plain is not None and raw is not None:
         try:
-            return _check_fibs(_raw(conn), ladder, ids, helper)
-        except NotPlainFibs:
+            return _check_fast(raw, ladder, plain, ids, helper)
+        except NotPlain:
             pass
-    replayed, history = await _generic(conn, ladder, ids)
-    stored_history = [tuple(r) for r in await (await conn.execute(
-        STORED_HISTORY, (ladder.name,))).fetchall()]
+    replayed, history = await _generic(tx, ladder, ids)
+    stored_history = [tuple(r) for r in await tx.fetchall(STORED_HISTORY, (ladder.name,))]
     return replayed, (stored_history == [tuple(h) for h in history], len(stored_history),
                      len(history))
 
 
-def _helper(config: Config, raw: sqlite3.Connection) -> ReplayHelper | None:
+def _helper(database: str, raw: sqlite3.Connection | None) -> ReplayHelper | None:
     """A helper process for the stored side, when the history is big enough to pay for one."""
+    if raw is None:
+        return None
     largest = raw.execute("SELECT max(id) FROM history").fetchone()[0]
     if (largest or 0) < HELPER_MIN_ROWS:
         return None
     try:
-        return ReplayHelper(os.path.abspath(config.database))
+        return ReplayHelper(os.path.abspath(database))
     except OSError:
         return None
 
 
-async def check(conn: aiosqlite.Connection, config: Config, out: TextIO) -> int:
+async def check(db: Store, database: str, ladders: Sequence[LadderConfig], out: TextIO) -> int:
     """Compare stored ratings and history with the replayed ones; the number of differences."""
-    helper = _helper(config, _raw(conn))
+    raw = db.native() if db.backend == "sqlite" else None
+    helper = _helper(database, raw)
     try:
-        return await _check(conn, config, out, helper)
+        async def compare(tx: Tx) -> int:
+            nonlocal helper
+            if helper is not None:
+                # The same snapshot for this connection and the helper: no commit can come
+                # between (the snapshot starts at the first read).
+                with writers_held(database):
+                    await tx.fetchone("SELECT count(*) FROM sqlite_master")
+                    if not helper.snapshot():
+                        helper = None
+            return await _check(tx, raw, ladders, out, helper)
+
+        problems: int = await db.snapshot(compare)
+        return problems
     finally:
         if helper is not None:
             helper.close()
 
 
-async def _check(conn: aiosqlite.Connection, config: Config, out: TextIO,
-                 helper: ReplayHelper | None) -> int:
-    if helper is None:
-        await conn.execute("BEGIN")  # one snapshot for the whole comparison
-    else:
-        # The same snapshot for this connection and the helper: no commit can come between.
-        with writers_held(config.database):
-            await conn.execute("BEGIN")
-            await (await conn.execute("SELECT count(*) FROM sqlite_master")).fetchone()
-            if not helper.snapshot():
-                helper = None
-    try:
-        ids = await _ids(conn)
-        expected = {ladder.name: await _check_ladder(conn, ladder, ids, helper)
-                    for ladder in config.ladders}
-        names = {pid: name for name, pid in ids.items()}
-        stored_peklo = peklo_store.by_ladder(await (await conn.execute(
-            peklo_store.SELECT)).fetchall())
-        problems = 0
-        for ladder, ((ratings, peklos), (same, n_stored, n_replayed)) in expected.items():
-            values = stored_peklo.get(ladder, {})
-            stored = {
-                r["player_id"]: (*(r[c] for c in RATING_COLUMNS),
-                                 values.get(r["player_id"], peklo_store.DEFAULT))
-                for r in await (await conn.execute(
-                    "SELECT * FROM ratings WHERE ladder = ?", (ladder,))).fetchall()
-            }
-            replayed = {row[1]: (*row[2:], peklos.get(row[1], peklo_store.DEFAULT))
-                        for row in ratings}
-            for pid in sorted(set(stored) | set(replayed)):
-                a, b = stored.get(pid), replayed.get(pid)
-                if a != b:
-                    problems += 1
-                    print(f"{ladder}: {names.get(pid, pid)}: stored {_show(a)}, "
-                          f"replayed {_show(b)}", file=out)
-            for pid in sorted(set(values) - set(stored)):
+async def _check(tx: Tx, raw: sqlite3.Connection | None, ladders: Sequence[LadderConfig],
+                 out: TextIO, helper: ReplayHelper | None) -> int:
+    ids = await _ids(tx)
+    expected = {ladder.name: (ladder, await _check_ladder(tx, raw, ladder, ids, helper))
+                for ladder in ladders}
+    names = {pid: name for name, pid in ids.items()}
+    stored_shared = store.shared_by_ladder(await tx.fetchall(store.SHARED_SELECT))
+    problems = 0
+    for name, (ladder, ((ratings, shared), (same, n_stored, n_replayed))) in expected.items():
+        values = stored_shared.get(name, {})
+        default = _default_shared(ladder)
+        stored = {
+            r[1]: (r[2], r[3], r[4], orjson.loads(r[5]), values.get(r[1], default))
+            for r in await tx.fetchall(STORED_RATINGS, (name,))
+        }
+        replayed = {row[1]: (row[2], row[3], row[4], orjson.loads(row[5]),
+                             shared.get(row[1], default)) for row in ratings}
+        for pid in sorted(set(stored) | set(replayed)):
+            a, b = stored.get(pid), replayed.get(pid)
+            if a != b:
                 problems += 1
-                print(f"{ladder}: {names.get(pid, pid)}: a stored Peklo value "
-                      f"({values[pid]}) without a rating", file=out)
-            if not same:
-                problems += 1
-                print(f"{ladder}: rating history differs from the log "
-                      f"({n_stored} stored rows, {n_replayed} replayed)", file=out)
-        stored_ladders = {row[0] for row in await (await conn.execute(
-            "SELECT DISTINCT ladder FROM ratings")).fetchall()} | set(stored_peklo)
-        for ladder in sorted(stored_ladders - set(expected)):
-            print(f"{ladder}: stored ratings for a ladder that is not configured", file=out)
+                print(f"{name}: {names.get(pid, pid)}: stored {_show(a)}, "
+                      f"replayed {_show(b)}", file=out)
+        for pid in sorted(set(values) - set(stored)):
             problems += 1
-    finally:
-        await conn.execute("ROLLBACK")
+            print(f"{name}: {names.get(pid, pid)}: a stored shared value "
+                  f"({values[pid]}) without a rating", file=out)
+        if not same:
+            problems += 1
+            print(f"{name}: rating history differs from the log "
+                  f"({n_stored} stored rows, {n_replayed} replayed)", file=out)
+    stored_ladders = {row[0] for row in await tx.fetchall(
+        "SELECT DISTINCT ladder FROM ratings")} | set(stored_shared)
+    for name in sorted(stored_ladders - set(expected)):
+        print(f"{name}: stored ratings for a ladder that is not configured", file=out)
+        problems += 1
     return problems
+
+
+def _default_shared(ladder: LadderConfig) -> float | None:
+    """What a player absent from the ladder's shared values has (a new standing's value)."""
+    field = ladder.system.shared_field
+    if field is None:
+        return None
+    value: float = getattr(ladder.system.new_book(ladder.options).new_standing("x"), field)
+    return value
 
 
 def _show(values: tuple[Any, ...] | None) -> str:
@@ -387,7 +425,7 @@ class _Agreed:
     resume: int | None
 
 
-def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: FibsReplay, old: int,
+def _agreed_prefix(raw: sqlite3.Connection, ladder: str, replay: PlainReplay, old: int,
                    total: int, helper: ReplayHelper | None) -> _Agreed:
     """Replay the log while it agrees with the stored history, as ``--check`` compares them.
 
@@ -441,8 +479,8 @@ class Rewritten:
         return self
 
 
-def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int],
-                  helper: ReplayHelper | None) -> Rewritten:
+def _rewrite_fast(raw: sqlite3.Connection, ladder: LadderConfig, replay: PlainReplay,
+                  ids: Mapping[str, int], helper: ReplayHelper | None) -> Rewritten:
     """The generic rewrite's result, with only what differs from the stored rows written.
 
     The history is replayed against the stored rows first
@@ -457,7 +495,6 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
     machine. The ratings rows are written only if any of them differs.
     """
     name = ladder.name
-    replay = FibsReplay(name, ladder.options, ids)
     old, total = _history_rows(raw, name)
     agreed = _agreed_prefix(raw, name, replay, old, total, helper)
     written = 0
@@ -479,26 +516,29 @@ def _rewrite_fibs(raw: sqlite3.Connection, ladder: Ladder, ids: Mapping[str, int
                 written += 2 * len(chunk)
     for _, statement in indexes:
         raw.execute(statement)
-    rows = replay.rating_rows()
+    standings = replay.standings()
+    rows = sorted(store.rating_rows(ladder, standings.values(), ids))
     cur = raw.cursor()
     cur.row_factory = None
     if cur.execute(STORED_RATINGS, (name,)).fetchall() != rows:
         raw.execute("DELETE FROM ratings WHERE ladder = ?", (name,))
-        raw.executemany(UPSERT, rows)
-    raw.execute(peklo_store.DELETE, (name,))  # FIBS: every value is the default
+        raw.executemany(store.UPSERT, rows)
+    raw.execute(store.SHARED_DELETE, (name,))
+    if ladder.system.shared_field is not None and standings:
+        raw.execute(store.SHARED_UPSERT, store.shared_row(ladder, standings.values(), ids))
     return Rewritten(len(rows), agreed.rows, written)
 
 
 @contextlib.contextmanager
 def _log_after(raw: sqlite3.Connection, ladder: str, after: int, matches: int,
-               helper: ReplayHelper | None) -> Iterator[Iterator[FibsLogRow]]:
+               helper: ReplayHelper | None) -> Iterator[Iterator[LogRow]]:
     """The ladder's log after ``after`` (about ``matches`` rows), read by a new helper process
     when there is one and the log is long, else on this connection."""
     # A new process: the helper cannot be stopped in the middle of the stored rows it digests.
     if helper is not None and helper.alive and 2 * matches >= HELPER_MIN_ROWS and helper.restart():
-        yield helper.rows(*fibs_log_query(ladder, after))
+        yield helper.rows(*match_log_query(ladder, after))
         return
-    log = fibs_log(raw, ladder, after)
+    log = match_log(raw, ladder, after)
     try:
         yield fetched(log)
     finally:
@@ -533,61 +573,65 @@ def _pairs_insert(matches: int) -> str:
             f"?{2 + 9 * k + j}" for j in range(9))
         rows.append(f"(?1, {first}, {before1}, {after1}, {mid}, {eid}, {at})")
         rows.append(f"(?1, {second}, {before2}, {after2}, {mid}, {eid}, {at})")
-    columns = INSERT_HISTORY[:INSERT_HISTORY.index("VALUES")]
+    columns = store.INSERT_HISTORY[:store.INSERT_HISTORY.index("VALUES")]
     return columns + "VALUES " + ", ".join(rows)
 
 
-async def _rewrite_ladder(conn: aiosqlite.Connection, ladder: Ladder, ids: Mapping[str, int],
-                          generic: bool, helper: ReplayHelper | None) -> Rewritten:
-    if not generic and _fast(conn, ladder):
-        return _rewrite_fibs(_raw(conn), ladder, ids, helper)
-    units = await ladder_units(conn, ladder.name)
-    book, history = replay_ladder(ladder.name, ladder.options, units, ids)
-    ratings = await write_ladder(conn, ladder.name, ladder.options, book.standings.values(), ids)
-    await conn.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
-    await conn.executemany(INSERT_HISTORY, history)
+async def _rewrite_ladder(tx: Tx, raw: sqlite3.Connection | None, ladder: LadderConfig,
+                          ids: Mapping[str, int], generic: bool, helper: ReplayHelper | None
+                          ) -> Rewritten:
+    plain = None if generic else _plain(raw, ladder, ids)
+    if plain is not None and raw is not None:
+        return _rewrite_fast(raw, ladder, plain, ids, helper)
+    units = await tx.log.units(ladder.name)
+    book, history = replay_ladder(ladder, units, ids)
+    ratings = await store.write_ladder(tx, ladder, book.standings.values(), ids)
+    await tx.execute("DELETE FROM history WHERE ladder = ?", (ladder.name,))
+    await tx.executemany(store.INSERT_HISTORY, history)
     return Rewritten(len(ratings), 0, len(history))
 
 
-async def rewrite(conn: aiosqlite.Connection, config: Config) -> Rewritten:
+async def rewrite(db: Store, database: str, ladders: Sequence[LadderConfig]) -> Rewritten:
     """Replace ratings and history of every configured ladder with the replayed ones.
 
-    A FIBS ladder on the fast path keeps the stored rows that already agree
-    (:func:`_rewrite_fibs`); the others are written whole. One transaction
-    for all ladders. When the fast path refuses a row
-    (:class:`NotPlainFibs`) after writing part of its ladder, the whole
-    transaction is rolled back and begun again with that ladder on the
-    generic path. A savepoint around each ladder would keep the other ladders'
-    work, but SQLite then copies every page the rewrite changes into a
-    statement journal first: 3-6 s of a million-match rewrite on the bench
-    machine, paid on every run, while a refusal needs a row that the lobby
-    does not log on a FIBS ladder in the usual run of things.
+    A ladder on the fast path keeps the stored rows that already agree
+    (:func:`_rewrite_fast`); the others are written whole. One transaction
+    for all ladders. When the fast path refuses a row (:class:`NotPlain`)
+    after writing part of its ladder, the whole transaction is rolled back
+    and begun again with that ladder through books. A savepoint around each
+    ladder would keep the other ladders' work, but SQLite then copies every
+    page the rewrite changes into a statement journal first: 3-6 s of a
+    million-match rewrite on the bench machine, paid on every run, while a
+    refusal needs a row that the lobby does not log on a FIBS ladder in the
+    usual run of things.
 
-    Sets :data:`REWRITE_PRAGMAS` first, so ``conn`` must be the replay's own
-    (they stay set); they change how the rows are written, never which.
+    On SQLite sets :data:`REWRITE_PRAGMAS` first, so ``db`` must be the replay's own (they
+    stay set); they change how the rows are written, never which.
     """
-    for pragma in REWRITE_PRAGMAS:
-        await conn.execute(pragma)
+    raw = db.native() if db.backend == "sqlite" else None
+    if raw is not None:
+        for pragma in REWRITE_PRAGMAS:
+            raw.execute(pragma)
     generic: set[str] = set()
     while True:
-        helper = _helper(config, _raw(conn))
-        current = None
+        helper = _helper(database, raw)
+        current: str | None = None
+
+        async def job(tx: Tx, helper: ReplayHelper | None = helper) -> Rewritten:
+            nonlocal current
+            # No commit can come while this transaction holds the write lock:
+            # the helper's snapshot is what the transaction starts from.
+            reader = helper if helper is not None and helper.snapshot() else None
+            ids = await _ids(tx)
+            count = Rewritten()
+            for ladder in ladders:
+                current = ladder.name
+                count += await _rewrite_ladder(tx, raw, ladder, ids, current in generic, reader)
+            return count
+
         try:
-            await conn.execute("BEGIN IMMEDIATE")
-            try:
-                # No commit can come while this transaction holds the write lock:
-                # the helper's snapshot is what the transaction starts from.
-                reader = helper if helper is not None and helper.snapshot() else None
-                ids = await _ids(conn)
-                count = Rewritten()
-                for ladder in config.ladders:
-                    current = ladder.name
-                    count += await _rewrite_ladder(conn, ladder, ids, current in generic, reader)
-                await conn.execute("COMMIT")
-            except BaseException:
-                await conn.execute("ROLLBACK")
-                raise
-        except NotPlainFibs:
+            done: Rewritten = await db.transaction(job)
+        except NotPlain:
             if current is None or current in generic:
                 raise
             generic.add(current)
@@ -595,46 +639,26 @@ async def rewrite(conn: aiosqlite.Connection, config: Config) -> Rewritten:
         finally:
             if helper is not None:
                 helper.close()
-        return count
+        return done
 
 
-async def run(config: Config, check_only: bool, out: TextIO = sys.stdout) -> int:
-    """Check (0: all agree, 1: differences, printed) or rewrite (0).
-
-    A file that is not a matchlobby database this code can read raises
-    :class:`~server.dbcheck.DatabaseProblem`, and so does any SQLite error while
-    replaying: damage on a page it reads, a lock held too long. There is no
-    ``quick_check`` first (``startup_check`` is for ``serve`` and ``user add``):
-    the replay reads the whole log and history, where nearly all of the file
-    is, and a check first would read it all once more (3-4 s of a million
-    matches' 10-17 s).
-    """
-    await check_database(config.database, quick_check=False, writable=not check_only)
-    try:
-        return await _run(config, check_only, out)
-    except sqlite3.Error as e:
-        raise problem(config.database, e, "replaying") from None
-
-
-async def _run(config: Config, check_only: bool, out: TextIO) -> int:
-    # check_same_thread=False: the FIBS fast path uses the sqlite3 connection on this thread.
-    conn = await connect(config.database, check_same_thread=False)
-    try:
-        await migrate(conn)
-        await conn.execute(CACHE_PRAGMA)
-        if check_only:
-            await conn.execute(CHECK_PRAGMA)
-            problems = await check(conn, config, out)
-            if problems:
-                print(f"replay --check: {problems} difference(s) between the log and the stored "
-                      "ratings", file=out)
-                return 1
-            print("replay --check: every rating agrees with the match log", file=out)
-            return 0
-        done = await rewrite(conn, config)
-        print(f"replay: rewrote {done.ratings} ratings of {len(config.ladders)} ladders from the "
-              f"log; history: {done.kept} rows already agreed and were kept, {done.written} "
-              "written", file=out)
+async def run(db: Store, database: str, ladders: Sequence[LadderConfig], check_only: bool,
+              out: TextIO = sys.stdout) -> int:
+    raw = db.native() if db.backend == "sqlite" else None
+    if raw is not None:
+        raw.execute(CACHE_PRAGMA)
+    if check_only:
+        if raw is not None:
+            raw.execute(CHECK_PRAGMA)
+        problems = await check(db, database, ladders, out)
+        if problems:
+            print(f"replay --check: {problems} difference(s) between the log and the stored "
+                  "ratings", file=out)
+            return 1
+        print("replay --check: every rating agrees with the match log", file=out)
         return 0
-    finally:
-        await conn.close()
+    done = await rewrite(db, database, ladders)
+    print(f"replay: rewrote {done.ratings} ratings of {len(ladders)} ladders from the "
+          f"log; history: {done.kept} rows already agreed and were kept, {done.written} "
+          "written", file=out)
+    return 0

@@ -1,0 +1,162 @@
+"""``matchlobby rate``: a ladder from a results file, with no server."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from ratings_plugin.book import ranked_rows
+from server.api import LadderConfig, RatedUnit, RatingSystem
+from server.api.registry import rating_systems
+from server.api.results_file import (
+    ResultRow,
+    ResultsError,
+    group_events,
+    parse_date,
+    read_results,
+)
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _check_rows(rows: Sequence[ResultRow], system: RatingSystem, source: str) -> LadderConfig:
+    """The ladder the rows make (singles, or doubles where a side has two players), every row
+    checked by the system; raises ``ResultsError`` naming the file and line."""
+    doubles_rows = [r for r in rows if len(r.game.side_a) > 1 or len(r.game.side_b) > 1]
+    try:
+        options = system.parse_options({"format": "doubles"} if doubles_rows else {})
+    except ValueError:
+        raise ResultsError(f"{source}:{doubles_rows[0].line}: {system.name} has no doubles: "
+                           "sides must be one player") from None
+    for r in rows:
+        g = r.game
+        if doubles_rows and (len(g.side_a) != 2 or len(g.side_b) != 2):
+            raise ResultsError(f"{source}:{r.line}: singles and doubles are mixed: this file's "
+                               f"first doubles game is on line {doubles_rows[0].line}")
+        try:
+            system.check_game(options, g)
+        except ValueError as e:
+            raise ResultsError(f"{source}:{r.line}: {e}") from None
+    return LadderConfig(system.name, system, options)
+
+
+def rate_file(system: str, path: str, as_of: str | None = None) -> dict[str, Any]:
+    """The ladder object printed by ``--format json``; raises ``ResultsError``.
+
+    Each event of the file (its rows grouped by ``event``, in the order of
+    their first row) is one unit, as an event closed in the lobby.
+    """
+    systems = rating_systems()
+    found = systems.get(system)
+    if found is None:
+        raise ResultsError(f"unknown system {system!r}: choose one of "
+                           f"{', '.join(sorted(systems))}")
+    rows = read_results(path)
+    ladder = _check_rows(rows, found, path)
+    if as_of is None:
+        judged = max(r.game.played_on for r in rows)
+    else:
+        try:
+            judged = parse_date(as_of)
+        except ValueError as e:
+            raise ResultsError(f"--as-of: {e}") from None
+    book = found.new_book(ladder.options)
+    for seq, (_event, games) in enumerate(group_events(rows), start=1):
+        first = min(g.played_on for g in games)
+        unit = RatedUnit(system, seq, f"{first.isoformat()}T00:00:00Z", tuple(games), {},
+                         event_id=seq)
+        book.accept(book.compute(unit), unit)
+    return {"system": system, "as_of": judged.isoformat(),
+            "columns": [c.as_dict() for c in found.columns(ladder.options)],
+            "players": ranked_rows(ladder, book.standings.values(), judged)}
+
+
+def columns(ladder: dict[str, Any], with_of: bool = False) -> list[str]:
+    """Output columns: the fixed ones, then the system's (as its columns describe them), then
+    any other field of its rows; CSV carries ``of`` too, so it has exactly the JSON fields."""
+    head = ["rank", "of"] if with_of else ["rank"]
+    fixed = [*head, "player", "rating", "games", "active"]
+    extra = [c["key"] for c in ladder["columns"] if c["key"] not in fixed]
+    players = ladder["players"]
+    extra += [k for k in (players[0] if players else {}) if k not in fixed and k not in extra
+              and k != "of"]
+    return fixed + extra
+
+
+def _decimals(ladder: dict[str, Any]) -> dict[str, int]:
+    return {c["key"]: c["decimals"] for c in ladder["columns"] if "decimals" in c}
+
+
+def _cell(value: Any, human: bool, decimals: int | None = None) -> str:
+    if isinstance(value, bool):
+        return ("yes" if value else "no") if human else ("true" if value else "false")
+    if isinstance(value, float):
+        return f"{value:.{decimals}f}" if human and decimals is not None else repr(value)
+    return str(value)
+
+
+def format_table(ladder: dict[str, Any]) -> str:
+    cols = columns(ladder)
+    places = _decimals(ladder)
+    body = [[_cell(row[c], True, places.get(c)) for c in cols] for row in ladder["players"]]
+    widths = [max([len(c), *(len(r[i]) for r in body)]) for i, c in enumerate(cols)]
+    first = ladder["players"][0] if ladder["players"] else {}
+    numeric = {c for c in cols if isinstance(first.get(c), int | float)
+               and not isinstance(first.get(c), bool)}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if name in numeric else c.ljust(w)
+            for c, w, name in zip(cells, widths, cols, strict=True)
+        ).rstrip()
+
+    title = f"{ladder['system']} ladder as of {ladder['as_of']}: {len(body)} players"
+    return "\n".join([title, line(cols), *(line(r) for r in body)]) + "\n"
+
+
+def spreadsheet_safe(value: Any, cell: str) -> str:
+    """A text cell a spreadsheet would run as a formula, made inert with a leading ``'``.
+
+    OWASP's advice on CSV injection: a cell starting with ``=``, ``+``, ``-``, ``@``, tab
+    or carriage return (after spaces, which some spreadsheets skip). Only text is escaped:
+    numbers (a negative rating) are written as they are and stay numbers; a player named
+    ``-2`` is text and is escaped like any other name starting with ``-``.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return cell
+    if cell.lstrip(" ").startswith(FORMULA_START):
+        return "'" + cell
+    return cell
+
+
+def format_csv(ladder: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    cols = columns(ladder, with_of=True)
+    writer.writerow(cols)
+    for row in ladder["players"]:
+        writer.writerow([spreadsheet_safe(row[c], _cell(row[c], False)) for c in cols])
+    return out.getvalue()
+
+
+def run(system: str, path: str, as_of: str | None, fmt: str,
+        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """The command's body: 0 on success, 2 with a message on standard error."""
+    try:
+        ladder = rate_file(system, path, as_of)
+    except ResultsError as e:
+        print(f"matchlobby rate: {e}", file=err)
+        return 2
+    if fmt == "json":
+        out.write(json.dumps(ladder, ensure_ascii=False) + "\n")
+    elif fmt == "csv":
+        out.write(format_csv(ladder))
+    else:
+        out.write(format_table(ladder))
+    return 0
+
+
