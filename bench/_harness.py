@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's 
 
 PASSWORD = "bench-password"
 ADMIN = "director"
-# The lobby's WebSocket settings (server/transport.py with the default [limits]).
+# The lobby's WebSocket settings (server/net/transport.py with the default [limits]).
 PING_INTERVAL = 20.0
 PING_TIMEOUT = 20.0
 MAX_SIZE = 64 * 1024 * 16

@@ -11,13 +11,13 @@ import ssl
 import sys
 from dataclasses import dataclass
 
-import server.handlers  # noqa: F401  (registers the lobby's own command handlers)
 from server.config import Config
 from server.dbcheck import DatabaseProblem, check_database, problem
-from server.lobby import Lobby
+from server.handlers import HANDLERS
+from server.lobby import Lobby, Router
+from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.storage import Database
-from server.transport import Transport
 
 log = logging.getLogger("matchlobby")
 
@@ -65,7 +65,8 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                                   f"({fault})") from None
         raise
     try:
-        transport = Transport(lobby, config.limits, config.tls, config.compression)
+        transport = Transport(Router(lobby, HANDLERS), config.limits, config.tls,
+                              config.compression)
         await transport.start(host or config.host, config.port if port is None else port)
     except BaseException:
         await db.close()
