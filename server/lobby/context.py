@@ -11,6 +11,7 @@ from server.api.commands import CommandHandler
 from server.lobby.call import Call
 from server.port import CommittedReader
 from server.storage import today
+from server.store.handle import WriteTx
 
 T = TypeVar("T")
 
@@ -51,7 +52,14 @@ class PluginContext:
         return today()
 
     async def write(self, job: Callable[[Tx], Awaitable[T]]) -> T:
-        return await self.call.write(job)
+        """The job's result is the command's stored reply: a retry of the request (the same id)
+        gets it back instead of running the command again."""
+        async def stored(tx: WriteTx) -> T:
+            result = await job(tx)
+            await self.call.remember(tx, result)
+            return result
+
+        return await self.call.write(stored)
 
 
 def plugin_handler(command: PluginCommand) -> Callable[[Call], Awaitable[Any]]:
