@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import server.handlers  # noqa: F401  (registers the lobby's own command handlers)
 from server.config import Config
-from server.dbcheck import DatabaseProblem, check_database, problem
 from server.lobby import Lobby
 from server.plugins import load_plugins
-from server.storage import Database
+from server.store import Database
+from server.store.dbcheck import DatabaseProblem, check_database, problem
 from server.transport import Transport
 
 log = logging.getLogger("matchlobby")
@@ -43,7 +43,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                        ) -> RunningServer:
     """Check the database file, open it, load the lobby, listen.
 
-    Raises :class:`~server.dbcheck.DatabaseProblem` for a file it cannot use and
+    Raises :class:`~server.store.dbcheck.DatabaseProblem` for a file it cannot use and
     ``OSError`` when it cannot listen; whatever it opened is closed again first
     (an open connection's thread would keep the process alive without serving).
     """

@@ -35,10 +35,14 @@ from server.api import (
 from server.commands import ADMIN, COMMANDS, PLAYER, CommandTable
 from server.config import Config
 from server.limits import LoginThrottle, RegistrationLimit
-from server.port import CommittedReader, SqliteTx
 from server.protocol import ProtocolError, Request, encode, error, parse_frame, push, reply
-from server.storage import CommitFailed, Database, StorageFailed, now, today
-from server.writer import current_command, write_later
+from server.store import CommitFailed, Database, StorageFailed, now, today
+from server.store.faults import current_command
+
+# The aiosqlite-shaped calls the lobby makes until it uses Database.committed and hands jobs a Tx.
+from server.store.legacy import LobbyReader as CommittedReader
+from server.store.legacy import tx_of as SqliteTx
+from server.store.legacy import write_later
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from server.accounts import MIN_PASSWORD, HashBusy
 from server.limits import Throttled, client_key
 from server.lobby import Lobby, LobbyError, Player, Session, fail, handler
 from server.protocol import help_text
-from server.storage import now
+from server.store import now
 
 WRONG = "Wrong name or password."
 

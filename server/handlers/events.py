@@ -16,10 +16,9 @@ from server.api.results_file import ResultsError, parse_results
 from server.handlers.accounts import create_player
 from server.handlers.matches import check_score, finish
 from server.lobby import Effects, Lobby, Player, Session, fail, handler
-from server.log import event_unit
 from server.protocol import MAX_LENGTH, MAX_SCORE, push
-from server.storage import now, today
-from server.writer import new_match_id, next_seq
+from server.store import now, today
+from server.store.legacy import event_unit, new_match_id, next_seq
 
 MAX_IMPORT_ROWS = 5000
 

@@ -10,8 +10,8 @@ import aiosqlite
 from server.api import Game, MatchFinished, RatedUnit
 from server.lobby import Effects, Invitation, LiveMatch, Lobby, LobbyError, Session, fail, handler
 from server.protocol import push
-from server.storage import now, today
-from server.writer import new_match_id, next_seq, write_later
+from server.store import now, today
+from server.store.legacy import new_match_id, next_seq, write_later
 
 
 def check_score(length: int | None, winner_score: int, loser_score: int) -> None:
