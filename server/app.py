@@ -12,12 +12,12 @@ import sys
 from dataclasses import dataclass
 
 from server.config import Config
-from server.dbcheck import DatabaseProblem, check_database, problem
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
 from server.net.transport import Transport
 from server.plugins import load_plugins
-from server.storage import Database
+from server.store import Database
+from server.store.dbcheck import DatabaseProblem, check_database, problem
 
 log = logging.getLogger("matchlobby")
 
@@ -43,7 +43,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                        ) -> RunningServer:
     """Check the database file, open it, load the lobby, listen.
 
-    Raises :class:`~server.dbcheck.DatabaseProblem` for a file it cannot use and
+    Raises :class:`~server.store.dbcheck.DatabaseProblem` for a file it cannot use and
     ``OSError`` when it cannot listen; whatever it opened is closed again first
     (an open connection's thread would keep the process alive without serving).
     """

@@ -9,7 +9,7 @@ from server.accounts import MIN_PASSWORD, HashBusy
 from server.limits import Throttled, client_key
 from server.lobby import Call, LobbyError, Player, fail
 from server.protocol import help_text
-from server.storage import now
+from server.store import now
 from server.store import players as stored
 from server.store.handle import WriteTx
 

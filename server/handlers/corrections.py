@@ -8,8 +8,8 @@ from server.api import LadderCorrected
 from server.handlers.matches import finish
 from server.lobby import Call, Effects, fail
 from server.protocol import push
-from server.storage import now
 from server.store import matches as stored
+from server.store import now
 from server.store.handle import WriteTx
 
 

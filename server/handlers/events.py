@@ -14,9 +14,8 @@ from server.api.results_file import ResultsError, parse_results
 from server.handlers.matches import check_score
 from server.lobby import Call, Effects, Lobby, Player, fail
 from server.protocol import MAX_LENGTH, MAX_SCORE
-from server.storage import now, today
 from server.store import events as stored
-from server.store import matches, players
+from server.store import matches, now, players, today
 from server.store.handle import WriteTx
 
 MAX_IMPORT_ROWS = 5000

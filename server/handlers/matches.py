@@ -8,9 +8,8 @@ from typing import Any
 from server.api import Game, MatchFinished, RatedUnit
 from server.lobby import Call, Effects, Invitation, LiveMatch, fail
 from server.protocol import push
-from server.storage import now, today
 from server.store import matches as stored
-from server.store import players
+from server.store import now, players, today
 from server.store.handle import WriteTx
 
 

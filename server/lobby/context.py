@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 from server.api import LadderConfig, PluginCommand, Publisher, Tx
 from server.api.commands import CommandHandler
 from server.lobby.call import Call
-from server.port import CommittedReader
-from server.storage import today
+from server.store import today
 from server.store.handle import WriteTx
+from server.store.port import CommittedReader
 
 T = TypeVar("T")
 
@@ -35,9 +35,7 @@ class PluginContext:
 
     @property
     def reader(self) -> CommittedReader:
-        db = self.call.lobby.db
-        assert db.reader is not None
-        return CommittedReader(db.fetchall, db.reader)
+        return self.call.lobby.db.committed
 
     def ladder(self, name: str) -> LadderConfig:
         return self.call.lobby.ladder(name)

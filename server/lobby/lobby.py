@@ -19,9 +19,8 @@ from server.lobby.call import fail
 from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.state import Invitation, LiveMatch, Player, Session
-from server.port import SqliteTx
 from server.protocol import push
-from server.storage import Database
+from server.store import Database
 from server.store import matches as stored_matches
 from server.store import players as stored_players
 from server.store.handle import WriteTx, transact
@@ -96,18 +95,16 @@ class Lobby:
 
     async def resync_plugins(self) -> None:
         """A job failed and its savepoint was rolled back: follow the open transaction."""
-        assert self.db.writer is not None
         if not self._plugins_touched:
             return
         self._plugins_touched = False
         for plugin in self.plugins:
-            await plugin.load(SqliteTx(self.db.writer), committed=False)
+            await plugin.load(self.db.writer_tx(), committed=False)
 
     async def reload_plugins(self) -> None:
         """Rebuild plugin state from committed data (after start or a failed commit)."""
-        assert self.db.writer is not None
         for plugin in self.plugins:
-            await plugin.load(SqliteTx(self.db.writer), committed=True)
+            await plugin.load(self.db.writer_tx(), committed=True)
 
     async def emit(self, tx: WriteTx, event: DomainEvent, effects: Effects) -> dict[str, Any]:
         """Let every plugin react inside ``tx``; returns the fields the plugins add to the reply

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from server.protocol import Request, encode
-from server.storage import now
+from server.store import now
 from server.store import requests as stored
 from server.store.handle import Reads, WriteTx
 

@@ -16,8 +16,8 @@ from server.lobby.lobby import Lobby
 from server.lobby.requests import Answer, key_of
 from server.lobby.state import Session
 from server.protocol import ProtocolError, Request, error, parse_frame, reply
-from server.storage import CommitFailed, StorageFailed
-from server.writer import current_command
+from server.store import CommitFailed, StorageFailed
+from server.store.faults import current_command
 
 log = logging.getLogger(__name__)
 Handler = Callable[[Call], Awaitable[Any]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from server.api import Game, RatedUnit
-from server.log import game_from_row
+from server.store.log import game_from_row
 from server.store.handle import Reads, WriteTx
 
 # `event show`, a page at a time: ?1 the event, ?2 the page's size, ?3 the rows before it.

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
-import aiosqlite
-
 from server.api import Tx
-from server.port import SqliteTx
-from server.storage import Database
-from server.writer import _take as take
+from server.store.database import Database
 
 T = TypeVar("T")
 
@@ -36,16 +32,6 @@ class Reads(Protocol):
 Row = Sequence[Any]
 
 
-class JobTx(SqliteTx):
-    """The writer's job connection as a :class:`WriteTx`."""
-
-    def take(self, name: str) -> int:
-        return take(self.conn, name)
-
-
 async def transact(db: Database, job: Callable[[WriteTx], Awaitable[T]]) -> T:
     """Run ``job`` in the writer's pipelined transactions; returns once it has committed."""
-    async def run(conn: aiosqlite.Connection) -> T:
-        return await job(JobTx(conn))
-
-    return await db.write(run)
+    return await db.write(job)
