@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's 
 
 PASSWORD = "bench-password"
 ADMIN = "director"
-# The lobby's WebSocket settings (server/transport.py with the default [limits]).
+# The lobby's WebSocket settings (server/net/transport.py with the default [limits]).
 PING_INTERVAL = 20.0
 PING_TIMEOUT = 20.0
 MAX_SIZE = 64 * 1024 * 16
@@ -159,28 +159,30 @@ def player_names(count: int) -> list[str]:
 async def seed_players(db: Path, names: Sequence[str], cost_n: int = 16) -> None:
     """Create ``names`` (and the admin ``director``) in a fresh database, offline.
 
-    Same schema (``server.storage.migrate``), same hash format
+    Same schema (``server.store.schema.migrate``), same hash format
     (``server.accounts.hash_password``); one hash is shared by every account,
     since they share the password (login still verifies it every time).
     """
     from server.accounts import hash_password
     from server.config import PasswordHashing
-    from server.storage import connect, migrate, now
+    from server.store import now
+    from server.store.connection import open_connection
+    from server.store.schema import migrate
 
     hashed = hash_password(PASSWORD, PasswordHashing(cost_n, 8, 1))
-    conn = await connect(str(db))
+    conn = open_connection(db)
     try:
         await migrate(conn)
         when = now()
-        await conn.execute("BEGIN IMMEDIATE")
-        await conn.executemany(
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
             "INSERT INTO players (name, name_key, password_hash, role, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
             [(n, n.casefold(), hashed, "player", when) for n in names]
             + [(ADMIN, ADMIN, hashed, "admin", when)])
-        await conn.execute("COMMIT")
+        conn.execute("COMMIT")
     finally:
-        await conn.close()
+        conn.close()
 
 
 async def seed_results(url: str, backgammon: Sequence[str], scrabble: Sequence[str],

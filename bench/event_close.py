@@ -42,7 +42,7 @@ from bench._harness import bench_env, free_port, matchlobby_command  # noqa: E40
 from clients import LobbyClient  # noqa: E402
 from ratings_plugin import store  # noqa: E402
 from ratings_plugin.systems.cas.peklo import solve_peklo  # noqa: E402
-from server.storage import SCHEMA_VERSION  # noqa: E402
+from server.store.schema import SCHEMA_VERSION  # noqa: E402
 
 ADMIN, PASSWORD = "director", "bench-password"
 CONFIG = "[password_hashing]\nn = 1024\n[limits]\nmessages_per_second = 1e6\nburst = 1000000\n"

@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's 
     sys.path.insert(0, str(ROOT))
 
 from bench._harness import Conn, lobby_server, machine  # noqa: E402
-from server.storage import PRAGMAS  # noqa: E402
+from server.store.connection import PRAGMAS  # noqa: E402
 
 LADDER = "backgammon"
 PASSWORD = "bench-password"

@@ -7,7 +7,7 @@ formula (``ratings_plugin.systems.fibs.rate_match``) to the same matches,
 already in memory as plain Python lists; target ≤ 3×.
 
 Set-up writes the log straight into a database made by the server's own
-schema (``server.storage.migrate``): 20,000 players (mixed-case names), the
+schema (``server.store.schema.migrate``): 20,000 players (mixed-case names), the
 matches on the default ``backgammon`` ladder in ``seq`` order but with ids
 shuffled locally (a live match gets its id when it starts and its ``seq``
 when it ends), lengths 1–11 (mostly odd), winners drawn from latent
@@ -80,7 +80,8 @@ from ratings_plugin.systems import fibs  # noqa: E402
 from server.api import LadderConfig, PlainReplay  # noqa: E402
 from server.config import Config, default_ladders  # noqa: E402
 from server.plugins import migrate_all  # noqa: E402
-from server.storage import PRAGMAS, SCHEMA_VERSION, connect  # noqa: E402
+from server.store.connection import PRAGMAS, open_connection  # noqa: E402
+from server.store.schema import SCHEMA_VERSION  # noqa: E402
 
 # Bump when the generated log changes: the cache file name carries it.
 BUILD_VERSION = 1
@@ -102,11 +103,11 @@ def player_names(players: int) -> list[str]:
 
 
 async def _migrate(db: Path) -> None:
-    conn = await connect(str(db))
+    conn = open_connection(db)
     try:
         await migrate_all(conn, Config())
     finally:
-        await conn.close()
+        conn.close()
 
 
 def build_log(db: Path, matches: int, players: int, seed: int) -> dict[str, int]:

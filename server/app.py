@@ -11,13 +11,13 @@ import ssl
 import sys
 from dataclasses import dataclass
 
-import server.handlers  # noqa: F401  (registers the lobby's own command handlers)
 from server.config import Config
-from server.dbcheck import DatabaseProblem, check_database, problem
-from server.lobby import Lobby
+from server.handlers import HANDLERS
+from server.lobby import Lobby, Router
+from server.net.transport import Transport
 from server.plugins import load_plugins
-from server.storage import Database
-from server.transport import Transport
+from server.store import Database
+from server.store.dbcheck import DatabaseProblem, check_database, problem
 
 log = logging.getLogger("matchlobby")
 
@@ -43,7 +43,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                        ) -> RunningServer:
     """Check the database file, open it, load the lobby, listen.
 
-    Raises :class:`~server.dbcheck.DatabaseProblem` for a file it cannot use and
+    Raises :class:`~server.store.dbcheck.DatabaseProblem` for a file it cannot use and
     ``OSError`` when it cannot listen; whatever it opened is closed again first
     (an open connection's thread would keep the process alive without serving).
     """
@@ -65,7 +65,8 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                                   f"({fault})") from None
         raise
     try:
-        transport = Transport(lobby, config.limits, config.tls, config.compression)
+        transport = Transport(Router(lobby, HANDLERS), config.limits, config.tls,
+                              config.compression)
         await transport.start(host or config.host, config.port if port is None else port)
     except BaseException:
         await db.close()

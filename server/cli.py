@@ -96,19 +96,17 @@ class Environment:
         return self.config.ladders
 
     async def open(self) -> Store:
-        from server.dbcheck import check_database
         from server.plugins import migrate_all
-        from server.port import SqliteStore
-        from server.storage import connect
+        from server.store.connection import open_connection
+        from server.store.dbcheck import check_database
+        from server.store.port import SqliteStore
 
         await check_database(self.database, quick_check=False, writable=self.writable)
-        # check_same_thread=False: a plugin's fast path may use the sqlite3 connection on this
-        # thread (Store.native).
-        conn = await connect(self.database, check_same_thread=False)
+        conn = open_connection(self.database)
         try:
             await migrate_all(conn, self.config)
         except BaseException:
-            await conn.close()
+            conn.close()
             raise
         return SqliteStore(conn)
 
@@ -144,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"matchlobby: {e}", file=sys.stderr)
         return 2
-    from server.dbcheck import DatabaseProblem
+    from server.store.dbcheck import DatabaseProblem
 
     what = "replay --check" if getattr(args, "check", False) else args.command
     if args.command == "user":
@@ -163,7 +161,7 @@ def _plugin_command(command: CliCommand, args: argparse.Namespace, config: Confi
     reads, a lock held too long) become one line."""
     import sqlite3
 
-    from server.dbcheck import problem
+    from server.store.dbcheck import problem
 
     try:
         return command.run(args, Environment(config, writable=not getattr(args, "check", False)))

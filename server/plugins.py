@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-
-import aiosqlite
+import sqlite3
 
 from server.api import LobbyPlugin, PluginSetup
 from server.api.registry import plugin_factories
 from server.commands import COMMANDS, CommandTable
 from server.config import Config, ConfigError
-from server.port import migrate_plugin
-from server.storage import migrate
+from server.store.schema import migrate, migrate_plugin
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +30,7 @@ def load_plugins(config: Config) -> list[LobbyPlugin]:
     return plugins
 
 
-async def migrate_all(conn: aiosqlite.Connection, config: Config) -> None:
+async def migrate_all(conn: sqlite3.Connection, config: Config) -> None:
     """The lobby's tables and every installed plugin's, brought up to date (``matchlobby`` sub-
     commands; the server does the same as it opens the database)."""
     await migrate(conn)

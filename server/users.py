@@ -7,9 +7,11 @@ import sys
 from server.accounts import MIN_PASSWORD, hash_password
 from server.api import valid_name
 from server.config import Config
-from server.dbcheck import check_database
 from server.plugins import migrate_all
-from server.storage import connect, now
+from server.store import now
+from server.store.connection import open_connection
+from server.store.dbcheck import check_database
+from server.store.port import begin_immediate
 
 
 async def add_user(config: Config, name: str, password: str, admin: bool) -> int:
@@ -24,24 +26,23 @@ async def add_user(config: Config, name: str, password: str, admin: bool) -> int
     await check_database(config.database, quick_check=config.startup_check == "quick")
     hashed = hash_password(password, config.password)
     role = "admin" if admin else "player"
-    conn = await connect(config.database)
+    conn = open_connection(config.database)
     try:
         await migrate_all(conn, config)
-        await conn.execute("BEGIN IMMEDIATE")
-        async with conn.execute("SELECT id, name FROM players WHERE name_key = ?",
-                                (name.casefold(),)) as cur:
-            row = await cur.fetchone()
+        await begin_immediate(conn)  # closing the connection rolls back on an error
+        row = conn.execute("SELECT id, name FROM players WHERE name_key = ?",
+                           (name.casefold(),)).fetchone()
         if row is None:
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO players (name, name_key, password_hash, role, created_at) "
                 "VALUES (?, ?, ?, ?, ?)", (name, name.casefold(), hashed, role, now()))
             what = "created"
         else:
-            await conn.execute("UPDATE players SET password_hash = ?, role = ? WHERE id = ?",
-                               (hashed, role, row["id"]))
+            conn.execute("UPDATE players SET password_hash = ?, role = ? WHERE id = ?",
+                         (hashed, role, row["id"]))
             name, what = row["name"], "updated"
-        await conn.execute("COMMIT")
+        conn.execute("COMMIT")
     finally:
-        await conn.close()
+        conn.close()
     print(f"{what} {role} account {name} in {config.database}")
     return 0

@@ -113,7 +113,9 @@ class CommandContext(Protocol):
     def today(self) -> date: ...
 
     async def write(self, job: Callable[[Tx], Awaitable[T]]) -> T:
-        """Run ``job`` in a write transaction; returns once it has committed."""
+        """Run ``job`` in a write transaction; returns once it has committed. What the job
+        returns is kept with its writes as the command's reply: a retry of the request (the same
+        id) gets it back instead of running the command again, so return the reply's data."""
 
 
 CommandHandler = Callable[[CommandContext, dict[str, Any]], Awaitable[Any]]

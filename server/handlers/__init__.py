@@ -1,3 +1,14 @@
-"""Command handlers, one module per area; importing this registers them all."""
+"""The lobby's own command handlers, one module per area, in one explicit table."""
 
-from server.handlers import accounts, events, matches, queries  # noqa: F401
+from __future__ import annotations
+
+from server.handlers import accounts, corrections, events, matches, queries
+from server.lobby.router import Handler
+
+HANDLERS: dict[str, Handler] = {
+    **accounts.HANDLERS,
+    **queries.HANDLERS,
+    **matches.HANDLERS,
+    **events.HANDLERS,
+    **corrections.HANDLERS,
+}

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import aiosqlite
-
 from server.accounts import MIN_PASSWORD, HashBusy
 from server.limits import Throttled, client_key
-from server.lobby import Lobby, LobbyError, Player, Session, fail, handler
+from server.lobby import Call, LobbyError, Player, fail
 from server.protocol import help_text
-from server.storage import now
+from server.store import now
+from server.store import players as stored
+from server.store.handle import WriteTx
 
 WRONG = "Wrong name or password."
 
@@ -20,25 +20,13 @@ def busy() -> LobbyError:
     return fail("rate_limited", "The server is busy checking passwords; try again in a moment.")
 
 
-async def create_player(conn: aiosqlite.Connection, name: str, password_hash: str | None,
-                        role: str = "player") -> int:
-    """Insert an account (or a password-less ladder entry) and return its id."""
-    async with conn.execute(
-        "INSERT INTO players (name, name_key, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?)",
-        (name, name.casefold(), password_hash, role, now()),
-    ) as cur:
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+async def help_(call: Call) -> Any:
+    return help_text(call.lobby.commands, call.args.get("command"))
 
 
-@handler("help")
-async def help_(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    return help_text(lobby.commands, args.get("command"))
-
-
-@handler("register")
-async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    name, password = args["name"], args["password"]
+async def register(call: Call) -> Any:
+    lobby, session = call.lobby, call.session
+    name, password = call.args["name"], call.args["password"]
     if session.player is not None:
         raise fail("conflict", f"You are logged in as {session.player.name}; log out first.")
     if len(password) < MIN_PASSWORD:
@@ -59,12 +47,12 @@ async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         raise fail("conflict", f"The name {name!r} is taken.")
     when = now()
 
-    async def job(conn: aiosqlite.Connection) -> int:
-        pid = await create_player(conn, name, hashed)
-        await conn.execute("UPDATE players SET last_login = ? WHERE id = ?", (when, pid))
+    async def job(tx: WriteTx) -> int:
+        pid = await stored.create(tx, name, hashed, "player", when)
+        await stored.logged_in(tx, pid, when)
         return pid
 
-    pid = await lobby.db.write(job)
+    pid = await call.write(job)
     player = Player(pid, name, "player", hashed, when)
     lobby.players[player.key] = player
     lobby.login_throttle.trust(player.key, client)
@@ -72,9 +60,10 @@ async def register(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     return {"player": name, "role": "player"}
 
 
-async def refresh_player(lobby: Lobby, name: str) -> Player | None:
+async def refresh_player(call: Call, name: str) -> Player | None:
     """The account as stored now: ``matchlobby user add`` may have changed it meanwhile."""
-    row = await lobby.db.fetchone("SELECT * FROM players WHERE name_key = ?", (name.casefold(),))
+    lobby = call.lobby
+    row = await stored.by_name(lobby.db, name)
     if row is None:
         return None
     player = lobby.players.get(row["name_key"])
@@ -84,8 +73,8 @@ async def refresh_player(lobby: Lobby, name: str) -> Player | None:
     return player
 
 
-@handler("login")
-async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
+async def login(call: Call) -> Any:
+    lobby, session, args = call.lobby, call.session, call.args
     client = client_key(session.address)
     try:  # counted before anything is awaited: concurrent guesses each see the earlier ones
         attempt = lobby.login_throttle.begin(args["name"].casefold(), client)
@@ -93,7 +82,7 @@ async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         raise fail("rate_limited",
                    f"Too many failed logins; try again in {math.ceil(e.wait)} s.") from None
     try:
-        player = await refresh_player(lobby, args["name"])
+        player = await refresh_player(call, args["name"])
         # an unknown name is checked against a dummy hash: it takes as long as a wrong password
         ok = await lobby.hasher.verify(args["password"], player.password_hash if player else None,
                                        client)
@@ -108,10 +97,10 @@ async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     lobby.login_throttle.succeeded(attempt)
     when = now()
 
-    async def job(conn: aiosqlite.Connection) -> None:
-        await conn.execute("UPDATE players SET last_login = ? WHERE id = ?", (when, player.id))
+    async def job(tx: WriteTx) -> None:
+        await stored.logged_in(tx, player.id, when)
 
-    await lobby.db.write(job)
+    await call.write(job)
     player.last_login = when
     lobby.sign_in(session, player)
     mid = lobby.match_of.get(player.name)
@@ -119,22 +108,23 @@ async def login(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
             "match": lobby.matches[mid].summary() if mid in lobby.matches else None}
 
 
-@handler("logout")
-async def logout(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    name = lobby.me(session).name
-    lobby.sign_out(session)
+async def logout(call: Call) -> Any:
+    name = call.me.name
+    call.lobby.sign_out(call.session)
     return {"player": name, "logged_in": False}
 
 
-@handler("watch")
-async def watch(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    ladder = lobby.ladder(args["ladder"])
-    lobby.watch(session, ladder.name)
+async def watch(call: Call) -> Any:
+    ladder = call.lobby.ladder(call.args["ladder"])
+    call.lobby.watch(call.session, ladder.name)
     return {"ladder": ladder.name, "watching": True}
 
 
-@handler("unwatch")
-async def unwatch(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    ladder = lobby.ladder(args["ladder"])
-    lobby.unwatch(session, ladder.name)
+async def unwatch(call: Call) -> Any:
+    ladder = call.lobby.ladder(call.args["ladder"])
+    call.lobby.unwatch(call.session, ladder.name)
     return {"ladder": ladder.name, "watching": False}
+
+
+HANDLERS = {"help": help_, "register": register, "login": login, "logout": logout,
+            "watch": watch, "unwatch": unwatch}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from server.lobby import AWAY_AFTER, Lobby, Player, Session, handler
+from server.lobby import AWAY_AFTER, Call, Lobby
+from server.store import players as stored
 
 
 def status_of(lobby: Lobby, name: str) -> str:
@@ -17,9 +18,9 @@ def status_of(lobby: Lobby, name: str) -> str:
     return "ready"
 
 
-@handler("who")
-async def who(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    lobby.presence.add(session)  # from now on, told who comes and goes
+async def who(call: Call) -> Any:
+    lobby = call.lobby
+    lobby.presence.add(call.session)  # from now on, told who comes and goes
     players = []
     for s in sorted(lobby.online.values(), key=lambda s: s.player.key if s.player else ""):
         if s.player is None:
@@ -33,23 +34,12 @@ async def who(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
     return {"players": players, "spectators": len(lobby.sessions) - len(players)}
 
 
-async def match_counts(lobby: Lobby, player: Player) -> dict[str, int]:
-    row = lobby.db.fetchone_now(
-        """SELECT count(CASE WHEN m.status = 'finished' THEN 1 END) AS played,
-                  count(CASE WHEN m.disputed = 1 THEN 1 END) AS disputed
-           FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE mp.player_id = ?""",
-        (player.id,),
-    )
-    played = row["played"] if row else 0
-    disputed = row["disputed"] if row else 0
-    return {"played": played, "dropped": player.dropped, "disputed": disputed}
-
-
-@handler("whois")
-async def whois(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
-    player = lobby.player(args["name"])
+async def whois(call: Call) -> Any:
+    lobby = call.lobby
+    player = lobby.player(call.args["name"])
     online = player.key in lobby.online
     mid = lobby.match_of.get(player.name)
+    played, disputed = stored.match_counts(lobby.db, player.id)
     return {
         "player": player.name,
         "online": online,
@@ -58,5 +48,8 @@ async def whois(lobby: Lobby, session: Session, args: dict[str, Any]) -> Any:
         "role": player.role if player.password_hash else "entry",
         "match": lobby.matches[mid].summary() if mid in lobby.matches else None,
         **lobby.describe_player(player.name, brief=False),
-        "matches": await match_counts(lobby, player),
+        "matches": {"played": played, "dropped": player.dropped, "disputed": disputed},
     }
+
+
+HANDLERS = {"who": who, "whois": whois}

@@ -119,7 +119,7 @@ class Gate:
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def handler(self, lobby: Any, session: Any, args: dict[str, Any]) -> Any:
+    async def handler(self, call: Any) -> Any:
         self.entered.set()
         await self.release.wait()
         return {"held": True}

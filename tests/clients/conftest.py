@@ -34,8 +34,7 @@ async def lobby(db_path: Path) -> AsyncIterator[Lobby]:
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Gate:
     """``events`` answers only when the test sets ``gate.release`` (restored after the test)."""
-    import server.handlers  # noqa: F401  (the real handlers register first)
-    from server.lobby import HANDLERS
+    from server.handlers import HANDLERS  # the table a server started later is given
 
     held = Gate()
     monkeypatch.setitem(HANDLERS, "events", held.handler)

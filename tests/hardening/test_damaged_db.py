@@ -37,7 +37,7 @@ import pytest
 from hardkit import ADMIN, ADMIN_PASSWORD, PASSWORD, Prober, ServerThread, captured_logs
 from sharedkit import FAST_CONFIG, cli_env, free_port, matchlobby_command, run_cli, sql
 
-from server.writer import READ_ONLY
+from server.store.faults import READ_ONLY
 
 START_BOUND = 30.0  # seconds: liveness, not speed (the interpreter's start-up is most of it)
 HISTORY_ROWS = 3000  # several pages of history, so damage can hit them alone

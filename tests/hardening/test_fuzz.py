@@ -49,7 +49,7 @@ from server.plugins import command_table
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 LIMIT = 64 * 1024
-HARD_LIMIT = 16 * LIMIT  # beyond it websockets itself closes with 1009 (server.transport)
+HARD_LIMIT = 16 * LIMIT  # beyond it websockets itself closes with 1009 (server/net/transport.py)
 REPLY_TIMEOUT = 10.0  # no reply within this is a hang, not slowness
 FUZZ_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, strikes=1_000_000,
                      login_free_failures=1_000_000_000, login_address_failures=1_000_000_000,

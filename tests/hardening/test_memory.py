@@ -51,10 +51,11 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from server.allocator import TRIM_DELAY
 from server.config import Limits
 from server.lobby import Session
-from server.transport import UNREAD_GRACE, Outbox
+from server.net.memory import TRIM_DELAY
+from server.net.outbox import Outbox
+from server.net.transport import UNREAD_GRACE
 
 PLAYERS = 800
 GAMES = 1200

@@ -25,8 +25,8 @@ import pytest
 from hardkit import ADMIN, LIVENESS, Prober, ServerThread, captured_logs
 
 from server.config import Limits
-from server.origins import OriginPolicy, own_origins
-from server.transport import WEB_ROOT
+from server.net.origins import OriginPolicy, own_origins
+from server.net.static import WEB_ROOT
 
 PAGE = (WEB_ROOT / "index.html").read_bytes()
 

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import pytest
 from powercut import (
     Op,
@@ -67,6 +66,7 @@ from websockets.exceptions import WebSocketException
 
 from clients import LobbyClient
 from ratings_plugin.commands import replay
+from server.api import Tx
 from server.app import start_server
 from server.cli import Environment
 from server.config import Config, load_config
@@ -393,16 +393,14 @@ async def test_the_servers_writer_runs_wal_with_full_sync(db_path: Path) -> None
     server = await start_server(Config(database=str(db_path), password=FAST_HASHING),
                                 host="127.0.0.1", port=0)
     try:
-        async def pragmas(conn: aiosqlite.Connection) -> tuple[str, int]:
-            async with conn.execute("PRAGMA journal_mode") as cur:
-                mode = (await cur.fetchone())[0]
-            async with conn.execute("PRAGMA synchronous") as cur:
-                level = (await cur.fetchone())[0]
-            return str(mode), int(level)
+        async def pragmas(tx: Tx) -> tuple[str, int]:
+            mode = await tx.fetchone("PRAGMA journal_mode")
+            level = await tx.fetchone("PRAGMA synchronous")
+            assert mode is not None and level is not None
+            return str(mode[0]), int(level[0])
 
         assert await server.db.write(pragmas) == ("wal", 2)
-        assert server.db.writer is not None
-        async with server.db.writer.execute("PRAGMA synchronous") as cur:
-            assert tuple(await cur.fetchone() or ()) == (2,)
+        assert server.db.writer is not None  # the same connection, between jobs
+        assert tuple(server.db.writer.execute("PRAGMA synchronous").fetchone()) == (2,)
     finally:
         await server.stop()

@@ -70,7 +70,7 @@ from reliakit import (
 from clients import LobbyClient
 from server.app import RunningServer, start_server
 from server.config import load_config
-from server.storage import Database
+from server.store import Database
 
 SEED = int(os.environ.get("MATCHLOBBY_RACE_SEED", "7031"))
 PAIRS = 40

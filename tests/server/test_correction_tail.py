@@ -28,9 +28,9 @@ from ratings_plugin.plugin import Outcome, RatingsPlugin
 from ratings_plugin.store import INSERT_HISTORY
 from server.api import LadderCorrected, PluginSetup
 from server.config import ladder_config
-from server.log import ladder_units
-from server.port import SqliteTx
-from server.storage import connect
+from server.store.connection import open_connection
+from server.store.log import ladder_units
+from server.store.port import SqliteTx
 
 ROWS = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
 
@@ -44,29 +44,28 @@ class Unheard:
 
 async def correct(db: Path, ladder: str, match_id: int, kind: str, tail: bool) -> Outcome:
     """What the lobby's ``void``/``adjudicate`` does to the log and the plugin, in one transaction."""
-    conn = await connect(str(db))
+    conn = open_connection(db)
     try:
         plugin = RatingsPlugin(PluginSetup([*LADDERS.values(), ladder_config(
             {"name": "scrabble", "system": "cas"}, "test")]))
         await plugin.load(SqliteTx(conn), committed=True)
-        await conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE")
         if kind == "void":
-            await conn.execute("UPDATE matches SET status = 'voided', winner = NULL WHERE id = ?",
-                               (match_id,))
+            conn.execute("UPDATE matches SET status = 'voided', winner = NULL WHERE id = ?",
+                         (match_id,))
         else:
-            await conn.execute(
+            conn.execute(
                 "UPDATE matches SET winner = CASE winner WHEN 'a' THEN 'b' ELSE 'a' END, "
                 "score_a = score_b, score_b = score_a WHERE id = ?", (match_id,))
-        seq = (await (await conn.execute("SELECT seq FROM matches WHERE id = ?",
-                                         (match_id,))).fetchone())[0]
+        seq = conn.execute("SELECT seq FROM matches WHERE id = ?", (match_id,)).fetchone()[0]
         event = LadderCorrected(ladder, cause={"match": match_id}, seq=seq if tail else None)
         outcome = await plugin.on_event(SqliteTx(conn), event)
-        await conn.execute("COMMIT")
+        conn.execute("COMMIT")
         assert isinstance(outcome, Outcome)
         plugin.on_commit([(event, outcome)], Unheard())
         return outcome
     finally:
-        await conn.close()
+        conn.close()
 
 
 def add_newcomer_match(db: Path) -> int:
@@ -177,17 +176,18 @@ async def test_the_units_from_a_seq_on_are_the_tail_of_the_whole_log(db_path: Pa
                 conn.executemany("INSERT INTO match_players (match_id, player_id, side) "
                                  "VALUES (?, ?, ?)", [(mid, ids[a], "a"), (mid, ids[b], "b")])
     conn.close()
-    conn2 = await connect(str(db_path))
+    conn2 = open_connection(db_path)
     try:
+        reader = SqliteTx(conn2)
         for ladder in (*LADDERS, "scrabble"):
-            whole = await ladder_units(conn2, ladder)
+            whole = await ladder_units(reader, ladder)
             assert len(whole) >= 4
             for since in sorted({whole[0].seq, whole[len(whole) // 2].seq, whole[-1].seq,
                                  whole[-1].seq + 1}):
-                assert await ladder_units(conn2, ladder, since) == [
+                assert await ladder_units(reader, ladder, since) == [
                     u for u in whole if u.seq >= since]
     finally:
-        await conn2.close()
+        conn2.close()
 
 
 @pytest.mark.parametrize("change", ["values", "a match gone", "a row not the same", "more rows",
@@ -221,13 +221,13 @@ async def test_write_tail_updates_in_place_while_the_rows_are_the_same(
     else:
         history = history[:-6]
         kept = len(history)
-    conn = await connect(str(db_path))
+    conn = open_connection(db_path)
     try:
-        await conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE")
         done = await write_tail(SqliteTx(conn), "backgammon", first, history, INSERT_HISTORY)
-        await conn.execute("COMMIT")
+        conn.execute("COMMIT")
     finally:
-        await conn.close()
+        conn.close()
     after = sql(db_path, ROWS, ("backgammon",))
     assert [r[1:] for r in after if r[0] >= first] == history
     assert [r for r in after if r[0] < first] == [r for r in rows if r[0] < first]

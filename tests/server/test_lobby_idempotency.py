@@ -95,20 +95,20 @@ async def test_same_id_with_other_arguments_is_a_new_request(lobby: Harness) -> 
 async def test_a_retry_during_the_original_waits_for_it(lobby: Harness) -> None:
     """Two frames with the same key in flight at once: one outcome, the same reply twice.
 
-    The transport hands a connection's frames to the lobby one at a time, so
-    the overlap happens across connections; here the lobby gets both at once.
+    The transport hands a connection's frames to the router one at a time, so
+    the overlap happens across connections; here the router gets both at once.
     """
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await start_match(alice, bob, length=1)
     await alice.call("report win")
     match = sql(lobby.db, "SELECT id FROM matches WHERE status = 'claimed'")[0][0]
     assert lobby.server is not None
-    real = lobby.server.lobby
+    router = lobby.server.transport.router
     sent: list[dict[str, Any]] = []
     session = Session(send=sent.append, close=lambda code, reason: None,
-                      player=real.player("bob"))
+                      player=router.lobby.player("bob"))
     frame = json.dumps({"id": "conf-1", "cmd": "confirm", "args": {"match": match}})
-    await asyncio.gather(real.handle_frame(session, frame), real.handle_frame(session, frame))
+    await asyncio.gather(router.answer(session, frame), router.answer(session, frame))
     replies = [m for m in sent if m.get("id") == "conf-1"]
     assert len(replies) == 2 and all(r["ok"] for r in replies), replies
     assert replies[0]["data"] == replies[1]["data"]

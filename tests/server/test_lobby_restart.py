@@ -26,7 +26,7 @@ from lobbykit import (
 )
 
 from clients import LobbyClient
-from server.storage import SCHEMA_VERSION
+from server.store.schema import SCHEMA_VERSION
 
 LADDERS = ("backgammon", "scrabble", "foosball-singles", "foosball-doubles")
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")

@@ -40,8 +40,9 @@ from ratings_plugin.commands.replay_helper import ReplayHelper
 from server.api import LadderConfig, NotPlain
 from server.cli import Environment
 from server.config import Config, ladder_config, load_config
-from server.log import ladder_units
-from server.storage import connect
+from server.store.connection import open_connection
+from server.store.log import ladder_units
+from server.store.port import SqliteTx
 
 SECOND = ladder_config({"name": "hypergammon", "system": "fibs",
                         "experience_includes_match": False, "start_rating": 1400.0}, "test")
@@ -141,13 +142,12 @@ def write_log(db: Path, seed: int, matches: int = 300) -> None:
 
 async def generic(db: Path, ladder: LadderConfig) -> tuple[list[Any], list[Any]]:
     """The reference: ratings and history rows from the generic replay path."""
-    conn = await connect(str(db))
+    conn = open_connection(db)
     try:
-        async with conn.execute("SELECT id, name FROM players") as cur:
-            ids = {row["name"]: row["id"] async for row in cur}
-        book, history = replay_ladder(ladder, await ladder_units(conn, ladder.name), ids)
+        ids = {row["name"]: row["id"] for row in conn.execute("SELECT id, name FROM players")}
+        book, history = replay_ladder(ladder, await ladder_units(SqliteTx(conn), ladder.name), ids)
     finally:
-        await conn.close()
+        conn.close()
     return sorted(store.rating_rows(ladder, book.standings.values(), ids)), history
 
 

@@ -17,8 +17,9 @@ from ratings_plugin.plugin import RatingsPlugin
 from ratings_plugin.systems.cas.system import PEKLO_START, CasStanding
 from server.api import PluginSetup
 from server.config import default_ladders
-from server.port import SqliteTx, migrate_plugin
-from server.storage import connect, migrate
+from server.store.connection import open_connection
+from server.store.port import SqliteTx
+from server.store.schema import migrate, migrate_plugin
 
 # The first layout of the lobby's tables, when ratings (with every system's fields and Peklo's
 # values in a column) were the lobby's own: schema 1 as it was.
@@ -69,9 +70,9 @@ def test_encode_is_little_endian_and_decode_gives_every_bit_back() -> None:
 
 async def test_the_oldest_layout_is_adopted_with_every_value(tmp_path: Path) -> None:
     db = tmp_path / "v2.db"
-    aconn = await connect(str(db))
-    await migrate(aconn, target=2)
-    await aconn.close()
+    conn = open_connection(db)
+    await migrate(conn, target=2)
+    conn.close()
     conn = sqlite3.connect(db, isolation_level=None)
     conn.executescript(OLDEST_RATINGS)
     rng = random.Random(3)
@@ -92,14 +93,14 @@ async def test_the_oldest_layout_is_adopted_with_every_value(tmp_path: Path) -> 
             before[(ladder, name)] = value
     conn.close()
 
-    aconn = await connect(str(db))
+    conn = open_connection(db)
     try:
-        await migrate(aconn)
+        await migrate(conn)
         plugin = RatingsPlugin(PluginSetup(default_ladders()))
-        assert await migrate_plugin(aconn, plugin.schema) == 1
-        await plugin.load(SqliteTx(aconn), committed=True)
+        assert await migrate_plugin(conn, plugin.schema) == 1
+        await plugin.load(SqliteTx(conn), committed=True)
     finally:
-        await aconn.close()
+        conn.close()
     assert [row[1] for row in sql(db, "PRAGMA table_info(ratings)")] == [
         "ladder", "player_id", "rating", "games", "last_played", "state"]
     stored = sql(db, store.SHARED_SELECT)

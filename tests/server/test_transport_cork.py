@@ -1,4 +1,4 @@
-"""Corked writes (server/transport.py): the frames sent to a connection until the next flush (the
+"""Corked writes (server/net/connection.py): the frames sent to a connection until the next flush (the
 handler's, after a request, or at the loop's next pass) leave in one write, in the order they were
 sent, whoever flushes them."""
 
@@ -12,7 +12,7 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from server.transport import Cork, CorkedConnection
+from server.net.connection import Cork, CorkedConnection
 
 writes: list[bytes] = []
 

@@ -26,7 +26,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from server.storage import SCHEMA_VERSION, connect, migrate
+from server.store.connection import open_connection
+from server.store.schema import SCHEMA_VERSION, migrate
 
 __all__ = ["DatabaseProblem", "check_database", "problem"]
 
@@ -60,12 +61,12 @@ def problem(path: str | Path, error: sqlite3.Error, doing: str) -> DatabaseProbl
 
 async def expected_schema(version: int) -> Schema:
     """The tables, columns and indexes that the migrations up to ``version`` create."""
-    conn = await connect(":memory:", check_same_thread=False)
+    conn = open_connection(":memory:")
     try:
         await migrate(conn, target=version)
-        return _schema(conn._conn)
+        return _schema(conn)
     finally:
-        await conn.close()
+        conn.close()
 
 
 def _schema(conn: sqlite3.Connection) -> Schema:

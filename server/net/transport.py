@@ -15,27 +15,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import mimetypes
 import ssl
 import sys
 import time
-from collections import Counter, deque
-from pathlib import Path
+from collections import Counter
 from typing import Any
 
-from websockets.asyncio.messages import Assembler
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.protocol import State
-from websockets.typing import Data
 
-from server.allocator import trim_soon
 from server.config import Limits, Tls
 from server.limits import TokenBucket
-from server.lobby import Lobby, Session
-from server.origins import OriginPolicy
+from server.lobby import Router, Session
+from server.net.connection import Cork, CorkedConnection, NotUtf8
+from server.net.memory import trim_soon
+from server.net.origins import OriginPolicy
+from server.net.outbox import Outbox
+from server.net.static import not_allowed, static_response, without_body
 from server.protocol import encode_frame, error, frame_id
 
 log = logging.getLogger(__name__)
@@ -54,176 +52,15 @@ CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 # then its TCP connection is cut, and the bytes held for it are freed.
 UNREAD_GRACE = 5.0
 WS_PATH = "/ws"
-WEB_ROOT = Path(__file__).resolve().parent.parent / "clients" / "web"
-Outgoing = bytes | tuple[int, str] | None
-
-
-class CorkedConnection(ServerConnection):
-    """A connection whose pending frames leave in one write (one ``send`` system call).
-
-    websockets writes each frame it has buffered with its own
-    ``transport.write``; a reply and the pushes that go with it (``resign``:
-    the reply, ``match_finished``, the rating changes) would each cost a
-    system call on the server and a wake-up on the client.
-    """
-
-    corked = 0
-    """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        # websockets keeps the exceptions that ended the connection, and their tracebacks hold
-        # the frames that were running: this connection, the frame it was writing. A cycle
-        # only a full collection would free; without the tracebacks it goes at once.
-        for ended in (self.connection_exc, self.protocol.parser_exc, exc):
-            for _ in range(8):  # the chain of causes, in practice one or two long
-                if ended is None:
-                    break
-                ended.__traceback__ = None
-                ended = ended.__cause__ or ended.__context__
-
-    def send_data(self) -> None:
-        self.corked = 0
-        writes = self.protocol.writes
-        if len(writes) > 1 and all(writes):  # an empty item stands for end of stream
-            self.protocol.writes = [b"".join(writes)]
-        super().send_data()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        # The assembler websockets made, with its own arguments (they differ between versions),
-        # as the subclass that answers text that is not UTF-8 instead of closing.
-        self.recv_messages.__class__ = TolerantAssembler
-
-
-class NotUtf8(bytes):
-    """The payload of a text frame that is not UTF-8, handed to the handler to be answered.
-
-    websockets would close the connection with 1007; the lobby answers ``bad_request``
-    instead, as it does every other bad frame.
-    """
-
-    position: int  # of the first byte that is not UTF-8
-
-
-class TolerantAssembler(Assembler):
-    """websockets' message assembler, returning :class:`NotUtf8` where it would raise.
-
-    The message is already taken off the queue when its decoding fails, so the next
-    ``recv`` reads the next message as usual.
-    """
-
-    async def get(self, decode: bool | None = None) -> Data:  # type: ignore[override]
-        try:
-            return await super().get(decode)
-        except UnicodeDecodeError as e:
-            payload = NotUtf8(e.object)
-            payload.position = e.start
-            return payload
-
-
-class Cork:
-    """Frames sent directly, held until the task sending them is done, then written together.
-
-    :meth:`send` frames the message into the connection's buffer and
-    :meth:`flush` writes every such buffer once (:class:`CorkedConnection`).
-    The connection's handler flushes when it has answered a frame (the reply
-    and the pushes it caused), so nothing waits for other tasks; a callback
-    scheduled by the first held frame flushes what was sent anywhere else
-    (at the latest at the loop's next pass). The frames leave in the order
-    they were sent, as websockets writes its buffer in order whoever flushes
-    it (a close, or the connection's queued writer, may flush first).
-    """
-
-    def __init__(self) -> None:
-        self._pending: dict[CorkedConnection, None] = {}
-        self._scheduled = False  # a fallback flush is due (one at a time, however many send)
-
-    def send(self, ws: CorkedConnection, frame: bytes) -> None:
-        ws.protocol.send_text(frame)
-        ws.corked += len(frame)
-        self._pending[ws] = None
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._fallback)
-
-    def _fallback(self) -> None:
-        self._scheduled = False
-        self.flush()
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, {}
-        for ws in pending:
-            try:
-                ws.send_data()
-            except Exception as e:  # as websockets' broadcast: one connection's failure is its own
-                log.warning("could not write to a connection: %s", e)
-
-
-class Outbox:
-    """A connection's bounded queue of outgoing items, read by its one writer task.
-
-    ``asyncio.Queue`` with a single reader, for a fraction of its memory: it holds
-    one deque and, while the writer waits, one future, where ``asyncio.Queue``
-    holds three deques and an ``Event`` (about 3 KB an idle connection, 30 MB
-    for 10,000). ``put_nowait`` raises ``asyncio.QueueFull`` when ``limit``
-    items are waiting (a limit of 0 or less: no limit, as for ``asyncio.Queue``);
-    ``bytes`` is the size of the frames waiting, for the caller's byte budget.
-    """
-
-    __slots__ = ("__weakref__", "_items", "_limit", "_waiter", "bytes", "dropped", "sending")
-
-    def __init__(self, limit: int) -> None:
-        self._items: deque[Outgoing] = deque()
-        self._limit = limit
-        self._waiter: asyncio.Future[None] | None = None
-        self.bytes = 0
-        self.dropped = 0  # bytes let go unsent by clear()
-        self.sending = False  # the writer holds an item it has not finished sending
-
-    @property
-    def idle(self) -> bool:
-        """Nothing waiting and nothing being sent: a new frame may be written directly."""
-        return not self._items and not self.sending
-
-    def put_nowait(self, item: Outgoing) -> None:
-        if 0 < self._limit <= len(self._items):
-            raise asyncio.QueueFull
-        self._items.append(item)
-        if type(item) is bytes:
-            self.bytes += len(item)
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self) -> Outgoing:
-        while not self._items:
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await waiter
-            finally:
-                if self._waiter is waiter:
-                    self._waiter = None
-        item = self._items.popleft()
-        if type(item) is bytes:
-            self.bytes -= len(item)
-        return item
-
-    def clear(self) -> None:
-        """Drop every waiting item (the connection is gone, or will get nothing more)."""
-        self._items.clear()
-        self.dropped += self.bytes
-        self.bytes = 0
 
 
 class Transport:
     """Connections, limits and fan-out; every decision about the game is the lobby's."""
 
-    def __init__(self, lobby: Lobby, limits: Limits | None = None, tls: Tls | None = None,
+    def __init__(self, router: Router, limits: Limits | None = None, tls: Tls | None = None,
                  compression: bool = False) -> None:
-        self.lobby = lobby
+        self.router = router
+        self.lobby = router.lobby
         self.compression = compression
         self.limits = limits or Limits()
         self.tls = tls or Tls()
@@ -320,7 +157,7 @@ class Transport:
                 return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
             return static_response(connection, method, path)
         if method != "GET":
-            return _without_body(method, _not_allowed(connection, "GET"))
+            return without_body(method, not_allowed(connection, "GET"))
         origin = request.headers.get("Origin")
         if origin is not None and not self.origin_allowed(origin):
             log.warning("refused a connection from origin %r", origin[:100])
@@ -420,7 +257,7 @@ class Transport:
                     else:
                         send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
-                await self.lobby.handle_frame(session, frame)
+                await self.router.answer(session, frame)
                 self.cork.flush()  # the reply and its pushes leave now, together
             await self._read_out(ws)
         except ConnectionClosed:
@@ -489,13 +326,6 @@ class Transport:
         await self.server.wait_closed()
 
 
-def static_response(connection: ServerConnection, method: str, path: str) -> Response:
-    """A static file for GET, its headers alone for HEAD, 405 for any other method."""
-    if method not in ("GET", "HEAD"):
-        return _not_allowed(connection, "GET, HEAD")
-    return _without_body(method, static_file(connection, path))
-
-
 async def _close(ws: ServerConnection, code: int, reason: str) -> None:
     """``ws.close``, and the TCP connection cut if the closing handshake is not done within
     :data:`UNREAD_GRACE`: websockets first waits for its write buffer to drain, which a peer
@@ -506,48 +336,8 @@ async def _close(ws: ServerConnection, code: int, reason: str) -> None:
     except TimeoutError:
         ws.transport.abort()
 
-
 def _gone(*args: Any, **kwargs: Any) -> None:
     """What a finished connection's session does when told to send or close: nothing."""
-
-
-def static_file(connection: ServerConnection, path: str) -> Response:
-    """The web page's files from ``clients/web``; nothing outside it is ever served."""
-    relative = "index.html" if path in ("", "/") else path.lstrip("/")
-    target = (WEB_ROOT / relative).resolve()
-    if not target.is_relative_to(WEB_ROOT) or not target.is_file():
-        return connection.respond(404, "Not found.\n")
-    body = target.read_bytes()
-    ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
-        ctype += "; charset=utf-8"
-    headers = Headers([
-        ("Content-Type", ctype),
-        ("Content-Length", str(len(body))),
-        ("Cache-Control", "no-cache"),
-        ("X-Content-Type-Options", "nosniff"),
-        # No other site may frame the page (clickjacking): CSP for today's browsers,
-        # X-Frame-Options for the older ones.
-        ("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; "
-                                    "img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-                                    "frame-ancestors 'none'"),
-        ("X-Frame-Options", "DENY"),
-    ])
-    return Response(200, "OK", headers, body)
-
-
-def _not_allowed(connection: ServerConnection, allow: str) -> Response:
-    response = connection.respond(405, f"Method not allowed; this address takes {allow}.\n")
-    response.headers["Allow"] = allow
-    return response
-
-
-def _without_body(method: str, response: Response) -> Response:
-    """A HEAD request is answered with the headers GET would get (Content-Length included)."""
-    if method == "HEAD":
-        response.body = b""
-    return response
-
 
 def _address(connection: ServerConnection) -> str:
     remote = connection.remote_address

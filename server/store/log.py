@@ -2,19 +2,22 @@
 
 The log is ``matches`` and ``events`` with their shared ``seq`` numbers: a
 rated FIBS match has its own ``seq``; a closed P4P or ČAS event has one for
-all its games. Ratings and history are derived from this alone.
+all its games. Ratings and history are derived from this alone. Every read
+goes through a :class:`~server.api.Reader`, so the same code reads inside a
+writer job, on a ``matchlobby`` sub-command's store, or from the lobby's
+reader.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 
-import aiosqlite
+from server.api import Game, RatedUnit, Reader
 
-from server.api import Game, RatedUnit
+T = TypeVar("T")
 
 
 def split_side(side: str) -> tuple[str, ...]:
@@ -41,18 +44,16 @@ def game_from_row(row: Any) -> Game:
 YIELD_ROWS = 4096  # rows read between two turns of the event loop
 
 
-async def with_turns(cur: aiosqlite.Cursor) -> AsyncIterator[Any]:
-    """``cur``'s rows, with a turn of the event loop every :data:`YIELD_ROWS` of them.
+async def with_turns(rows: Iterable[T]) -> AsyncIterator[T]:
+    """``rows``, with a turn of the event loop every :data:`YIELD_ROWS` of them.
 
-    A job's reads run inline on the event loop (``server.writer.JobConnection``)
+    A job's reads run inline on the event loop (``server.store.writer.jobs``)
     and never wait, so reading a whole ladder's log for a correction (a
     million rows: ~30 s on the bench machine) would otherwise hold the loop,
     and every connection, for all of that time.
     """
-    n = 0
-    async for row in cur:
+    for n, row in enumerate(rows, 1):
         yield row
-        n += 1
         if n % YIELD_ROWS == 0:
             await asyncio.sleep(0)
 
@@ -73,50 +74,45 @@ ALL_PLAYERS = """SELECT mp.match_id, p.id, p.name FROM match_players mp
     WHERE m.ladder = ?1 AND m.status = 'finished'"""
 
 
-async def _player_ids(conn: aiosqlite.Connection, ladder: str, since: int
-                      ) -> dict[int, dict[str, int]]:
+async def _player_ids(reader: Reader, ladder: str, since: int) -> dict[int, dict[str, int]]:
     ids: dict[int, dict[str, int]] = {}
     query, params = (TAIL_PLAYERS, (ladder, since)) if since > FROM_THE_START else (
         ALL_PLAYERS, (ladder,))
-    async with conn.execute(query, params) as cur:
-        async for row in with_turns(cur):
-            ids.setdefault(row[0], {})[row[2]] = row[1]
+    async for row in reader.stream(query, params):
+        ids.setdefault(row[0], {})[row[2]] = row[1]
     return ids
 
 
-async def ladder_units(conn: aiosqlite.Connection, ladder: str, since: int = FROM_THE_START
+async def ladder_units(reader: Reader, ladder: str, since: int = FROM_THE_START
                        ) -> list[RatedUnit]:
     """The units of ``ladder`` whose ``seq`` is ``since`` or later (by default every one), in
     ``seq`` order, built from committed log rows."""
-    ids = await _player_ids(conn, ladder, since)
+    ids = await _player_ids(reader, ladder, since)
     units: list[tuple[int, RatedUnit]] = []
-    async with conn.execute(
+    async for row in reader.stream(
         """SELECT * FROM matches WHERE ladder = ? AND seq >= ? AND status = 'finished'""",
         (ladder, since),
-    ) as cur:
-        async for row in with_turns(cur):
-            units.append((row["seq"], RatedUnit(
-                ladder=ladder, seq=row["seq"], at=row["finished_at"], games=(game_from_row(row),),
-                player_ids=ids.get(row["id"], {}), match_id=row["id"], event_id=row["event_id"],
-            )))
+    ):
+        units.append((row["seq"], RatedUnit(
+            ladder=ladder, seq=row["seq"], at=row["finished_at"], games=(game_from_row(row),),
+            player_ids=ids.get(row["id"], {}), match_id=row["id"], event_id=row["event_id"],
+        )))
     events: dict[int, Any] = {}
-    async with conn.execute(
+    async for row in reader.stream(
         "SELECT * FROM events WHERE ladder = ? AND status = 'closed' AND seq >= ?", (ladder, since)
-    ) as cur:
-        async for row in with_turns(cur):
-            events[row["id"]] = row
+    ):
+        events[row["id"]] = row
     games: dict[int, list[Game]] = {e: [] for e in events}
     event_ids: dict[int, dict[str, int]] = {e: {} for e in events}
     if events:
-        async with conn.execute(
+        async for row in reader.stream(
             """SELECT m.* FROM matches m JOIN events e ON e.id = m.event_id
                WHERE e.ladder = ? AND e.status = 'closed' AND e.seq >= ?
                AND m.status = 'finished' AND +m.seq IS NULL ORDER BY m.id""",
             (ladder, since),
-        ) as cur:
-            async for row in with_turns(cur):
-                games[row["event_id"]].append(game_from_row(row))
-                event_ids[row["event_id"]].update(ids.get(row["id"], {}))
+        ):
+            games[row["event_id"]].append(game_from_row(row))
+            event_ids[row["event_id"]].update(ids.get(row["id"], {}))
     for eid, row in events.items():
         units.append((row["seq"], RatedUnit(
             ladder=ladder, seq=row["seq"], at=row["closed_at"], games=tuple(games[eid]),
@@ -126,32 +122,26 @@ async def ladder_units(conn: aiosqlite.Connection, ladder: str, since: int = FRO
     return [u for _, u in units]
 
 
-async def event_unit(conn: aiosqlite.Connection, ladder: str, event_id: int, seq: int,
-                     at: str) -> RatedUnit:
+async def event_unit(reader: Reader, ladder: str, event_id: int, seq: int, at: str) -> RatedUnit:
     """One closing event's unit, read without loading the rest of the ladder's log."""
-    games: list[Game] = []
-    ids: dict[str, int] = {}
-    async with conn.execute(
+    rows = await reader.fetchall(
         """SELECT * FROM matches WHERE event_id = ? AND status = 'finished' AND +seq IS NULL
-           ORDER BY id""", (event_id,)
-    ) as cur:
-        rows = list(await cur.fetchall())
-    for row in rows:
-        games.append(game_from_row(row))
+           ORDER BY id""", (event_id,))
+    games = [game_from_row(row) for row in rows]
     # CROSS JOIN fixes the order: from the event's games (indexed) to their players.
-    async with conn.execute(
+    ids: dict[str, int] = {}
+    for row in await reader.fetchall(
         """SELECT p.id, p.name FROM matches m CROSS JOIN match_players mp
            CROSS JOIN players p
            WHERE m.event_id = ? AND m.status = 'finished' AND +m.seq IS NULL
            AND mp.match_id = m.id AND p.id = mp.player_id""", (event_id,)
-    ) as cur:
-        async for row in cur:
-            ids[row[1]] = row[0]
+    ):
+        ids[row[1]] = row[0]
     return RatedUnit(ladder=ladder, seq=seq, at=at, games=tuple(games), player_ids=ids,
                      event_id=event_id)
 
 
-async def event_games(conn: aiosqlite.Connection, ladder: str) -> list[tuple[str, str, int, int]]:
+async def event_games(reader: Reader, ladder: str) -> list[tuple[str, str, int, int]]:
     """Every rated game of a ladder's closed events, in the order they were rated.
 
     The same games, in the same order, as :func:`ladder_units` yields: event
@@ -159,21 +149,30 @@ async def event_games(conn: aiosqlite.Connection, ladder: str) -> list[tuple[str
     query would sort the whole history). A whole-history system (ČAS's Peklo)
     reloads from it.
     """
-    async with conn.execute(
+    events = [row[0] for row in await reader.fetchall(
         "SELECT id FROM events WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL "
-        "ORDER BY seq", (ladder,)
-    ) as cur:
-        events = [row[0] for row in await cur.fetchall()]
+        "ORDER BY seq", (ladder,))]
     out: list[tuple[str, str, int, int]] = []
     for event_id in events:
-        async with conn.execute(
+        for a, b, sa, sb, winner in await reader.fetchall(
             """SELECT side_a, side_b, score_a, score_b, winner FROM matches
                WHERE event_id = ? AND status = 'finished' AND +seq IS NULL
                AND unrated_reason IS NULL ORDER BY id""", (event_id,)
-        ) as cur:
-            rows = await cur.fetchall()
-        for a, b, sa, sb, winner in rows:
+        ):
             if sa is None or sb is None:
                 sa, sb = {"a": (1, 0), "b": (0, 1)}.get(winner, (0, 0))
             out.append((a, b, sa, sb))
     return out
+
+
+class SqliteLog:
+    """The log as a plugin reads it (``server.api.LogReader``), through one reader."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+
+    async def units(self, ladder: str, since: int = 0) -> list[RatedUnit]:
+        return await ladder_units(self.reader, ladder, since)
+
+    async def event_games(self, ladder: str) -> list[tuple[str, str, int, int]]:
+        return await event_games(self.reader, ladder)

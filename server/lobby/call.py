@@ -1,0 +1,64 @@
+"""One request being answered: what a command's handler is given instead of globals."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from server.api import CommandError
+from server.lobby.publish import Message, Publisher, Pushes
+from server.lobby.requests import RequestKey, remember
+from server.lobby.state import Player, Session
+from server.store.handle import WriteTx, transact
+
+if TYPE_CHECKING:
+    from server.lobby.lobby import Effects, Lobby
+
+T = TypeVar("T")
+
+LobbyError = CommandError
+"""A refused command: a stable ``code`` and a sentence for people (the plugin API's own)."""
+
+
+def fail(code: str, message: str) -> LobbyError:
+    return LobbyError(code, message)
+
+
+@dataclass(eq=False)
+class Call:
+    """A command's request: who sent it and with what, and where its pushes and stored reply
+    go. Handlers read and change the lobby through it; nothing they do is global."""
+
+    lobby: Lobby
+    session: Session
+    args: dict[str, Any]
+    key: RequestKey | None = None
+    pushes: Pushes = field(default_factory=Pushes)
+
+    @property
+    def me(self) -> Player:
+        if self.session.player is None:
+            raise fail("not_logged_in", "Log in first.")
+        return self.session.player
+
+    def push(self, targets: Iterable[Session | None], message: Message) -> None:
+        """Send ``message`` to ``targets`` after this command's reply."""
+        self.pushes.add(targets, message)
+
+    @property
+    def publisher(self) -> Publisher:
+        return Publisher(self.lobby, self.pushes)
+
+    async def write(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
+        """Run ``job`` in a write transaction; returns once it has committed."""
+        return await transact(self.lobby.db, job)
+
+    async def remember(self, tx: WriteTx, data: Any) -> None:
+        """Store the reply with the result (in ``tx``), so a retry of this request gets it."""
+        if self.key is not None:
+            await remember(self.lobby.requests, tx, self.key, data)
+
+    def committed(self, effects: Effects, bulk: bool = False) -> None:
+        """The transaction holding ``effects`` committed: the plugins publish and push."""
+        self.lobby.committed(effects, self.publisher, bulk)

@@ -1,0 +1,236 @@
+"""The lobby's state: who is connected and online, who watches what, the live matches and
+invitations, and the plugins that follow the database. It decides nothing about a command:
+handlers do (server/handlers/), through the request context the router gives them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from server import PROTOCOL_VERSION, __version__
+from server.accounts import PasswordHasher
+from server.api import DomainEvent, LadderConfig, LobbyPlugin, Publisher
+from server.commands import COMMANDS, CommandTable
+from server.config import Config
+from server.limits import LoginThrottle, RegistrationLimit
+from server.lobby.call import fail
+from server.lobby.publish import fan_out
+from server.lobby.requests import StoredReplies
+from server.lobby.state import Invitation, LiveMatch, Player, Session
+from server.protocol import push
+from server.store import Database
+from server.store import matches as stored_matches
+from server.store import players as stored_players
+from server.store.handle import WriteTx, transact
+
+
+@dataclass
+class Effects:
+    """The domain events a command's transaction emitted, each with every plugin's outcome."""
+
+    done: list[tuple[DomainEvent, dict[str, Any]]] = field(default_factory=list)
+
+
+class Lobby:
+    def __init__(self, config: Config, db: Database,
+                 plugins: Iterable[LobbyPlugin] = ()) -> None:
+        self.config = config
+        self.db = db
+        self.ladders: dict[str, LadderConfig] = {x.name: x for x in config.ladders}
+        self.plugins = list(plugins)
+        self.commands = CommandTable(COMMANDS.values())  # the router's, once it has one
+        self.sessions: set[Session] = set()
+        # Who hears what: ladder watchers, and the sessions that listed `who` (presence).
+        self.watching: dict[str, set[Session]] = {}
+        self.presence: set[Session] = set()
+        self.online: dict[str, Session] = {}
+        self.players: dict[str, Player] = {}
+        self.matches: dict[int, LiveMatch] = {}
+        self.match_of: dict[str, int] = {}
+        self.invitations: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
+        self.invited_by: dict[str, set[str]] = {}  # inviter → invitees (may hold stale keys)
+        self.requests = StoredReplies()
+        lim = config.limits
+        self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
+                                     lim.password_hash_queue)
+        self.login_throttle = LoginThrottle(per_pair=lim.login_free_failures,
+                                            per_address=lim.login_address_failures,
+                                            per_account=lim.login_account_failures,
+                                            cap=lim.login_max_delay)
+        self.registrations = RegistrationLimit(lim.registrations_per_hour)
+        db.on_commit_failure = self.reload_plugins
+        db.on_job_failure = self.resync_plugins
+        db.on_job_start = self._job_started
+        self._plugins_touched = False
+
+    # ---- start-up -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load what is committed: stored replies, the plugins, players, live matches."""
+        await transact(self.db, self.requests.prune)
+        await self.requests.load(self.db)
+        await self.reload_plugins()
+        for row in await stored_players.all_players(self.db):
+            p = Player(row["id"], row["name"], row["role"], row["password_hash"],
+                       row["last_login"], row["dropped"])
+            self.players[p.key] = p
+        now = time.monotonic()
+        for row in await stored_matches.live(self.db):
+            m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
+                          row["status"], row["claimed_by"])
+            if row["score_a"] is not None and row["claimed_by"]:
+                # stored in side order; a claim's scores are the claimant's first
+                sa, sb = row["score_a"], row["score_b"]
+                m.claim_scores = (sa, sb) if m.side_of(row["claimed_by"]) == "a" else (sb, sa)
+            m.away_since = {m.a: now, m.b: now}
+            self.matches[m.id] = m
+            self.match_of[m.a] = self.match_of[m.b] = m.id
+
+    # ---- the plugins ----------------------------------------------------------------------
+
+    def _job_started(self) -> None:
+        self._plugins_touched = False
+
+    async def resync_plugins(self) -> None:
+        """A job failed and its savepoint was rolled back: follow the open transaction."""
+        if not self._plugins_touched:
+            return
+        self._plugins_touched = False
+        for plugin in self.plugins:
+            await plugin.load(self.db.writer_tx(), committed=False)
+
+    async def reload_plugins(self) -> None:
+        """Rebuild plugin state from committed data (after start or a failed commit)."""
+        for plugin in self.plugins:
+            await plugin.load(self.db.writer_tx(), committed=True)
+
+    async def emit(self, tx: WriteTx, event: DomainEvent, effects: Effects) -> dict[str, Any]:
+        """Let every plugin react inside ``tx``; returns the fields the plugins add to the reply
+        (computed now, so the stored reply holds them too)."""
+        self._plugins_touched = True
+        outcomes: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
+        for plugin in self.plugins:
+            outcome = await plugin.on_event(tx, event)
+            outcomes[plugin.name] = outcome
+            fields.update(plugin.reply_fields(event, outcome))
+        effects.done.append((event, outcomes))
+        return fields
+
+    def committed(self, effects: Effects, publisher: Publisher, bulk: bool = False) -> None:
+        """The transaction holding ``effects`` committed: each plugin publishes its outcomes and
+        pushes (after the command's reply). ``bulk``: an import's many results."""
+        if not effects.done:
+            return
+        for plugin in self.plugins:
+            plugin.on_commit([(event, outcomes.get(plugin.name))
+                              for event, outcomes in effects.done], publisher, bulk)
+
+    def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for plugin in self.plugins:
+            fields.update(plugin.describe_player(name, brief))
+        return fields
+
+    # ---- sessions -------------------------------------------------------------------------
+
+    def connect(self, session: Session) -> None:
+        self.sessions.add(session)
+        session.send(push("hello", {"server": self.config.server_name, "version": __version__,
+                                    "protocol": PROTOCOL_VERSION}))
+
+    def disconnect(self, session: Session) -> None:
+        session.closed = True
+        self.sessions.discard(session)
+        self.presence.discard(session)
+        for ladder in list(session.watching):
+            self.unwatch(session, ladder)
+        self.sign_out(session)
+
+    def watch(self, session: Session, ladder: str) -> None:
+        session.watching.add(ladder)
+        self.watching.setdefault(ladder, set()).add(session)
+
+    def unwatch(self, session: Session, ladder: str) -> None:
+        session.watching.discard(ladder)
+        self.watching.get(ladder, set()).discard(session)
+
+    def tell_presence(self, player: Player, online: bool, exclude: Session | None = None) -> None:
+        """``player_online``/``player_offline``: to the sessions that listed ``who``, and to the
+        player's opponent in a live match (who may claim it after a drop).
+
+        Not to everyone: with N players logging in, that is N² pushes (10,000 logins
+        would cost half an hour of server time).
+        """
+        targets = set(self.presence)
+        m = self.matches.get(self.match_of.get(player.name, 0))
+        if m is not None:
+            opponent = self.session_of(m.opponent(player.name))
+            if opponent is not None:
+                targets.add(opponent)
+        if exclude is not None:
+            targets.discard(exclude)
+        fan_out(targets, push("player_online" if online else "player_offline",
+                              {"player": player.name}))
+
+    def sign_out(self, session: Session) -> None:
+        p = session.player
+        session.player = None
+        if p is None or self.online.get(p.key) is not session:
+            return
+        del self.online[p.key]
+        self.invitations.pop(p.key, None)
+        for invitee in self.invited_by.pop(p.key, ()):
+            self.invitations.get(invitee, {}).pop(p.key, None)
+        m = self.matches.get(self.match_of.get(p.name, 0))
+        if m is not None:
+            m.away_since[p.name] = time.monotonic()
+        self.tell_presence(p, online=False, exclude=session)
+
+    def sign_in(self, session: Session, player: Player) -> None:
+        old = self.online.get(player.key)
+        if old is not None and old is not session:
+            old.send(push("logged_out", {"reason": "You logged in from another connection; "
+                                                   "this one has been closed."}))
+            self.sign_out(old)
+            old.close(4000, "replaced by a newer login")
+        if session.player is not None and session.player.key != player.key:
+            self.sign_out(session)
+        session.player = player
+        self.online[player.key] = session
+        m = self.matches.get(self.match_of.get(player.name, 0))
+        if m is not None:
+            m.away_since.pop(player.name, None)
+        self.tell_presence(player, online=True, exclude=session)
+
+    # ---- lookups --------------------------------------------------------------------------
+
+    def session_of(self, name: str) -> Session | None:
+        return self.online.get(name.casefold())
+
+    def sessions_of(self, names: Iterable[str]) -> list[Session]:
+        return [s for s in (self.session_of(n) for n in names) if s is not None]
+
+    def watchers(self, ladder: str) -> list[Session]:
+        return list(self.watching.get(ladder, ()))
+
+    def ladder(self, name: str) -> LadderConfig:
+        ladder = self.ladders.get(name)
+        if ladder is None:
+            raise fail("not_found", f"No ladder named {name!r}; 'ladders' lists them.")
+        return ladder
+
+    def player(self, name: str) -> Player:
+        p = self.players.get(name.casefold())
+        if p is None:
+            raise fail("not_found", f"No player named {name!r}.")
+        return p
+
+    def end_live(self, m: LiveMatch) -> None:
+        """Forget a live match that has ended (finished, aborted or voided) and committed."""
+        self.matches.pop(m.id, None)
+        for name in (m.a, m.b):
+            if self.match_of.get(name) == m.id:
+                del self.match_of[name]

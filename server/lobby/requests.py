@@ -1,0 +1,93 @@
+"""Idempotent retries: a mutating request's reply is stored with its result, and a retry
+with the same id, command and arguments gets that reply back instead of running again."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from server.protocol import Request, encode
+from server.store import now
+from server.store import requests as stored
+from server.store.handle import Reads, WriteTx
+
+# Commands whose retry needs no protection: they write nothing that a second run
+# could duplicate, or (register, login) are not tied to an account yet.
+NOT_IDEMPOTENT = frozenset({"register", "login", "logout", "watch", "unwatch", "help",
+                            "invite", "decline"})
+REPLAY_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    """A mutating request's idempotency key: a retry has the same id, command and arguments."""
+
+    player_id: int
+    request_id: str
+    cmd: str
+    args_hash: str
+
+
+def args_digest(args: dict[str, Any]) -> str:
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=list)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def key_of(player_id: int | None, request: Request) -> RequestKey | None:
+    """Mutating commands with an id from a logged-in player are idempotent."""
+    if request.id is None or player_id is None or request.spec.read_only \
+            or request.cmd in NOT_IDEMPOTENT:
+        return None
+    return RequestKey(player_id, str(request.id), request.cmd, args_digest(request.args))
+
+
+def _cutoff() -> str:
+    return (datetime.now(UTC) - REPLAY_WINDOW).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+Answer = tuple[dict[str, Any], RequestKey]
+
+
+@dataclass
+class StoredReplies:
+    """Which requests have a stored reply, and which are running now."""
+
+    known: set[int] = field(default_factory=set)  # a hash of every stored key
+    inflight: dict[tuple[int, str], asyncio.Future[Answer]] = field(default_factory=dict)
+
+    @staticmethod
+    def hashed(player_id: int, request_id: str) -> int:
+        """A stored key's hash (rebuilt at every start, so Python's own will do)."""
+        return hash((player_id, request_id))
+
+    async def load(self, db: Reads) -> None:
+        self.known = {self.hashed(p, r) for p, r in await stored.keys(db)}
+
+    async def prune(self, tx: WriteTx) -> None:
+        await stored.prune(tx, _cutoff())
+
+    async def find(self, db: Reads, key: RequestKey) -> Any | None:
+        """The data of an earlier, committed run of the same request, if any.
+
+        ``known`` holds a hash of every stored key, so the database is read
+        only for a real retry (or a rare hash collision).
+        """
+        if self.hashed(key.player_id, key.request_id) not in self.known:
+            return None
+        row = await stored.find(db, key.player_id, key.request_id)
+        if row is None or (row["cmd"], row["args_hash"]) != (key.cmd, key.args_hash):
+            return None
+        if row["at"] < _cutoff():
+            return None
+        return json.loads(row["reply"])
+
+
+async def remember(replies: StoredReplies, tx: WriteTx, key: RequestKey, data: Any) -> None:
+    # Added before the commit: a hit only costs one database read.
+    replies.known.add(replies.hashed(key.player_id, key.request_id))
+    await stored.store(tx, key.player_id, key.request_id, key.cmd, key.args_hash, encode(data),
+                       now())

@@ -1,0 +1,111 @@
+"""The one place a command is routed: its row of the command table, the role check, the
+idempotent retry, the handler, and then its reply and its pushes, in that order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from server.api import PluginCommand
+from server.commands import ADMIN, COMMANDS, PLAYER, CommandTable
+from server.lobby.call import Call, LobbyError
+from server.lobby.context import plugin_handler
+from server.lobby.lobby import Lobby
+from server.lobby.requests import Answer, key_of
+from server.lobby.state import Session
+from server.protocol import ProtocolError, Request, error, parse_frame, reply
+from server.store import CommitFailed, StorageFailed
+from server.store.faults import current_command
+
+log = logging.getLogger(__name__)
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+class Router:
+    """Every command the lobby answers (its own and its plugins'), each with its handler."""
+
+    def __init__(self, lobby: Lobby, handlers: Mapping[str, Handler]) -> None:
+        self.lobby = lobby
+        commands: list[PluginCommand] = [c for p in lobby.plugins for c in p.commands()]
+        self.table = CommandTable([*COMMANDS.values(), *(c.spec for c in commands)])
+        self.own = handlers  # read at each call: a test may hold a command in flight
+        self.added = {c.spec.name: plugin_handler(c) for c in commands}
+        handled = set(handlers) | set(self.added)
+        if handled != set(self.table) or set(handlers) & set(self.added):
+            raise ValueError(
+                f"commands without a handler: {sorted(set(self.table) - handled)}; "
+                f"handlers without a command: {sorted(handled - set(self.table))}; "
+                f"handled twice: {sorted(set(handlers) & set(self.added))}")
+        lobby.commands = self.table
+
+    async def answer(self, session: Session, text: str) -> None:
+        """Answer one frame: the reply first, then the pushes it caused."""
+        try:
+            request = parse_frame(text, self.table)
+        except ProtocolError as e:
+            session.send(error(e.code, e.message, e.id, e.cmd))
+            return
+        call = Call(self.lobby, session, request.args)
+        # Named in the log line of a storage fault (server/writer.py).
+        token = current_command.set(request.cmd if session.player is None
+                                    else f"{request.cmd} ({session.player.name})")
+        try:
+            message = await self.run(call, request)
+        finally:
+            current_command.reset(token)
+        if not session.closed:
+            session.send(message)
+        call.pushes.send()
+
+    async def run(self, call: Call, request: Request) -> dict[str, Any]:
+        spec = request.spec
+        player = call.session.player
+        if spec.role in (PLAYER, ADMIN) and player is None:
+            return error("not_logged_in", f"'{spec.name}' needs you to log in first.",
+                         request.id, request.cmd)
+        if spec.role == ADMIN and player is not None and player.role != "admin":
+            return error("forbidden", f"'{spec.name}' is for tournament directors (admins).",
+                         request.id, request.cmd)
+        key = key_of(None if player is None else player.id, request)
+        if key is None:
+            return await self._execute(call, request)
+        replies = self.lobby.requests
+        slot = (key.player_id, key.request_id)
+        while (running := replies.inflight.get(slot)) is not None:
+            earlier, earlier_key = await asyncio.shield(running)
+            if earlier_key == key and earlier.get("ok"):
+                return {**earlier, "id": request.id, "replayed": True}
+        # Registered before any await, so a duplicate arriving meanwhile waits for this one.
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        replies.inflight[slot] = future
+        message: dict[str, Any] = error("internal", "Interrupted.", request.id, request.cmd)
+        try:
+            stored = await replies.find(self.lobby.db, key)
+            if stored is not None:
+                message = reply(request, stored) | {"replayed": True}
+            else:
+                call.key = key
+                message = await self._execute(call, request)
+        finally:
+            future.set_result((message, key))
+            if replies.inflight.get(slot) is future:
+                del replies.inflight[slot]
+        return message
+
+    async def _execute(self, call: Call, request: Request) -> dict[str, Any]:
+        try:
+            data = await (self.own.get(request.cmd) or self.added[request.cmd])(call)
+        except (LobbyError, ProtocolError) as e:
+            return error(e.code, e.message, request.id, request.cmd)
+        except StorageFailed as e:
+            return error("internal", str(e), request.id, request.cmd)
+        except CommitFailed:
+            return error("internal", "The server could not save this; nothing was changed. "
+                                     "Please try again.", request.id, request.cmd)
+        except Exception:
+            log.exception("command %s failed", request.cmd)
+            return error("internal", "Something went wrong on the server; nothing was changed.",
+                         request.id, request.cmd)
+        return reply(request, data)

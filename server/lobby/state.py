@@ -1,0 +1,74 @@
+"""What the lobby holds in memory about the people and the matches it serves."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+AWAY_AFTER = 600.0  # seconds without a message before a player shows as away
+
+
+@dataclass
+class Player:
+    id: int
+    name: str
+    role: str = "player"
+    password_hash: str | None = None
+    last_login: str | None = None
+    dropped: int = 0
+
+    @property
+    def key(self) -> str:
+        return self.name.casefold()
+
+
+@dataclass(eq=False)
+class Session:
+    """One connection. ``send`` queues a message; ``close`` ends the connection."""
+
+    send: Callable[[dict[str, Any]], None]
+    close: Callable[[int, str], None]
+    # For fan-outs: queue the message for the connection's writer instead of writing it now,
+    # so that thousands of sessions each get their messages in turn, not frame by frame.
+    queue: Callable[[dict[str, Any]], None] | None = None
+    address: str = "?"
+    player: Player | None = None
+    watching: set[str] = field(default_factory=set)
+    last_seen: float = field(default_factory=time.monotonic)
+    closed: bool = False
+
+
+@dataclass
+class LiveMatch:
+    id: int
+    ladder: str
+    length: int | None
+    a: str
+    b: str
+    status: str = "playing"
+    claimed_by: str | None = None
+    claim_scores: tuple[int, int] | None = None
+    abort_by: str | None = None
+    busy: bool = False
+    away_since: dict[str, float] = field(default_factory=dict)
+
+    def opponent(self, name: str) -> str:
+        return self.b if name == self.a else self.a
+
+    def side_of(self, name: str) -> str:
+        return "a" if name == self.a else "b"
+
+    def summary(self) -> dict[str, Any]:
+        return {"match": self.id, "ladder": self.ladder,
+                "length": "unlimited" if self.length is None else self.length,
+                "a": self.a, "b": self.b, "status": self.status}
+
+
+@dataclass
+class Invitation:
+    inviter: str
+    invitee: str
+    ladder: str
+    length: int | None

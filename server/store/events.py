@@ -1,0 +1,83 @@
+"""The events table, and an event's games and standings a page at a time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.api import Game, RatedUnit
+from server.store.log import game_from_row
+from server.store.handle import Reads, WriteTx
+
+# `event show`, a page at a time: ?1 the event, ?2 the page's size, ?3 the rows before it.
+# The standings count the event's finished, rated games: a win 1 point, a draw ½, for each
+# player of a side; best first, ties by name ignoring case.
+STANDINGS = """SELECT p.name AS player, count(*) AS played,
+    count(CASE WHEN m.winner = mp.side THEN 1 END) AS won,
+    count(CASE WHEN m.winner = 'draw' THEN 1 END) AS drawn,
+    count(CASE WHEN m.winner IS NOT mp.side AND m.winner IS NOT 'draw' THEN 1 END) AS lost,
+    total(CASE WHEN m.winner = mp.side THEN 1.0 WHEN m.winner = 'draw' THEN 0.5 END) AS points
+    FROM matches m JOIN match_players mp ON mp.match_id = m.id
+    JOIN players p ON p.id = mp.player_id
+    WHERE m.event_id = ?1 AND m.status = 'finished' AND m.unrated_reason IS NULL
+    GROUP BY mp.player_id ORDER BY points DESC, p.name_key LIMIT ?2 OFFSET ?3"""
+SIZES = """SELECT (SELECT count(*) FROM matches WHERE event_id = ?1) AS games,
+    (SELECT count(DISTINCT mp.player_id) FROM matches m JOIN match_players mp
+     ON mp.match_id = m.id WHERE m.event_id = ?1 AND m.status = 'finished'
+     AND m.unrated_reason IS NULL) AS players"""
+GAMES = """SELECT id, side_a, side_b, score_a, score_b, length, played_on, status, unrated_reason
+    FROM matches WHERE event_id = ?1 ORDER BY id LIMIT ?2 OFFSET ?3"""
+LISTING = """SELECT e.*, (SELECT count(*) FROM matches m WHERE m.event_id = e.id
+    AND m.status = 'finished') AS games FROM events e"""
+
+
+async def create(tx: WriteTx, name: str, ladder: str, day: str, at: str) -> int:
+    row = await tx.fetchone(
+        "INSERT INTO events (name, ladder, date, status, created_at) VALUES (?, ?, ?, 'open', ?) "
+        "RETURNING id", (name, ladder, day, at))
+    assert row is not None
+    return int(row[0])
+
+
+async def get(db: Reads, event_id: int) -> Any | None:
+    return await db.fetchone("SELECT * FROM events WHERE id = ?", (event_id,))
+
+
+async def is_open(tx: WriteTx, event_id: int) -> bool:
+    """Whether the event still takes results, as this transaction sees it."""
+    row = await tx.fetchone("SELECT status FROM events WHERE id = ?", (event_id,))
+    return row is not None and row[0] == "open"
+
+
+async def close(tx: WriteTx, event_id: int, at: str, seq: int | None) -> None:
+    """Closed now; with ``seq``, rated as a unit in that place of the rating order."""
+    await tx.execute("UPDATE events SET status = 'closed', closed_at = ?, seq = ? WHERE id = ?",
+                     (at, seq, event_id))
+
+
+async def listing(db: Reads, status: str | None) -> list[Any]:
+    if status:
+        return await db.fetchall(LISTING + " WHERE e.status = ? ORDER BY e.id", (status,))
+    return await db.fetchall(LISTING + " ORDER BY e.id")
+
+
+async def page(db: Reads, event_id: int, size: int, skip: int
+               ) -> tuple[Any, list[Any], list[Any]]:
+    """The event's sizes (games, players), and a page of its games and of its standings."""
+    sizes = await db.fetchone(SIZES, (event_id,))
+    window = (event_id, size, skip)
+    return sizes, await db.fetchall(GAMES, window), await db.fetchall(STANDINGS, window)
+
+
+async def unit(tx: WriteTx, ladder: str, event_id: int, seq: int, at: str) -> RatedUnit:
+    """A closing event's games as one unit, read without the rest of the ladder's log."""
+    games: list[Game] = [game_from_row(row) for row in await tx.fetchall(
+        """SELECT * FROM matches WHERE event_id = ? AND status = 'finished' AND +seq IS NULL
+           ORDER BY id""", (event_id,))]
+    # CROSS JOIN fixes the order: from the event's games (indexed) to their players.
+    ids = {row[1]: row[0] for row in await tx.fetchall(
+        """SELECT p.id, p.name FROM matches m CROSS JOIN match_players mp
+           CROSS JOIN players p
+           WHERE m.event_id = ? AND m.status = 'finished' AND +m.seq IS NULL
+           AND mp.match_id = m.id AND p.id = mp.player_id""", (event_id,))}
+    return RatedUnit(ladder=ladder, seq=seq, at=at, games=tuple(games), player_ids=ids,
+                     event_id=event_id)

@@ -1,0 +1,100 @@
+"""The matches table: live matches from the invitation on, event results, corrections."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from server.store.handle import Reads, WriteTx
+
+NEW_LIVE = """INSERT INTO matches (id, ladder, side_a, side_b, length, played_on, status,
+    created_at) VALUES (?, ?, ?, ?, ?, ?, 'playing', ?)"""
+SIDES = "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)"
+FINISHED = """UPDATE matches SET status = 'finished', winner = ?, score_a = ?, score_b = ?,
+    how = ?, seq = ?, finished_at = ?, played_on = ? WHERE id = ?"""
+NEW_RESULT = """INSERT INTO matches (id, ladder, event_id, side_a, side_b, length, played_on,
+    status, winner, score_a, score_b, how, unrated_reason, seq, created_at, finished_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, 'finished', ?, ?, ?, 'event', ?, ?, ?, ?)"""
+
+
+async def start_live(tx: WriteTx, ladder: str, a: tuple[str, int], b: tuple[str, int],
+                     length: int | None, played_on: str, at: str) -> int:
+    """A live match between ``a`` and ``b`` (name, player id), playing from now; its id."""
+    mid = tx.take("match")
+    await tx.later(NEW_LIVE, (mid, ladder, a[0], b[0], length, played_on, at))
+    await tx.executemany(SIDES, [(mid, a[1], "a"), (mid, b[1], "b")])
+    return mid
+
+
+async def finish(tx: WriteTx, match_id: int, winner: str, scores: tuple[int | None, int | None],
+                 how: str, seq: int | None, at: str, played_on: str) -> None:
+    await tx.later(FINISHED, (winner, scores[0], scores[1], how, seq, at, played_on, match_id))
+
+
+async def claimed(tx: WriteTx, match_id: int, by: str,
+                  scores: tuple[int | None, int | None]) -> None:
+    await tx.execute("UPDATE matches SET status = 'claimed', claimed_by = ?, score_a = ?, "
+                     "score_b = ? WHERE id = ?", (by, scores[0], scores[1], match_id))
+
+
+async def disputed(tx: WriteTx, match_id: int) -> None:
+    await tx.execute("UPDATE matches SET status = 'disputed', disputed = 1 WHERE id = ?",
+                     (match_id,))
+
+
+async def aborted(tx: WriteTx, match_id: int, at: str) -> None:
+    await tx.execute("UPDATE matches SET status = 'aborted', how = 'abort', finished_at = ? "
+                     "WHERE id = ?", (at, match_id))
+
+
+async def record_result(tx: WriteTx, ladder: str, event_id: int, side_a: Sequence[str],
+                        side_b: Sequence[str], scores: tuple[int, int], length: int | None,
+                        played_on: str, winner: str, unrated: str | None, seq: int | None,
+                        at: str, ids: dict[str, int]) -> int:
+    """An event's result, finished as it is recorded; its id."""
+    mid = tx.take("match")
+    await tx.execute(NEW_RESULT, (mid, ladder, event_id, "+".join(side_a), "+".join(side_b),
+                                  length, played_on, winner, scores[0], scores[1], unrated, seq,
+                                  at, at))
+    await tx.executemany(SIDES, [(mid, ids[p], "a") for p in side_a]
+                         + [(mid, ids[p], "b") for p in side_b])
+    return mid
+
+
+async def live(db: Reads) -> list[Any]:
+    """The matches still being played or decided (at start)."""
+    return await db.fetchall(
+        "SELECT * FROM matches WHERE status IN ('playing', 'claimed', 'disputed')")
+
+
+async def get(db: Reads, match_id: int) -> Any | None:
+    return await db.fetchone("SELECT * FROM matches WHERE id = ?", (match_id,))
+
+
+async def with_event(db: Reads, match_id: int) -> Any | None:
+    """A match with its event's status and place in the rating order (``event_status``,
+    ``event_seq``)."""
+    return await db.fetchone(
+        "SELECT m.*, e.status AS event_status, e.seq AS event_seq FROM matches m "
+        "LEFT JOIN events e ON e.id = m.event_id WHERE m.id = ?", (match_id,))
+
+
+async def outcome_in(tx: WriteTx, match_id: int) -> tuple[str, str | None] | None:
+    """(status, winner) as this transaction sees them."""
+    row = await tx.fetchone("SELECT status, winner FROM matches WHERE id = ?", (match_id,))
+    return None if row is None else (row[0], row[1])
+
+
+async def corrected(tx: WriteTx, match_id: int, kind: str, old: tuple[str, str | None],
+                    new: tuple[str, str | None], reason: str | None, by: int, at: str,
+                    swap_scores: bool) -> None:
+    """A correction appended to the log, and the match changed as it says."""
+    await tx.execute(
+        """INSERT INTO corrections (match_id, kind, old_status, old_winner, new_status,
+           new_winner, reason, by_player, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (match_id, kind, old[0], old[1], new[0], new[1], reason, by, at))
+    if swap_scores:
+        await tx.execute("UPDATE matches SET score_a = score_b, score_b = score_a WHERE id = ?",
+                         (match_id,))
+    await tx.execute("UPDATE matches SET status = ?, winner = ? WHERE id = ?",
+                     (new[0], new[1], match_id))

@@ -1,0 +1,30 @@
+"""Stored replies: a mutating request's reply kept with its result, for retries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.handle import Reads, WriteTx
+
+STORE = ("INSERT OR REPLACE INTO requests (player_id, request_id, cmd, args_hash, reply, at) "
+         "VALUES (?, ?, ?, ?, ?, ?)")
+
+
+async def prune(tx: WriteTx, before: str) -> None:
+    await tx.execute("DELETE FROM requests WHERE at < ?", (before,))
+
+
+async def keys(db: Reads) -> list[tuple[int, str]]:
+    return [(row[0], row[1]) for row in await db.fetchall(
+        "SELECT player_id, request_id FROM requests")]
+
+
+async def find(db: Reads, player_id: int, request_id: str) -> Any | None:
+    return await db.fetchone(
+        "SELECT cmd, args_hash, reply, at FROM requests WHERE player_id = ? AND request_id = ?",
+        (player_id, request_id))
+
+
+async def store(tx: WriteTx, player_id: int, request_id: str, cmd: str, args_hash: str,
+                reply: str, at: str) -> None:
+    await tx.later(STORE, (player_id, request_id, cmd, args_hash, reply, at))

@@ -1,0 +1,207 @@
+"""The lobby's tables and their migrations, and the tables plugins describe.
+
+The core schema is versioned with ``PRAGMA user_version``; each plugin's by
+its row in ``plugin_schemas``. Both are brought up to date one version per
+``BEGIN IMMEDIATE`` transaction, so a failed step leaves the previous version
+whole. Plugins describe their tables with ``server.api`` records
+(:class:`~server.api.Table`, :class:`~server.api.Index`), turned into SQL here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
+
+from server.api import Index, Schema, Table, TableColumn
+from server.api.storage import Step
+from server.store.port import SqliteTx, begin_immediate
+
+SCHEMA_VERSION = 4
+
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE players (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL UNIQUE,
+        password_hash TEXT,
+        role TEXT NOT NULL DEFAULT 'player' CHECK (role IN ('player', 'admin')),
+        created_at TEXT NOT NULL,
+        last_login TEXT,
+        dropped INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        ladder TEXT NOT NULL,
+        date TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'closed')),
+        created_at TEXT NOT NULL,
+        closed_at TEXT,
+        seq INTEGER UNIQUE
+    );
+    CREATE TABLE matches (
+        id INTEGER PRIMARY KEY,
+        ladder TEXT NOT NULL,
+        event_id INTEGER REFERENCES events (id),
+        side_a TEXT NOT NULL,
+        side_b TEXT NOT NULL,
+        length INTEGER,
+        played_on TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN
+            ('playing', 'claimed', 'disputed', 'finished', 'aborted', 'voided')),
+        winner TEXT CHECK (winner IN ('a', 'b', 'draw')),
+        score_a INTEGER,
+        score_b INTEGER,
+        how TEXT,
+        unrated_reason TEXT,
+        claimed_by TEXT,
+        disputed INTEGER NOT NULL DEFAULT 0,
+        seq INTEGER UNIQUE,
+        created_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX matches_event ON matches (event_id);
+    CREATE INDEX matches_ladder_seq ON matches (ladder, seq);
+    CREATE TABLE match_players (
+        match_id INTEGER NOT NULL REFERENCES matches (id),
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        side TEXT NOT NULL CHECK (side IN ('a', 'b')),
+        PRIMARY KEY (match_id, player_id)
+    );
+    CREATE INDEX match_players_player ON match_players (player_id);
+    CREATE TABLE corrections (
+        id INTEGER PRIMARY KEY,
+        match_id INTEGER NOT NULL REFERENCES matches (id),
+        kind TEXT NOT NULL,
+        old_status TEXT NOT NULL,
+        old_winner TEXT,
+        new_status TEXT NOT NULL,
+        new_winner TEXT,
+        reason TEXT,
+        by_player INTEGER REFERENCES players (id),
+        at TEXT NOT NULL
+    );
+    CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO counters VALUES ('seq', 0);
+    """,
+    2: """
+    CREATE TABLE requests (
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        request_id TEXT NOT NULL,
+        cmd TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        reply TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (player_id, request_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX requests_at ON requests (at);
+    """,
+    # The ratings plugin's tables (ratings, history, Peklo values) are its own: a database made
+    # before it owned them keeps them, and the plugin adopts them.
+    3: "",
+    4: """
+    CREATE TABLE plugin_schemas (
+        name TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
+    );
+    """,
+}
+
+
+class SchemaError(Exception):
+    """A plugin's tables are newer than its code, or cannot be brought up to date."""
+
+
+async def _in_transaction(conn: sqlite3.Connection, step: Callable[[], Awaitable[None]]) -> None:
+    await begin_immediate(conn)
+    try:
+        await step()
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+async def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring the lobby's tables to ``target``, one migration per transaction."""
+    version = schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(f"database schema {version} is newer than this server ({SCHEMA_VERSION})")
+    while version < target:
+        version += 1
+
+        async def step(version: int = version) -> None:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
+
+        await _in_transaction(conn, step)
+    return version
+
+
+# ---- the tables plugins describe ------------------------------------------------------------
+
+SQL_TYPES = {"integer": "INTEGER", "real": "REAL", "text": "TEXT", "blob": "BLOB"}
+
+
+def _column(c: TableColumn, table: Table) -> str:
+    sql = f"{c.name} {SQL_TYPES[c.type]}"
+    if table.autoincrement == c.name:
+        return sql + " PRIMARY KEY"
+    return sql if c.nullable else sql + " NOT NULL"
+
+
+def table_sql(table: Table) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for ``table`` (an autoincrement key is SQLite's rowid)."""
+    parts = [_column(c, table) for c in table.columns]
+    if table.primary_key and table.primary_key != (table.autoincrement,):
+        parts.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
+    suffix = " WITHOUT ROWID" if table.clustered and table.autoincrement is None else ""
+    return f"CREATE TABLE IF NOT EXISTS {table.name} (\n    " + ",\n    ".join(parts) + f"\n){suffix}"
+
+
+def index_sql(index: Index) -> str:
+    unique = "UNIQUE " if index.unique else ""
+    return (f"CREATE {unique}INDEX IF NOT EXISTS {index.name} ON {index.table} "
+            f"({', '.join(index.columns)})")
+
+
+def plugin_version(conn: sqlite3.Connection, name: str) -> int:
+    row = conn.execute("SELECT version FROM plugin_schemas WHERE name = ?", (name,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+async def migrate_plugin(conn: sqlite3.Connection, schema: Schema) -> int:
+    """Bring a plugin's tables to its schema's version, one transaction a version."""
+    version = plugin_version(conn, schema.name)
+    if version > schema.version:
+        raise SchemaError(f"plugin {schema.name!r}: the database's tables are version {version}, "
+                          f"newer than this code's {schema.version}")
+    tx = SqliteTx(conn)
+    while version < schema.version:
+        version += 1
+
+        async def step(steps: Sequence[Step] = schema.versions.get(version, ()),
+                       version: int = version) -> None:
+            for item in steps:
+                if isinstance(item, Table):
+                    conn.execute(table_sql(item))
+                elif isinstance(item, Index):
+                    conn.execute(index_sql(item))
+                else:
+                    await item(tx)
+            conn.execute(
+                "INSERT INTO plugin_schemas (name, version) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET version = excluded.version",
+                (schema.name, version))
+
+        await _in_transaction(conn, step)
+    return version
