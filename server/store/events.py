@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from server.api import Game, RatedUnit
-from server.store.log import game_from_row
 from server.store.handle import Reads, WriteTx
+from server.store.log import game_from_row
 
 # `event show`, a page at a time: ?1 the event, ?2 the page's size, ?3 the rows before it.
 # The standings count the event's finished, rated games: a win 1 point, a draw ½, for each
