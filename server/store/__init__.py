@@ -5,7 +5,7 @@ pipeline, the job's handle, queued writes), ``schema`` (tables and
 migrations), ``connection`` (pragmas), ``faults`` (failed commits and failed
 files), ``log`` (the match log as rated units), ``port`` (``server.api``'s
 storage protocols for everything outside a write job), ``dbcheck`` (is a file
-usable), ``clock`` (timestamps), ``legacy`` (aiosqlite-shaped jobs).
+usable), ``clock`` (timestamps).
 """
 
 from server.store.clock import now, today

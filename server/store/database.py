@@ -18,7 +18,6 @@ import aiosqlite
 from server.api import Schema
 from server.store.connection import connect, open_connection
 from server.store.faults import current_command, storage_fault
-from server.store.legacy import LegacyJob
 from server.store.port import CommittedReader, SqliteTx
 from server.store.schema import migrate, migrate_plugin
 from server.store.writer.jobs import JobTx
@@ -79,11 +78,11 @@ class Database(Hooks):
                 conn.close()
         self.reader = self.writer = self.quick = None
 
-    async def write(self, job: Callable[[JobTx], Awaitable[T]] | LegacyJob[T]) -> T:
+    async def write(self, job: Callable[[JobTx], Awaitable[T]]) -> T:
         """Run ``job`` inside the writer's transaction; return once it is committed."""
         if self._task is None or self._group is None:
             raise RuntimeError("the database is closed")
-        result: T = await self._group.write(job)  # type: ignore[arg-type]
+        result: T = await self._group.write(job)
         return result
 
     def writer_tx(self) -> SqliteTx:

@@ -43,10 +43,10 @@ from server.store.faults import (
     StorageFailed,
     storage_fault,
 )
-from server.store.legacy import CompatTx
 from server.store.port import begin_immediate
 from server.store.writer.batch import Batch, Job, Queued, retire
 from server.store.writer.batching import Counters, Writes
+from server.store.writer.jobs import JobTx
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ class GroupWriter:
         b = Batch(Writes(self.conn, self.counters))
         assert self.loop is not None
         b.landed = self.loop.create_future()
-        b.jobs = CompatTx(self.conn, b.writes, lambda: self._begin(b))
+        b.jobs = JobTx(self.conn, b.writes, lambda: self._begin(b))
         return b
 
     async def _run_job(self, b: Batch, item: Queued) -> None:
