@@ -33,9 +33,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench._harness import bench_env, free_port, matchlobby_command  # noqa: E402
 from clients.lobby_client import LobbyClient  # noqa: E402
+from server.store.schema import SCHEMA_VERSION  # noqa: E402
 
 CACHE = Path(tempfile.gettempdir()) / "matchlobby-bench" / \
-    "replay-v1-schema3-1000000m-20000p-seed5.db"
+    f"replay-v1-schema{SCHEMA_VERSION}-1000000m-20000p-seed5.db"
 ADMIN, PASSWORD = "boss", "bench-password"
 
 

@@ -26,11 +26,12 @@ from server.store.writer.batching import Later, Writes, deferrable
 class JobTx:
     """One job's view of its batch's transaction (``server.api.Tx``).
 
-    ``execute`` of a plain write opens the transaction (so that what it wrote
-    can be read back) but still queues the statement; ``later`` and
-    ``executemany`` of plain writes queue without opening it. A statement of
-    the job's own that fails fails the job (at the statement that needed it,
-    or at the commit, which then fails the batch).
+    ``execute`` of a plain write opens the transaction but still queues the
+    statement (the aiosqlite-shaped ``execute`` of ``server.store.legacy``
+    returns a cursor that may be read, which needs the transaction; both
+    batch alike); ``later`` and ``executemany`` of plain writes queue without
+    opening it. A queued write of the job's own that fails fails the job at
+    the statement that needed it, or its whole batch at the commit.
     """
 
     backend = BACKEND
