@@ -149,6 +149,8 @@ def config_text(connections: int, cost_n: int = 16) -> str:
         "[limits]   # every client comes from 127.0.0.1\n"
         f"connections_per_address = {connections + 64}\n"
         "messages_per_second = 1000000.0\nburst = 1000000\n"
+        "# logins in flight count against the address's budget until they succeed\n"
+        f"login_address_failures = {connections + 64}\n"
     )
 
 
