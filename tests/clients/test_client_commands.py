@@ -15,29 +15,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from clientkit import (
-    ADMIN,
-    DROP_TIMEOUT,
-    PASSWORD,
-    FibsModel,
-    Lobby,
-    check_changes,
-    close,
-    expect_error,
-    rate_file,
-    results_text,
-    settle,
-    start_match,
-    today,
-)
-from ladder_shapes import LADDERS_REPLY
+from testkit.cli import rate_file
+from testkit.clients import expect_error, settle, start_match
+from testkit.constants import ADMIN, PASSWORD
+from testkit.fibs import FibsModel, check_changes, close
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
+from testkit.shapes import LADDERS_REPLY
 
 from clients.models import Ladder, LadderInfo, MatchFinished, Ratings, Whois
 from server.plugins import command_table
 
+DROP_TIMEOUT = 0.4  # the claim case's: short, so that a claim can be tested without a long wait
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
-Case = Callable[[Lobby, Path], Awaitable[None]]
+Case = Callable[[LobbyServer, Path], Awaitable[None]]
 CASES: dict[str, Case] = {}
 
 
@@ -50,7 +42,7 @@ def case(command: str) -> Callable[[Case], Case]:
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-async def test_round_trip(command: str, lobby: Lobby, tmp_path: Path) -> None:
+async def test_round_trip(command: str, lobby: LobbyServer, tmp_path: Path) -> None:
     run = CASES.get(command)
     assert run is not None, f"no round-trip case for {command!r}: add one to CASES"
     await run(lobby, tmp_path)
@@ -66,7 +58,7 @@ def test_every_case_is_a_command() -> None:
 
 
 @case("help")
-async def _help(lobby: Lobby, tmp: Path) -> None:
+async def _help(lobby: LobbyServer, tmp: Path) -> None:
     c = await lobby.client()
     listing = await c.call("help")
     assert [x["command"] for x in listing["commands"]] == list(COMMANDS)
@@ -83,7 +75,7 @@ async def _help(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("register")
-async def _register(lobby: Lobby, tmp: Path) -> None:
+async def _register(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")  # asks to hear who comes and goes
     alice = await lobby.client()
@@ -108,7 +100,7 @@ async def _register(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("login")
-async def _login(lobby: Lobby, tmp: Path) -> None:
+async def _login(lobby: LobbyServer, tmp: Path) -> None:
     first = await lobby.player("alice")
     await first.close()
     watcher = await lobby.client()
@@ -128,7 +120,7 @@ async def _login(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("logout")
-async def _logout(lobby: Lobby, tmp: Path) -> None:
+async def _logout(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")
     alice = await lobby.player("alice")
@@ -148,7 +140,7 @@ async def _logout(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("who")
-async def _who(lobby: Lobby, tmp: Path) -> None:
+async def _who(lobby: LobbyServer, tmp: Path) -> None:
     spectator = await lobby.client()
     assert await spectator.call("who") == {"players": [], "spectators": 1}
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
@@ -169,7 +161,7 @@ async def _who(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("whois")
-async def _whois(lobby: Lobby, tmp: Path) -> None:
+async def _whois(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     await start_match(alice, bob, length=5)
@@ -196,7 +188,7 @@ async def _whois(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("rating")
-async def _rating(lobby: Lobby, tmp: Path) -> None:
+async def _rating(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     model = FibsModel()
@@ -232,7 +224,7 @@ async def _rating(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("ladder")
-async def _ladder(lobby: Lobby, tmp: Path) -> None:
+async def _ladder(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     admin = await lobby.admin()
     model = FibsModel()
@@ -271,7 +263,7 @@ async def _ladder(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("history")
-async def _history(lobby: Lobby, tmp: Path) -> None:
+async def _history(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     model = FibsModel()
     m1 = await start_match(alice, bob, length=1)
@@ -305,7 +297,7 @@ async def _history(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("ladders")
-async def _ladders(lobby: Lobby, tmp: Path) -> None:
+async def _ladders(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await start_match(alice, bob)
     await alice.resign()
@@ -348,7 +340,7 @@ async def _ladders(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("watch")
-async def _watch(lobby: Lobby, tmp: Path) -> None:
+async def _watch(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     assert await watcher.watch("backgammon") == {"ladder": "backgammon", "watching": True}
     assert await watcher.watch("scrabble") == {"ladder": "scrabble", "watching": True}
@@ -385,7 +377,7 @@ async def _watch(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("unwatch")
-async def _unwatch(lobby: Lobby, tmp: Path) -> None:
+async def _unwatch(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.watch("backgammon")
     assert await watcher.unwatch("backgammon") == {"ladder": "backgammon", "watching": False}
@@ -402,7 +394,7 @@ async def _unwatch(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("invite")
-async def _invite(lobby: Lobby, tmp: Path) -> None:
+async def _invite(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     seen: list[dict[str, object]] = []
     bob.on("invited", seen.append)
@@ -426,7 +418,7 @@ async def _invite(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("join")
-async def _join(lobby: Lobby, tmp: Path) -> None:
+async def _join(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     await expect_error(bob.call("join", name="alice"), "not_found")  # no invitation
     await alice.call("invite", name="bob", ladder="backgammon", length=3)
@@ -442,7 +434,7 @@ async def _join(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("decline")
-async def _decline(lobby: Lobby, tmp: Path) -> None:
+async def _decline(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await alice.call("invite", name="bob", ladder="backgammon")
     await bob.next_push("invited")
@@ -454,7 +446,7 @@ async def _decline(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("resign")
-async def _resign(lobby: Lobby, tmp: Path) -> None:
+async def _resign(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     await expect_error(bob.resign(), "conflict")  # not playing
@@ -483,7 +475,7 @@ async def _resign(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("report win")
-async def _report_win(lobby: Lobby, tmp: Path) -> None:
+async def _report_win(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await expect_error(alice.call("report win"), "conflict")
     mid = await start_match(alice, bob, length=3)
@@ -500,7 +492,7 @@ async def _report_win(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("confirm")
-async def _confirm(lobby: Lobby, tmp: Path) -> None:
+async def _confirm(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     mid = await start_match(alice, bob, length=3)
@@ -520,7 +512,7 @@ async def _confirm(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("dispute")
-async def _dispute(lobby: Lobby, tmp: Path) -> None:
+async def _dispute(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     mid = await start_match(alice, bob, length=3)
@@ -537,7 +529,8 @@ async def _dispute(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("claim")
-async def _claim(lobby: Lobby, tmp: Path) -> None:
+async def _claim(lobby: LobbyServer, tmp: Path) -> None:
+    await lobby.restart(drop_timeout=DROP_TIMEOUT)
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     mid = await start_match(alice, bob, length=5)
@@ -556,7 +549,7 @@ async def _claim(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("abort")
-async def _abort(lobby: Lobby, tmp: Path) -> None:
+async def _abort(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await expect_error(alice.call("abort"), "conflict")
     mid = await start_match(alice, bob, length=3)
@@ -577,7 +570,7 @@ async def _abort(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event create")
-async def _event_create(lobby: Lobby, tmp: Path) -> None:
+async def _event_create(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     created = await admin.call("event create", name="Brno Open", ladder="scrabble",
                                date="2026-03-14")
@@ -601,7 +594,7 @@ async def _event_create(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event result")
-async def _event_result(lobby: Lobby, tmp: Path) -> None:
+async def _event_result(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     alice = await lobby.player("alice")
     model = FibsModel()
@@ -640,7 +633,7 @@ async def _event_result(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event import")
-async def _event_import(lobby: Lobby, tmp: Path) -> None:
+async def _event_import(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     event = await admin.call("event create", name="Kicker Cup", ladder="foosball-singles")
     rows = [f"Kicker Cup,{today()},alice,bob,10,7,,", f"Kicker Cup,{today()},bob,carol,10,3,,",
@@ -665,7 +658,7 @@ async def _event_import(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event close")
-async def _event_close(lobby: Lobby, tmp: Path) -> None:
+async def _event_close(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     alice = await lobby.player("alice")
     watcher = await lobby.client()
@@ -700,7 +693,7 @@ async def _event_close(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("events")
-async def _events(lobby: Lobby, tmp: Path) -> None:
+async def _events(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     a = await admin.call("event create", name="Spring", ladder="scrabble", date="2026-03-01")
     b = await admin.call("event create", name="Summer", ladder="foosball-singles",
@@ -721,7 +714,7 @@ async def _events(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event show")
-async def _event_show(lobby: Lobby, tmp: Path) -> None:
+async def _event_show(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     event = await admin.call("event create", name="Brno Open", ladder="scrabble",
                              date="2026-03-14")
@@ -747,7 +740,7 @@ async def _event_show(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("void")
-async def _void(lobby: Lobby, tmp: Path) -> None:
+async def _void(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     admin = await lobby.admin()
     watcher = await lobby.client()
@@ -788,7 +781,7 @@ async def _void(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("adjudicate")
-async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
+async def _adjudicate(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     model = FibsModel()
@@ -818,7 +811,7 @@ async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("streak")
-async def _streak(lobby: Lobby, tmp: Path) -> None:
+async def _streak(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     guest = await lobby.client()
     for _ in range(2):

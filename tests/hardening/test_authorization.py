@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from hardkit import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD, ServerThread, dump_db
+from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD
+from testkit.db import dump_db
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 

@@ -10,7 +10,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from lobbykit import Harness, results_text, run_cli_async, sql, today
+from testkit.cli import run_cli_async
+from testkit.db import sql
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from ratings_plugin import store
 from ratings_plugin.plugin import RatingsPlugin
@@ -127,7 +130,7 @@ def _ladder(db: Path) -> dict[int, tuple]:
 
 
 async def test_cas_closes_write_only_the_rows_that_moved_and_replay_check_agrees(
-        lobby: Harness) -> None:
+        lobby: LobbyServer) -> None:
     db = lobby.db
     writes = sqlite3.connect(db, isolation_level=None)
     writes.executescript("""
