@@ -123,7 +123,12 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
     line = 1
     try:
         for record in reader:
-            line = reader.line_num
+            start, line = line + 1, reader.line_num
+            if any("\n" in field or "\r" in field for field in record):
+                # No field may hold a line break: a quote opened on the record's first line
+                # and not closed there has swallowed the lines after it.
+                raise _fail(source, start, "unterminated quote: a field opened with '\"' is "
+                                           "not closed on this line")
             if not any(field.strip() for field in record):
                 continue
             if len(record) != len(header):
@@ -149,6 +154,9 @@ def _parse_row(cells: dict[str, str], spelling: dict[str, str]) -> tuple[str, Ga
     side_b = tuple(spelling.setdefault(n.casefold(), n) for n in parse_side(cells["side_b"]))
     if set(side_a) & set(side_b):
         raise ValueError("a player is on both sides")
+    if len(side_a) != len(side_b):
+        raise ValueError(f"the sides differ in size: {cells['side_a'].strip()!r} against "
+                         f"{cells['side_b'].strip()!r}")
     score_a = parse_score(cells["score_a"], "score_a")
     score_b = parse_score(cells["score_b"], "score_b")
     length = parse_length(cells.get("length", ""))
