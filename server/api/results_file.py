@@ -124,11 +124,10 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
     try:
         for record in reader:
             start, line = line + 1, reader.line_num
-            if any("\n" in field or "\r" in field for field in record):
-                # No field may hold a line break: a quote opened on the record's first line
-                # and not closed there has swallowed the lines after it.
+            if any("\n" in field or "\r" in field for field in record) and _never_closed(
+                    text, start):
                 raise _fail(source, start, "unterminated quote: a field opened with '\"' is "
-                                           "not closed on this line")
+                                           "never closed")
             if not any(field.strip() for field in record):
                 continue
             if len(record) != len(header):
@@ -143,6 +142,17 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
     if not rows:
         raise _fail(source, None, "the file has no results")
     return rows
+
+
+def _never_closed(text: str, start: int) -> bool:
+    """Whether a quote opened in the record starting on line ``start`` runs to the end of the
+    text (the lenient reader then makes one record of every line after it)."""
+    rest = "".join(io.StringIO(text, newline="").readlines()[start - 1:])
+    try:
+        next(csv.reader(io.StringIO(rest, newline=""), strict=True), None)
+    except csv.Error as e:
+        return "unexpected end of data" in str(e)
+    return False
 
 
 def _parse_row(cells: dict[str, str], spelling: dict[str, str]) -> tuple[str, Game]:
