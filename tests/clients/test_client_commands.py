@@ -79,7 +79,9 @@ async def _register(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")  # asks to hear who comes and goes
     alice = await lobby.client()
-    assert await alice.register("alice", PASSWORD) == {"player": "alice", "role": "player"}
+    registered = await alice.register("alice", PASSWORD)
+    assert set(registered) == {"player", "role", "session"}
+    assert (registered["player"], registered["role"]) == ("alice", "player")
     assert alice.credentials == ("alice", PASSWORD)
     assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
     profile = await watcher.whois("alice")
@@ -110,8 +112,9 @@ async def _login(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(c.login("alice", "not-the-password"), "forbidden")
     await expect_error(c.login("nobody", PASSWORD), "forbidden")  # same answer: no probing
     assert c.credentials is None
-    assert await c.login("Alice", PASSWORD) == {"player": "alice", "role": "player",
-                                                "match": None}
+    logged_in = await c.login("Alice", PASSWORD)
+    assert set(logged_in) == {"player", "role", "match", "session"}
+    assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
     assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
     assert (await watcher.whois("alice")).online
     admin = await lobby.client()
@@ -125,7 +128,7 @@ async def _logout(lobby: LobbyServer, tmp: Path) -> None:
     await watcher.call("who")
     alice = await lobby.player("alice")
     await watcher.next_push("player_online")
-    assert await alice.logout() == {"player": "alice", "logged_in": False}
+    assert await alice.logout() == {"player": "alice", "logged_in": False, "revoked": True}
     assert alice.credentials is None
     assert (await watcher.next_push("player_offline"))["data"] == {"player": "alice"}
     profile = await watcher.whois("alice")
@@ -134,6 +137,20 @@ async def _logout(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(alice.call("logout"), "not_logged_in")
     await expect_error(alice.call("invite", name="bob", ladder="backgammon"), "not_logged_in")
     assert (await alice.call("who"))["spectators"] == 2
+
+
+@case("resume")
+async def _resume(lobby: Lobby, tmp: Path) -> None:
+    first = await lobby.client()
+    token = (await first.register("alice", PASSWORD))["session"]["token"]
+    await first.close()
+    again = await lobby.client()
+    assert await again.call("resume", token=token) == {"player": "alice", "role": "player",
+                                                        "match": None}
+    assert (await again.whois("alice")).online
+    await expect_error(again.call("resume", token="not-a-token"), "forbidden")
+    await again.call("logout")
+    await expect_error(again.call("resume", token=token), "forbidden")  # revoked
 
 
 # ---- looking ------------------------------------------------------------------------------
@@ -398,10 +415,13 @@ async def _invite(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     seen: list[dict[str, object]] = []
     bob.on("invited", seen.append)
-    assert await alice.call("invite", name="bob", ladder="backgammon", length=5) == {
-        "to": "bob", "ladder": "backgammon", "length": 5}
+    invited = await alice.call("invite", name="bob", ladder="backgammon", length=5)
+    assert {k: invited[k] for k in ("to", "ladder", "length", "replaced")} == {
+        "to": "bob", "ladder": "backgammon", "length": 5, "replaced": False}
+    assert [p["player"] for p in invited["stake"]["players"]] == ["alice", "bob"]
     push = await bob.next_push("invited")
-    assert push["data"] == {"from": "alice", "ladder": "backgammon", "length": 5}
+    assert push["data"] == {"from": "alice", "ladder": "backgammon", "length": 5,
+                            "expires_at": invited["expires_at"], "stake": invited["stake"]}
     assert seen == [push]
     assert (await alice.call("invite", name="Bob", ladder="backgammon", length="unlimited")
             )["length"] == "unlimited"
@@ -425,7 +445,8 @@ async def _join(lobby: LobbyServer, tmp: Path) -> None:
     await bob.next_push("invited")
     started = await bob.call("join", name="alice")
     assert started == {"match": started["match"], "ladder": "backgammon", "length": 3,
-                       "a": "alice", "b": "bob", "status": "playing"}
+                       "a": "alice", "b": "bob", "status": "playing", "stake": started["stake"]}
+    assert [p["player"] for p in started["stake"]["players"]] == ["alice", "bob"]
     assert (await alice.next_push("match_started"))["data"] == started
     for name in ("alice", "bob"):
         assert (await carol.whois(name)).status == "playing"
@@ -443,6 +464,49 @@ async def _decline(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(bob.call("join", name="alice"), "not_found")
     await expect_error(bob.call("decline", name="alice"), "not_found")
     assert (await alice.whois("bob")).status == "ready"
+
+
+@case("stake")
+async def _stake(lobby: Lobby, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    at_stake = await alice.call("stake", name="bob", ladder="backgammon", length=3)
+    assert (at_stake["ladder"], at_stake["length"]) == ("backgammon", 3)
+    first, second = at_stake["players"]
+    assert (first["player"], first["rating"], first["chance"]) == ("alice", 1500.0, 0.5)
+    assert (second["player"], second["rating"], second["chance"]) == ("bob", 1500.0, 0.5)
+    await start_match(alice, bob, length=3)
+    finished = await bob.resign()  # what alice's win was said to be worth, it was
+    assert finished.change_of("alice").change == first["win"]
+    assert finished.change_of("bob").change == second["loss"]
+    await expect_error(alice.call("stake", name="bob", ladder="backgammon", length="unlimited"),
+                       "bad_request")
+    await expect_error(alice.call("stake", name="alice", ladder="backgammon"), "bad_request")
+    await expect_error(alice.call("stake", name="nobody", ladder="backgammon"), "not_found")
+
+
+@case("invitations")
+async def _invitations(lobby: Lobby, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    assert await alice.call("invitations") == {"sent": [], "received": []}
+    sent = await alice.call("invite", name="bob", ladder="backgammon", length=7)
+    mine = await alice.call("invitations")
+    assert mine == {"sent": [{"to": "bob", "ladder": "backgammon", "length": 7,
+                              "expires_at": sent["expires_at"]}], "received": []}
+    assert await bob.call("invitations") == {"sent": [], "received": [
+        {"from": "alice", "ladder": "backgammon", "length": 7, "expires_at": sent["expires_at"],
+         "stake": sent["stake"]}]}
+
+
+@case("uninvite")
+async def _uninvite(lobby: Lobby, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    await alice.call("invite", name="bob", ladder="backgammon")
+    await bob.next_push("invited")
+    assert await alice.call("uninvite", name="bob") == {"withdrawn": "bob"}
+    assert (await bob.next_push("invitation_withdrawn"))["data"] == {"from": "alice",
+                                                                     "ladder": "backgammon"}
+    await expect_error(bob.call("join", name="alice"), "not_found")
+    await expect_error(alice.call("uninvite", name="bob"), "not_found")
 
 
 @case("resign")

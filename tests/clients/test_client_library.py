@@ -81,7 +81,8 @@ async def test_plain_lines_and_json_requests(lobby: LobbyServer) -> None:
     alice = await lobby.client()
     registered = await alice.send_line("register alice pw-secret")
     assert registered == {"id": None, "ok": True, "cmd": "register",
-                          "data": {"player": "alice", "role": "player"}}
+                          "data": {"player": "alice", "role": "player",
+                                   "session": registered["data"]["session"]}}
     # several lines in flight: replies are matched to them in order
     replies = await asyncio.gather(alice.send_line("whois alice"), alice.send_line("frobnicate"),
                                    alice.send_line("ladder scrabble"), alice.send_line("resign"))
@@ -103,7 +104,8 @@ async def test_a_raw_frame_reaches_the_server_as_is(lobby: LobbyServer) -> None:
     await watcher.call("who")
     registered = await raw.send_raw("register carol pw-secret")
     assert registered == {"id": None, "ok": True, "cmd": "register",
-                          "data": {"player": "carol", "role": "player"}}
+                          "data": {"player": "carol", "role": "player",
+                                   "session": registered["data"]["session"]}}
     assert (await watcher.next_push("player_online"))["data"] == {"player": "carol"}
     assert (await watcher.whois("carol")).online
     watched = await raw.send_raw(json.dumps({"id": 77, "cmd": "watch",

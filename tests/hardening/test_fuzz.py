@@ -52,7 +52,7 @@ FUZZ_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, strikes=1_000_000
                      connections_per_address=1000)
 # Besides the read-only ones, the commands that write nothing to the database even when
 # they succeed: a batch in which no other command succeeded must leave it untouched.
-IN_MEMORY = frozenset({"logout", "watch", "unwatch", "invite", "decline"})
+IN_MEMORY = frozenset({"watch", "unwatch", "invite", "uninvite", "decline"})
 PLAYERS = ["alice", "bob", "carol", "dave"]
 NAMES = [*PLAYERS, ADMIN, "Alice", "BOB", "nobody", "eve"]
 LADDERS = [x.name for x in default_ladders()] + ["chess", "Backgammon"]

@@ -24,7 +24,7 @@ async def test_register_login_logout(lobby: LobbyServer) -> None:
     await alice.next_push("logged_out")
     assert (await other.call("whois", name="ALICE"))["player"] == "Alice"
 
-    assert await other.call("logout") == {"player": "Alice", "logged_in": False}
+    assert await other.call("logout") == {"player": "Alice", "logged_in": False, "revoked": True}
     await expect_error(other.call("invite", name="Alice", ladder="backgammon"), "not_logged_in")
     await expect_error(other.call("logout"), "not_logged_in")
     assert (await other.call("who"))["players"] == []

@@ -83,7 +83,8 @@ class LobbyServer:
                      reconnect: bool = False) -> RecordingClient:
         """A new account ``name``, logged in on its own connection."""
         c = await self.client(reconnect=reconnect)
-        assert await c.register(name, password) == {"player": name, "role": "player"}
+        data = await c.register(name, password)
+        assert {k: data[k] for k in ("player", "role")} == {"player": name, "role": "player"}
         return c
 
     async def players(self, *names: str) -> list[RecordingClient]:
