@@ -1,8 +1,7 @@
-"""The fixtures every test folder shares: ``tests/kit/sharedkit.py`` as a plugin.
+"""The fixtures every test folder shares: ``tests/kit/testkit/fixtures.py`` as a plugin.
 
-pyproject.toml's ``pythonpath = ["tests/kit"]`` puts it on ``sys.path`` before this
-file is read; each folder's ``conftest.py`` adds its own fixtures (``template_db``
-for the shared ``db_path``).
+pyproject.toml's ``pythonpath = ["tests/kit"]`` puts the kit on ``sys.path`` before this
+file is read; a folder's ``conftest.py`` adds only what is that folder's own.
 
 The lobby plugins in ``tests/plugins/`` are installed apart from the project, in
 the environment's ``test-plugins`` folder (the Makefile's ``.venv`` target), so
@@ -25,7 +24,7 @@ from server.api.registry import plugin_factories
 TEST_SITE = Path(sys.prefix) / "test-plugins"
 TEST_PLUGINS = {"streaks": Path(__file__).resolve().parent / "tests" / "plugins" / "streaks"}
 
-pytest_plugins = ["sharedkit"]
+pytest_plugins = ["testkit.fixtures"]
 
 _paths = [str(p) for p in (*TEST_PLUGINS.values(), TEST_SITE)]
 sys.path[:0] = _paths

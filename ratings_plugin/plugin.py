@@ -18,11 +18,13 @@ from ratings_plugin.book import Change, history_rows, ranked_rows, rate_unit, to
 from ratings_plugin.commands import cli_commands
 from ratings_plugin.corrections import rebuild
 from ratings_plugin.queries import lobby_commands
+from ratings_plugin.stakes import stake
 from server.api import (
     Book,
     CliCommand,
     DomainEvent,
     EventClosed,
+    Game,
     LadderConfig,
     LadderCorrected,
     MatchFinished,
@@ -144,8 +146,9 @@ class RatingsPlugin:
             return {"changes": [{"player": c.player, "before": c.before, "after": c.after,
                                  "change": None if c.before is None else c.after - c.before}
                                 for c in outcome.changes]}
-        return {"changes": [c.as_dict(outcome.ladder) for c in outcome.changes
-                            if not isinstance(event, EventClosed) or c.player in outcome.players]}
+        if isinstance(event, EventClosed):
+            return {"changes": [closed_change(c, outcome) for c in outcome.changes]}
+        return {"changes": [c.as_dict(outcome.ladder) for c in outcome.changes]}
 
     def on_commit(self, done: Sequence[tuple[DomainEvent, Any]], publish: Publisher,
                   bulk: bool = False) -> None:
@@ -166,11 +169,14 @@ class RatingsPlugin:
                     publish.push("rating_changed", change.as_dict(outcome.ladder),
                                  players=[change.player], watchers=outcome.ladder)
                 continue
+            closed = isinstance(event, EventClosed)
             event_id = event.unit.event_id if isinstance(event, EventClosed) else None
             for change in outcome.changes:
-                moved = isinstance(event, EventClosed) and change.player in outcome.players
-                publish.push("rating_changed", change.as_dict(outcome.ladder),
-                             players=[change.player], watchers=outcome.ladder if moved else None)
+                played = closed and change.player in outcome.players
+                publish.push("rating_changed",
+                             closed_change(change, outcome) if closed
+                             else change.as_dict(outcome.ladder),
+                             players=[change.player], watchers=outcome.ladder if played else None)
             self._push_ladder(publish, outcome.ladder, event_id)
 
     def _push_bulk(self, outcomes: Sequence[tuple[DomainEvent, Outcome]],
@@ -249,8 +255,25 @@ class RatingsPlugin:
             return {"ratings": {r["ladder"]: r["rating"] for r in ratings}}
         return {"ratings": ratings}
 
+    def describe_match(self, ladder: str, a: str, b: str, length: int | None) -> dict[str, Any]:
+        """The match's ``stake`` on a ladder rated live, from the published ratings (nobody
+        learns of a rating before it is durable); none for an unrated match."""
+        config = self.ladders.get(ladder)
+        if config is None or not config.system.live_matches or length is None:
+            return {}
+        game = Game((a,), (b,), 1, 0, today(), length)
+        if not config.system.counts(config.options, game):
+            return {}
+        return {"stake": stake(config, self.published.get(ladder, {}), a, b, length)}
+
     def players_on(self, ladder: str) -> int:
         return len(self.published.get(ladder, {}))
+
+
+def closed_change(change: Change, outcome: Outcome) -> dict[str, Any]:
+    """A change an event's close made: ``played`` in the event, or moved without playing (a
+    ČAS close rescales the whole ladder)."""
+    return {**change.as_dict(outcome.ladder), "played": change.player in outcome.players}
 
 
 def plugin(setup: PluginSetup) -> RatingsPlugin:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from server.config import PasswordHashing
 
-MIN_PASSWORD = 4
+MIN_PASSWORD = 8
 OWASP_COST = PasswordHashing()
 A = TypeVar("A")
 R = TypeVar("R")

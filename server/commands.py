@@ -29,7 +29,11 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
            Arg("name", "name"), Arg("password", "password")),
         _c("login", ANYONE, "Log in; a second login of the same account replaces the first.",
            Arg("name", "name"), Arg("password", "password")),
-        _c("logout", PLAYER, "Log out; the connection stays open as a spectator."),
+        _c("resume", ANYONE, "Log in again with the session token a login gave, without the "
+                             "password (until it expires or you log out).",
+           Arg("token", "text")),
+        _c("logout", PLAYER, "Log out and end this login's session token; the connection "
+                             "stays open as a spectator."),
         _c("who", ANYONE, "Online players with their status and ratings; from then on, "
                           "player_online and player_offline pushes tell who comes and goes.",
            read_only=True),
@@ -38,8 +42,16 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("watch", ANYONE, "Receive ladder_updated and rating_changed pushes for a ladder.",
            Arg("ladder", "ladder")),
         _c("unwatch", ANYONE, "Stop watching a ladder.", Arg("ladder", "ladder")),
-        _c("invite", PLAYER, "Invite a player to a match of LENGTH points (unlimited = unrated).",
+        _c("stake", PLAYER, "What a match against a player would put at stake: both ratings, "
+                            "win chances, and the change for a win or a loss.",
+           Arg("name", "name"), Arg("ladder", "ladder"), Arg("length", "length", True),
+           read_only=True),
+        _c("invite", PLAYER, "Invite a player to a match of LENGTH points (unlimited = unrated); "
+                             "inviting them again replaces it.",
            Arg("name", "name"), Arg("ladder", "ladder"), Arg("length", "length", True)),
+        _c("invitations", PLAYER, "Your invitations: those you sent and those you received.",
+           read_only=True),
+        _c("uninvite", PLAYER, "Withdraw your invitation to a player.", Arg("name", "name")),
         _c("join", PLAYER, "Accept an invitation; the match starts.", Arg("name", "name")),
         _c("decline", PLAYER, "Refuse an invitation.", Arg("name", "name")),
         _c("resign", PLAYER, "Concede your match: the opponent wins and it is rated now."),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,8 @@ class Config:
     port: int = 8765
     database: str = "matchlobby.db"
     drop_timeout: float = 600.0
+    invitation_timeout: float = 300.0  # seconds an invitation stands (0: until answered)
+    session_days: float = 30.0  # how long a login's session token resumes it
     server_name: str = "matchlobby"
     ladders: tuple[LadderConfig, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
@@ -124,7 +127,7 @@ class Config:
 
 
 SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
-               "startup_check"}
+               "startup_check", "invitation_timeout", "session_days"}
 STARTUP_CHECKS = ("quick", "schema")
 
 
@@ -151,6 +154,9 @@ def load_config(path: str | Path | None) -> Config:
                       ("commit_batch", int)):
         if key in server:
             kwargs[key] = conv(server[key])
+    for key in ("invitation_timeout", "session_days"):
+        if key in server:
+            kwargs[key] = _seconds_or_days(server[key], key, str(path))
     if "compression" in server:
         kwargs["compression"] = bool(server["compression"])
     if "name" in server:
@@ -185,6 +191,16 @@ def load_config(path: str | Path | None) -> Config:
             raise ConfigError(f"{path}: [tls] needs exactly 'certificate' and 'key'")
         kwargs["tls"] = Tls(str(tls["certificate"]), str(tls["key"]))
     return Config(**kwargs)
+
+
+def _seconds_or_days(value: Any, key: str, path: str) -> float:
+    """``invitation_timeout`` (0 allowed: never) or ``session_days`` (more than 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{path}: [server] {key} must be a number")
+    if value < 0 or (key == "session_days" and value == 0):
+        raise ConfigError(f"{path}: [server] {key} must be "
+                          f"{'more than 0' if key == 'session_days' else 'at least 0'}")
+    return float(value)
 
 
 def _limits(table: dict[str, Any], path: str) -> Limits:

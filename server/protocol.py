@@ -28,6 +28,7 @@ MAX_SCORE = 1_000_000
 MAX_LENGTH = 1000
 MAX_TEXT = REASON_MAX
 LADDER_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")
+NOT_AN_OBJECT = "A JSON message must be an object with 'cmd' and optional 'id' and 'args'."
 
 Id = int | str | None
 
@@ -262,7 +263,7 @@ def parse_json(text: str, table: CommandTable) -> Request:
     except (ValueError, RecursionError) as e:
         raise bad(f"Malformed JSON: {str(e)[:100]}") from None
     if not isinstance(obj, dict):
-        raise bad("A JSON message must be an object with 'cmd' and optional 'id' and 'args'.")
+        raise bad(NOT_AN_OBJECT)
     unknown = set(obj) - {"id", "cmd", "args"}
     req_id = _id(obj.get("id"))
     try:
@@ -351,10 +352,30 @@ def frame_id(text: str) -> Id:
         return None
 
 
+# What a JSON value other than an object or an array may start with (after spaces).
+_SCALAR_START = frozenset('"-0123456789tfn')
+
+
+def _json_scalar(text: str) -> bool:
+    """Whether the whole frame is one JSON string, number, ``true``, ``false`` or ``null``:
+    a client that meant JSON, not a plain line (a plain line such as ``"whois" alice`` is no
+    JSON value)."""
+    stripped = text.strip()
+    if stripped[:1] not in _SCALAR_START:
+        return False
+    try:
+        orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def parse_frame(text: str, table: CommandTable) -> Request:
     """Parse one text frame into a request of ``table``; raises :class:`ProtocolError`."""
     if text.lstrip()[:1] in ("{", "["):
         return parse_json(text, table)
+    if _json_scalar(text):
+        raise bad(NOT_AN_OBJECT)
     if "\x00" in text:
         raise bad("The command line contains a NUL character.")
     return parse_line(text.strip(), table)

@@ -12,6 +12,7 @@ from server.store import now
 from server.store.connection import open_connection
 from server.store.dbcheck import check_database
 from server.store.port import begin_immediate
+from server.store.sessions import REVOKE_ALL
 
 
 async def add_user(config: Config, name: str, password: str, admin: bool) -> int:
@@ -36,13 +37,15 @@ async def add_user(config: Config, name: str, password: str, admin: bool) -> int
             conn.execute(
                 "INSERT INTO players (name, name_key, password_hash, role, created_at) "
                 "VALUES (?, ?, ?, ?, ?)", (name, name.casefold(), hashed, role, now()))
-            what = "created"
+            what, note = "created", ""
         else:
             conn.execute("UPDATE players SET password_hash = ?, role = ? WHERE id = ?",
                          (hashed, role, row["id"]))
+            ended = conn.execute(REVOKE_ALL, (row["id"],)).rowcount  # a new password ends them
             name, what = row["name"], "updated"
+            note = f"; {ended} of its sessions ended" if ended else ""
         conn.execute("COMMIT")
     finally:
         conn.close()
-    print(f"{what} {role} account {name} in {config.database}")
+    print(f"{what} {role} account {name} in {config.database}{note}")
     return 0

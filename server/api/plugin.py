@@ -14,7 +14,9 @@ a factory called with a :class:`PluginSetup` that returns a
   :meth:`~LobbyPlugin.reply_fields` into the command's reply and calls
   :meth:`~LobbyPlugin.on_commit` once with the command's events, where the
   plugin may push;
-- routes the plugin's commands (:meth:`~LobbyPlugin.commands`) like its own.
+- routes the plugin's commands (:meth:`~LobbyPlugin.commands`) like its own;
+- asks :meth:`~LobbyPlugin.describe_player` and :meth:`~LobbyPlugin.describe_match` for the
+  fields it adds to a player's profile and to a live match, proposed or played.
 
 The dependency runs one way: a plugin imports ``server.api`` and nothing else
 of the server; the server never imports a plugin.
@@ -76,3 +78,8 @@ class LobbyPlugin(Protocol):
 
     def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
         """Fields it adds to a player's ``whois`` (``brief``: to their line in ``who``)."""
+
+    def describe_match(self, ladder: str, a: str, b: str, length: int | None) -> dict[str, Any]:
+        """Fields it adds to a live match of A against B on ``ladder`` (``length`` points,
+        ``None``: unlimited), played or proposed: to the invitation, the match summary and the
+        ``stake`` query. ``stake`` is what the match puts at stake (the ratings plugin's)."""

@@ -123,7 +123,11 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
     line = 1
     try:
         for record in reader:
-            line = reader.line_num
+            start, line = line + 1, reader.line_num
+            if any("\n" in field or "\r" in field for field in record) and _never_closed(
+                    text, start):
+                raise _fail(source, start, "unterminated quote: a field opened with '\"' is "
+                                           "never closed")
             if not any(field.strip() for field in record):
                 continue
             if len(record) != len(header):
@@ -140,6 +144,17 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
     return rows
 
 
+def _never_closed(text: str, start: int) -> bool:
+    """Whether a quote opened in the record starting on line ``start`` runs to the end of the
+    text (the lenient reader then makes one record of every line after it)."""
+    rest = "".join(io.StringIO(text, newline="").readlines()[start - 1:])
+    try:
+        next(csv.reader(io.StringIO(rest, newline=""), strict=True), None)
+    except csv.Error as e:
+        return "unexpected end of data" in str(e)
+    return False
+
+
 def _parse_row(cells: dict[str, str], spelling: dict[str, str]) -> tuple[str, Game]:
     if not cells["event"].strip():
         raise ValueError("event is empty")
@@ -149,6 +164,9 @@ def _parse_row(cells: dict[str, str], spelling: dict[str, str]) -> tuple[str, Ga
     side_b = tuple(spelling.setdefault(n.casefold(), n) for n in parse_side(cells["side_b"]))
     if set(side_a) & set(side_b):
         raise ValueError("a player is on both sides")
+    if len(side_a) != len(side_b):
+        raise ValueError(f"the sides differ in size: {cells['side_a'].strip()!r} against "
+                         f"{cells['side_b'].strip()!r}")
     score_a = parse_score(cells["score_a"], "score_a")
     score_b = parse_score(cells["score_b"], "score_b")
     length = parse_length(cells.get("length", ""))

@@ -1,4 +1,4 @@
-"""register, login, logout, help, watch, unwatch."""
+"""register, login, resume, logout, help, watch, unwatch."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from server.accounts import MIN_PASSWORD, HashBusy
 from server.limits import Throttled, client_key
 from server.lobby import Call, LobbyError, Player, fail
 from server.protocol import help_text
-from server.store import now
+from server.session_tokens import expiry, new_token, token_hash
+from server.store import now, sessions
 from server.store import players as stored
 from server.store.handle import WriteTx
 
 WRONG = "Wrong name or password."
+ENDED = "This session has ended; log in again."
 
 
 def busy() -> LobbyError:
@@ -46,10 +48,13 @@ async def register(call: Call) -> Any:
     if name.casefold() in lobby.players:
         raise fail("conflict", f"The name {name!r} is taken.")
     when = now()
+    token = new_token()
+    expires_at = expiry(lobby.config.session_days)
 
     async def job(tx: WriteTx) -> int:
         pid = await stored.create(tx, name, hashed, "player", when)
         await stored.logged_in(tx, pid, when)
+        await sessions.create(tx, token_hash(token), pid, when, expires_at)
         return pid
 
     pid = await call.write(job)
@@ -57,7 +62,9 @@ async def register(call: Call) -> Any:
     lobby.players[player.key] = player
     lobby.login_throttle.trust(player.key, client)
     lobby.sign_in(session, player)
-    return {"player": name, "role": "player"}
+    session.token_hash = token_hash(token)
+    return {"player": name, "role": "player",
+            "session": {"token": token, "expires_at": expires_at}}
 
 
 async def refresh_player(call: Call, name: str) -> Player | None:
@@ -96,22 +103,62 @@ async def login(call: Call) -> Any:
         raise fail("forbidden", WRONG)
     lobby.login_throttle.succeeded(attempt)
     when = now()
+    token = new_token()
+    expires_at = expiry(lobby.config.session_days)
 
     async def job(tx: WriteTx) -> None:
         await stored.logged_in(tx, player.id, when)
+        await sessions.create(tx, token_hash(token), player.id, when, expires_at)
 
     await call.write(job)
+    return {**signed_in(call, player, when, token_hash(token)),
+            "session": {"token": token, "expires_at": expires_at}}
+
+
+def signed_in(call: Call, player: Player, when: str, digest: str) -> dict[str, Any]:
+    """Log the connection in as ``player`` (with the session ``digest``); login's reply."""
+    lobby = call.lobby
     player.last_login = when
-    lobby.sign_in(session, player)
+    lobby.sign_in(call.session, player)
+    call.session.token_hash = digest
     mid = lobby.match_of.get(player.name)
     return {"player": player.name, "role": player.role,
-            "match": lobby.matches[mid].summary() if mid in lobby.matches else None}
+            "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None}
+
+
+async def resume(call: Call) -> Any:
+    """A login by session token: the same reply as ``login``'s, without a new token."""
+    lobby = call.lobby
+    digest = token_hash(call.args["token"])
+    row = sessions.find(lobby.db, digest)
+    if row is None or row[1] <= now():
+        raise fail("forbidden", ENDED)
+    player = await refresh_player(call, row[2])
+    if player is None or not player.password_hash:
+        raise fail("forbidden", ENDED)
+    when = now()
+
+    async def job(tx: WriteTx) -> None:
+        again = await sessions.find_in(tx, digest)  # revoked since it was read?
+        if again is None or again[1] <= when:
+            raise fail("forbidden", ENDED)
+        await stored.logged_in(tx, player.id, when)
+
+    await call.write(job)
+    return signed_in(call, player, when, digest)
 
 
 async def logout(call: Call) -> Any:
     name = call.me.name
+    digest = call.session.token_hash
+    revoked = False
+    if digest is not None:
+        async def job(tx: WriteTx) -> bool:
+            return await sessions.revoke(tx, digest)
+
+        revoked = await call.write(job)
     call.lobby.sign_out(call.session)
-    return {"player": name, "logged_in": False}
+    return {"player": name, "logged_in": False, "revoked": revoked}
 
 
 async def watch(call: Call) -> Any:
@@ -126,5 +173,5 @@ async def unwatch(call: Call) -> Any:
     return {"ladder": ladder.name, "watching": False}
 
 
-HANDLERS = {"help": help_, "register": register, "login": login, "logout": logout,
-            "watch": watch, "unwatch": unwatch}
+HANDLERS = {"help": help_, "register": register, "login": login, "resume": resume,
+            "logout": logout, "watch": watch, "unwatch": unwatch}

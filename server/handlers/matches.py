@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from server.api import Game, MatchFinished, RatedUnit
-from server.lobby import Call, Effects, Invitation, LiveMatch, fail
+from server.api import Game, LadderConfig, MatchFinished, RatedUnit
+from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
 from server.protocol import push
 from server.store import matches as stored
 from server.store import now, players, today
@@ -109,50 +109,85 @@ async def finish(call: Call, m: LiveMatch, winner: str, how: str,
     return data
 
 
-async def invite(call: Call) -> Any:
-    lobby, me = call.lobby, call.me
-    ladder = lobby.ladder(call.args["ladder"])
+def _length(call: Call) -> int | None:
+    raw = call.args.get("length", 1)
+    return None if raw == "unlimited" else int(raw)
+
+
+def _opponent(call: Call, ladder: LadderConfig, yourself: str) -> Player:
+    """The player named by NAME, to play a live match on ``ladder`` against the caller
+    (``yourself``: the refusal when NAME is the caller)."""
     if not ladder.system.live_matches:
         raise fail("bad_request", f"Ladder {ladder.name!r} ({ladder.system.title}) is rated by "
                                   "events only; 'ladders' shows where live matches are played.")
-    target = lobby.player(call.args["name"])
-    if target.key == me.key:
-        raise fail("bad_request", "You cannot invite yourself.")
+    target = call.lobby.player(call.args["name"])
+    if target.key == call.me.key:
+        raise fail("bad_request", yourself)
+    return target
+
+
+async def stake(call: Call) -> Any:
+    lobby, me = call.lobby, call.me
+    ladder = lobby.ladder(call.args["ladder"])
+    target = _opponent(call, ladder, "You cannot play yourself.")
+    length = _length(call)
+    data = lobby.describe_match(ladder.name, me.name, target.name, length)["stake"]
+    if data is None:
+        raise fail("bad_request", "An unlimited match is never rated: nothing is at stake."
+                   if length is None else f"Ladder {ladder.name!r} says nothing of what a "
+                                          "match puts at stake.")
+    return data
+
+
+async def invite(call: Call) -> Any:
+    lobby, me = call.lobby, call.me
+    ladder = lobby.ladder(call.args["ladder"])
+    target = _opponent(call, ladder, "You cannot invite yourself.")
     if target.key not in lobby.online:
         raise fail("not_found", f"{target.name} is not online.")
     for who in (me, target):
         if who.name in lobby.match_of:
             raise fail("conflict", f"{who.name} is already playing a match.")
-    raw = call.args.get("length", 1)
-    length = None if raw == "unlimited" else int(raw)
-    lobby.invitations.setdefault(target.key, {})[me.key] = Invitation(
-        me.name, target.name, ladder.name, length)
-    lobby.invited_by.setdefault(me.key, set()).add(target.key)
-    shown = "unlimited" if length is None else length
+    length = _length(call)
+    inv = Invitation(me.name, target.name, ladder.name, length)
+    fields = lobby.describe_match(ladder.name, me.name, target.name, length)
+    replaced = lobby.invitations.add(inv)
     call.push(lobby.sessions_of([target.name]), push("invited", {
-        "from": me.name, "ladder": ladder.name, "length": shown}))
-    return {"to": target.name, "ladder": ladder.name, "length": shown}
+        "from": me.name, "ladder": ladder.name, "length": inv.shown_length,
+        "expires_at": inv.expires_at, **fields}))
+    return {"to": target.name, "ladder": ladder.name, "length": inv.shown_length,
+            "expires_at": inv.expires_at, "replaced": replaced, **fields}
+
+
+def _invitation_from(call: Call, inviter: Player) -> Invitation:
+    """The caller's standing invitation from ``inviter``, taken (it is answered now)."""
+    inv = call.lobby.invitations.take(call.me.key, inviter.key)
+    if inv is None:
+        raise fail("not_found", f"{inviter.name} has not invited you.")
+    if inv.expired:
+        raise fail("not_found", f"{inviter.name}'s invitation has expired.")
+    return inv
 
 
 async def join(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     inviter = lobby.player(call.args["name"])
-    inv = lobby.invitations.get(me.key, {}).get(inviter.key)
-    if inv is None:
-        raise fail("not_found", f"{inviter.name} has not invited you.")
-    for who in (me.name, inviter.name):
-        if who in lobby.match_of:
-            raise fail("conflict", f"{who} is already playing a match.")
-    if inviter.key not in lobby.online:
-        raise fail("conflict", f"{inviter.name} is no longer online.")
-    del lobby.invitations[me.key][inviter.key]
+    inv = lobby.invitations.get(me.key, inviter.key)
+    if inv is not None and not inv.expired:
+        for who in (me.name, inviter.name):
+            if who in lobby.match_of:
+                raise fail("conflict", f"{who} is already playing a match.")
+        if inviter.key not in lobby.online:
+            raise fail("conflict", f"{inviter.name} is no longer online.")
+    inv = _invitation_from(call, inviter)
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = -1  # reserved while saving
+    summary = lobby.match_summary(LiveMatch(0, inv.ladder, inv.length, inviter.name, me.name))
 
     async def job(tx: WriteTx) -> int:
         mid = await stored.start_live(tx, inv.ladder, (inviter.name, inviter.id),
                                       (me.name, me.id), inv.length, today().isoformat(), now())
-        await call.remember(tx, LiveMatch(mid, inv.ladder, inv.length, inviter.name,
-                                          me.name).summary())
+        summary["match"] = mid
+        await call.remember(tx, summary)
         return mid
 
     try:
@@ -164,20 +199,43 @@ async def join(call: Call) -> Any:
     m = LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name)
     lobby.matches[mid] = m
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = mid
-    for invitee in lobby.invited_by.pop(me.key, ()):
-        lobby.invitations.get(invitee, {}).pop(me.key, None)
-    lobby.invitations.pop(inviter.key, None)
-    call.push(lobby.sessions_of([inviter.name]), push("match_started", m.summary()))
-    return m.summary()
+    lobby.invitations.drop_sent(me.key)
+    lobby.invitations.drop_received(inviter.key)
+    call.push(lobby.sessions_of([inviter.name]), push("match_started", summary))
+    return summary
 
 
 async def decline(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     inviter = lobby.player(call.args["name"])
-    if lobby.invitations.get(me.key, {}).pop(inviter.key, None) is None:
-        raise fail("not_found", f"{inviter.name} has not invited you.")
+    _invitation_from(call, inviter)
     call.push(lobby.sessions_of([inviter.name]), push("declined", {"by": me.name}))
     return {"declined": inviter.name}
+
+
+async def uninvite(call: Call) -> Any:
+    lobby, me = call.lobby, call.me
+    invitee = lobby.player(call.args["name"])
+    inv = lobby.invitations.take(invitee.key, me.key)
+    if inv is None:
+        raise fail("not_found", f"You have not invited {invitee.name}.")
+    if inv.expired:
+        raise fail("not_found", f"Your invitation to {invitee.name} has expired.")
+    call.push(lobby.sessions_of([invitee.name]), push("invitation_withdrawn", {
+        "from": me.name, "ladder": inv.ladder}))
+    return {"withdrawn": invitee.name}
+
+
+async def invitations(call: Call) -> Any:
+    lobby, me = call.lobby, call.me
+    sent = [{"to": i.invitee, "ladder": i.ladder, "length": i.shown_length,
+             "expires_at": i.expires_at}
+            for i in lobby.invitations.standing_sent(me.key)]
+    received = [{"from": i.inviter, "ladder": i.ladder, "length": i.shown_length,
+                 "expires_at": i.expires_at,
+                 **lobby.describe_match(i.ladder, i.inviter, i.invitee, i.length)}
+                for i in lobby.invitations.standing_received(me.key)]
+    return {"sent": sent, "received": received}
 
 
 async def resign(call: Call) -> Any:
@@ -273,6 +331,8 @@ async def claim(call: Call) -> Any:
 async def abort(call: Call) -> Any:
     m = my_match(call)
     me = call.me.name
+    if m.status == "disputed":
+        raise fail("conflict", f"Match {m.id} is disputed; an admin will decide it.")
     other = m.opponent(me)
     if m.abort_by is None or m.abort_by == me:
         m.abort_by = me
@@ -297,6 +357,7 @@ async def abort(call: Call) -> Any:
     return data
 
 
-HANDLERS = {"invite": invite, "join": join, "decline": decline, "resign": resign,
+HANDLERS = {"stake": stake, "invite": invite, "invitations": invitations, "uninvite": uninvite,
+            "join": join, "decline": decline, "resign": resign,
             "report win": report_win, "confirm": confirm, "dispute": dispute, "claim": claim,
             "abort": abort}

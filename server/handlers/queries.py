@@ -46,7 +46,7 @@ async def whois(call: Call) -> Any:
         "status": status_of(lobby, player.name) if online else "offline",
         "last_login": player.last_login,
         "role": player.role if player.password_hash else "entry",
-        "match": lobby.matches[mid].summary() if mid in lobby.matches else None,
+        "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,
         **lobby.describe_player(player.name, brief=False),
         "matches": {"played": played, "dropped": player.dropped, "disputed": disputed},
     }

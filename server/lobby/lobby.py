@@ -16,13 +16,16 @@ from server.commands import COMMANDS, CommandTable
 from server.config import Config
 from server.limits import LoginThrottle, RegistrationLimit
 from server.lobby.call import fail
+from server.lobby.invitations import Invitations
 from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.state import Invitation, LiveMatch, Player, Session
 from server.protocol import push
 from server.store import Database
 from server.store import matches as stored_matches
+from server.store import now as timestamp
 from server.store import players as stored_players
+from server.store import sessions as stored_sessions
 from server.store.handle import WriteTx, transact
 
 
@@ -49,8 +52,7 @@ class Lobby:
         self.players: dict[str, Player] = {}
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
-        self.invitations: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
-        self.invited_by: dict[str, set[str]] = {}  # inviter → invitees (may hold stale keys)
+        self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
         self.requests = StoredReplies()
         lim = config.limits
         self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
@@ -70,6 +72,7 @@ class Lobby:
     async def start(self) -> None:
         """Load what is committed: stored replies, the plugins, players, live matches."""
         await transact(self.db, self.requests.prune)
+        await transact(self.db, lambda tx: stored_sessions.prune(tx, timestamp()))
         await self.requests.load(self.db)
         await self.reload_plugins()
         for row in await stored_players.all_players(self.db):
@@ -134,6 +137,17 @@ class Lobby:
             fields.update(plugin.describe_player(name, brief))
         return fields
 
+    def describe_match(self, ladder: str, a: str, b: str, length: int | None) -> dict[str, Any]:
+        """What the plugins add to a match of A against B, played or proposed: ``stake`` is
+        ``None`` unless one says what it puts at stake."""
+        fields: dict[str, Any] = {"stake": None}
+        for plugin in self.plugins:
+            fields.update(plugin.describe_match(ladder, a, b, length))
+        return fields
+
+    def match_summary(self, m: LiveMatch) -> dict[str, Any]:
+        return {**m.summary(), **self.describe_match(m.ladder, m.a, m.b, m.length)}
+
     # ---- sessions -------------------------------------------------------------------------
 
     def connect(self, session: Session) -> None:
@@ -178,12 +192,11 @@ class Lobby:
     def sign_out(self, session: Session) -> None:
         p = session.player
         session.player = None
+        session.token_hash = None
         if p is None or self.online.get(p.key) is not session:
             return
         del self.online[p.key]
-        self.invitations.pop(p.key, None)
-        for invitee in self.invited_by.pop(p.key, ()):
-            self.invitations.get(invitee, {}).pop(p.key, None)
+        self.invitations.drop_player(p.key)
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None:
             m.away_since[p.name] = time.monotonic()
@@ -204,6 +217,13 @@ class Lobby:
         if m is not None:
             m.away_since.pop(player.name, None)
         self.tell_presence(player, online=True, exclude=session)
+
+    def _invitation_expired(self, invitation: Invitation) -> None:
+        """Both players hear that an invitation lapsed unanswered."""
+        fan_out(self.sessions_of([invitation.inviter, invitation.invitee]),
+                push("invitation_expired", {"from": invitation.inviter,
+                                            "to": invitation.invitee,
+                                            "ladder": invitation.ladder}))
 
     # ---- lookups --------------------------------------------------------------------------
 

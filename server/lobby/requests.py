@@ -16,9 +16,9 @@ from server.store import requests as stored
 from server.store.handle import Reads, WriteTx
 
 # Commands whose retry needs no protection: they write nothing that a second run
-# could duplicate, or (register, login) are not tied to an account yet.
-NOT_IDEMPOTENT = frozenset({"register", "login", "logout", "watch", "unwatch", "help",
-                            "invite", "decline"})
+# could duplicate, or (register, login, resume) are not tied to an account yet.
+NOT_IDEMPOTENT = frozenset({"register", "login", "resume", "logout", "watch", "unwatch", "help",
+                            "invite", "uninvite", "decline"})
 REPLAY_WINDOW = timedelta(hours=24)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Session:
     watching: set[str] = field(default_factory=set)
     last_seen: float = field(default_factory=time.monotonic)
     closed: bool = False
+    token_hash: str | None = None  # the session token this connection logged in with
 
 
 @dataclass
@@ -66,9 +68,16 @@ class LiveMatch:
                 "a": self.a, "b": self.b, "status": self.status}
 
 
-@dataclass
+@dataclass(eq=False)
 class Invitation:
     inviter: str
     invitee: str
     ladder: str
     length: int | None
+    expires_at: str | None = None  # None: it stands until answered
+    expired: bool = False  # kept, so that answering it says it has expired
+    timer: asyncio.TimerHandle | None = None
+
+    @property
+    def shown_length(self) -> int | str:
+        return "unlimited" if self.length is None else self.length

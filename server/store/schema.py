@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 MIGRATIONS: dict[int, str] = {
@@ -106,6 +106,16 @@ MIGRATIONS: dict[int, str] = {
         name TEXT PRIMARY KEY,
         version INTEGER NOT NULL
     );
+    """,
+    # Resumable logins: a token's SHA-256 hash only, never the token.
+    5: """
+    CREATE TABLE sessions (
+        token_hash TEXT PRIMARY KEY,
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX sessions_player ON sessions (player_id);
     """,
 }
 

@@ -1,7 +1,7 @@
 """``matchlobby client URL --batch``: a real process, one command per standard-input line.
 
 Its output is checked line by line against text written out here from known
-data: FIBS numbers computed from RATINGS.md §1 (:mod:`sharedkit`), ČAS and P4P
+data: FIBS numbers computed from RATINGS.md §1 (:mod:`testkit.fibs`), ČAS and P4P
 numbers from ``matchlobby rate`` on the same results, never from the replies
 being rendered.
 """
@@ -13,22 +13,14 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from clientkit import (
-    ADMIN,
-    ADMIN_PASSWORD,
-    PASSWORD,
-    FibsModel,
-    Lobby,
-    fibs_changes,
-    rate_file,
-    results_text,
-    run_batch,
-    run_matchlobby,
-    start_match,
-    today,
-    wait_for,
-)
-from madeup_system import LADDER, with_zeta
+from testkit.cli import rate_file, run_batch, run_cli_async
+from testkit.clients import start_match
+from testkit.constants import ADMIN, ADMIN_PASSWORD, PASSWORD
+from testkit.fibs import FibsModel, fibs_changes
+from testkit.probes import wait_until
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
+from testkit.zeta import LADDER, with_zeta
 
 
 def columns(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -47,7 +39,7 @@ def row_of(rated: dict[str, Any], player: str) -> dict[str, Any]:
 # ---- a player's session ----------------------------------------------------------------
 
 
-async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> None:
+async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path) -> None:
     alice, bob, carol, dave = await lobby.players("alice", "bob", "carol", "dave")
     admin = await lobby.admin()
     fibs = FibsModel()
@@ -75,7 +67,7 @@ async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> N
     async def only_admin_online() -> bool:
         return [p["player"] for p in (await admin.call("who"))["players"]] == [ADMIN]
 
-    await wait_for(only_admin_online, what="the players' connections to close")
+    await wait_until(only_admin_online, what="the players' connections to close")
 
     done = await run_batch(lobby.url, [
         f"login alice {PASSWORD}", "whois alice", "ladder backgammon", "ladder backgammon 2 1",
@@ -143,7 +135,7 @@ async def test_a_players_session_line_by_line(lobby: Lobby, tmp_path: Path) -> N
     assert len(out) == len(expected), out[len(expected):]
 
 
-async def test_the_whois_block_has_the_issues_layout(lobby: Lobby) -> None:
+async def test_the_whois_block_has_the_issues_layout(lobby: LobbyServer) -> None:
     """The FIBS line with numbers computed by hand from RATINGS.md §1."""
     alice, bob = await lobby.players("alice", "bob")
     await start_match(alice, bob, length=1)
@@ -168,11 +160,10 @@ async def test_the_whois_block_has_the_issues_layout(lobby: Lobby) -> None:
 
 
 async def test_a_system_no_client_knows_is_shown_by_its_description(db_path: Path) -> None:
-    """A ladder whose system (Zeta, tests/kit/madeup_system.py) appears nowhere in clients/: the
+    """A ladder whose system (Zeta, tests/kit/testkit/zeta.py) appears nowhere in clients/: the
     terminal shows it by the columns the server describes, numbers from RATINGS.md §1 (Zeta
     rates like FIBS) rounded as those columns say."""
-    lobby = Lobby(db_path)
-    lobby.config = with_zeta(lobby.config)
+    lobby = LobbyServer(db_path, configure=with_zeta)
     await lobby.start()
     try:
         alice, bob = await lobby.players("alice", "bob")
@@ -220,7 +211,7 @@ async def test_a_system_no_client_knows_is_shown_by_its_description(db_path: Pat
 # ---- a director's session --------------------------------------------------------------
 
 
-async def test_a_directors_session_line_by_line(lobby: Lobby, tmp_path: Path) -> None:
+async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Path) -> None:
     day = today()
     imported = [f"Brno Open,{day},carol,alice,350,351,,", f"Brno Open,{day},alice,dave,300,0,,"
                 "no:forfeit"]
@@ -273,7 +264,7 @@ async def test_a_directors_session_line_by_line(lobby: Lobby, tmp_path: Path) ->
 # ---- pushes, JSON, refusals, the unreachable -------------------------------------------
 
 
-async def test_pushes_follow_the_reply_that_caused_them(lobby: Lobby) -> None:
+async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     mid = await start_match(alice, bob, length=1)
     await alice.close()  # the match goes on; alice comes back in the batch client
@@ -298,7 +289,7 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: Lobby) -> None:
     assert len(quiet.lines) == 4 and not any(line.startswith("**") for line in quiet.lines)
 
 
-async def test_json_prints_each_raw_reply_on_one_line(lobby: Lobby) -> None:
+async def test_json_prints_each_raw_reply_on_one_line(lobby: LobbyServer) -> None:
     bob = await lobby.player("bob")
     await bob.close()
     commands = ["ladders", "whois bob", "frobnicate", "ladder chess", 'help "event close"']
@@ -314,7 +305,7 @@ async def test_json_prints_each_raw_reply_on_one_line(lobby: Lobby) -> None:
     assert json.loads(done.lines[3])["error"]["code"] == "not_found"
 
 
-async def test_refusals_print_the_servers_message_and_exit_1(lobby: Lobby) -> None:
+async def test_refusals_print_the_servers_message_and_exit_1(lobby: LobbyServer) -> None:
     commands = ["who", "frobnicate", "resign", "whois nobody", "event", "ladder backgammon x",
                 "whois", "register alice abc", f"register alice {PASSWORD}", "ladders"]
     done = await run_batch(lobby.url, commands)
@@ -332,7 +323,7 @@ async def test_refusals_print_the_servers_message_and_exit_1(lobby: Lobby) -> No
     assert len(done.lines) == 14
 
 
-async def test_comments_blank_lines_and_quit(lobby: Lobby) -> None:
+async def test_comments_blank_lines_and_quit(lobby: LobbyServer) -> None:
     done = await run_batch(lobby.url, ["# set up", "", "   ", "who", "quit", "frobnicate"])
     assert (done.returncode, done.lines, done.stderr) == (
         0, ["Nobody is logged in (1 spectator)."], "")
@@ -344,7 +335,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_an_unreachable_server_exits_2_with_a_message(lobby: Lobby) -> None:
+async def test_an_unreachable_server_exits_2_with_a_message(lobby: LobbyServer) -> None:
     port = _closed_port()
     for url in (f"ws://127.0.0.1:{port}/ws",  # nobody listens
                 f"ws://127.0.0.1:{lobby.port}/nowhere",  # a server, but no WebSocket there
@@ -354,6 +345,6 @@ async def test_an_unreachable_server_exits_2_with_a_message(lobby: Lobby) -> Non
         assert done.stdout == ""
         (message,) = done.stderr.splitlines()
         assert message.startswith(f"matchlobby client: cannot connect to {url}: "), message
-    done = await run_matchlobby(["client", f"ws://127.0.0.1:{port}/ws", "--batch", "--json"],
-                                "who\n")
+    done = await run_cli_async(["client", f"ws://127.0.0.1:{port}/ws", "--batch", "--json"],
+                                stdin="who\n")
     assert done.returncode == 2 and "Traceback" not in done.stderr

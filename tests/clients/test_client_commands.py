@@ -15,29 +15,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from clientkit import (
-    ADMIN,
-    DROP_TIMEOUT,
-    PASSWORD,
-    FibsModel,
-    Lobby,
-    check_changes,
-    close,
-    expect_error,
-    rate_file,
-    results_text,
-    settle,
-    start_match,
-    today,
-)
-from ladder_shapes import LADDERS_REPLY
+from testkit.cli import rate_file
+from testkit.clients import expect_error, settle, start_match
+from testkit.constants import ADMIN, PASSWORD
+from testkit.fibs import FibsModel, check_changes, close
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
+from testkit.shapes import LADDERS_REPLY
 
 from clients.models import Ladder, LadderInfo, MatchFinished, Ratings, Whois
 from server.plugins import command_table
 
+DROP_TIMEOUT = 0.4  # the claim case's: short, so that a claim can be tested without a long wait
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
-Case = Callable[[Lobby, Path], Awaitable[None]]
+Case = Callable[[LobbyServer, Path], Awaitable[None]]
 CASES: dict[str, Case] = {}
 
 
@@ -50,7 +42,7 @@ def case(command: str) -> Callable[[Case], Case]:
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-async def test_round_trip(command: str, lobby: Lobby, tmp_path: Path) -> None:
+async def test_round_trip(command: str, lobby: LobbyServer, tmp_path: Path) -> None:
     run = CASES.get(command)
     assert run is not None, f"no round-trip case for {command!r}: add one to CASES"
     await run(lobby, tmp_path)
@@ -66,7 +58,7 @@ def test_every_case_is_a_command() -> None:
 
 
 @case("help")
-async def _help(lobby: Lobby, tmp: Path) -> None:
+async def _help(lobby: LobbyServer, tmp: Path) -> None:
     c = await lobby.client()
     listing = await c.call("help")
     assert [x["command"] for x in listing["commands"]] == list(COMMANDS)
@@ -83,11 +75,13 @@ async def _help(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("register")
-async def _register(lobby: Lobby, tmp: Path) -> None:
+async def _register(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")  # asks to hear who comes and goes
     alice = await lobby.client()
-    assert await alice.register("alice", PASSWORD) == {"player": "alice", "role": "player"}
+    registered = await alice.register("alice", PASSWORD)
+    assert set(registered) == {"player", "role", "session"}
+    assert (registered["player"], registered["role"]) == ("alice", "player")
     assert alice.credentials == ("alice", PASSWORD)
     assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
     profile = await watcher.whois("alice")
@@ -108,7 +102,7 @@ async def _register(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("login")
-async def _login(lobby: Lobby, tmp: Path) -> None:
+async def _login(lobby: LobbyServer, tmp: Path) -> None:
     first = await lobby.player("alice")
     await first.close()
     watcher = await lobby.client()
@@ -118,8 +112,9 @@ async def _login(lobby: Lobby, tmp: Path) -> None:
     await expect_error(c.login("alice", "not-the-password"), "forbidden")
     await expect_error(c.login("nobody", PASSWORD), "forbidden")  # same answer: no probing
     assert c.credentials is None
-    assert await c.login("Alice", PASSWORD) == {"player": "alice", "role": "player",
-                                                "match": None}
+    logged_in = await c.login("Alice", PASSWORD)
+    assert set(logged_in) == {"player", "role", "match", "session"}
+    assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
     assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
     assert (await watcher.whois("alice")).online
     admin = await lobby.client()
@@ -128,12 +123,12 @@ async def _login(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("logout")
-async def _logout(lobby: Lobby, tmp: Path) -> None:
+async def _logout(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")
     alice = await lobby.player("alice")
     await watcher.next_push("player_online")
-    assert await alice.logout() == {"player": "alice", "logged_in": False}
+    assert await alice.logout() == {"player": "alice", "logged_in": False, "revoked": True}
     assert alice.credentials is None
     assert (await watcher.next_push("player_offline"))["data"] == {"player": "alice"}
     profile = await watcher.whois("alice")
@@ -144,11 +139,25 @@ async def _logout(lobby: Lobby, tmp: Path) -> None:
     assert (await alice.call("who"))["spectators"] == 2
 
 
+@case("resume")
+async def _resume(lobby: LobbyServer, tmp: Path) -> None:
+    first = await lobby.client()
+    token = (await first.register("alice", PASSWORD))["session"]["token"]
+    await first.close()
+    again = await lobby.client()
+    assert await again.call("resume", token=token) == {"player": "alice", "role": "player",
+                                                        "match": None}
+    assert (await again.whois("alice")).online
+    await expect_error(again.call("resume", token="not-a-token"), "forbidden")
+    await again.call("logout")
+    await expect_error(again.call("resume", token=token), "forbidden")  # revoked
+
+
 # ---- looking ------------------------------------------------------------------------------
 
 
 @case("who")
-async def _who(lobby: Lobby, tmp: Path) -> None:
+async def _who(lobby: LobbyServer, tmp: Path) -> None:
     spectator = await lobby.client()
     assert await spectator.call("who") == {"players": [], "spectators": 1}
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
@@ -169,7 +178,7 @@ async def _who(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("whois")
-async def _whois(lobby: Lobby, tmp: Path) -> None:
+async def _whois(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     await start_match(alice, bob, length=5)
@@ -196,7 +205,7 @@ async def _whois(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("rating")
-async def _rating(lobby: Lobby, tmp: Path) -> None:
+async def _rating(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     model = FibsModel()
@@ -232,7 +241,7 @@ async def _rating(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("ladder")
-async def _ladder(lobby: Lobby, tmp: Path) -> None:
+async def _ladder(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     admin = await lobby.admin()
     model = FibsModel()
@@ -271,7 +280,7 @@ async def _ladder(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("history")
-async def _history(lobby: Lobby, tmp: Path) -> None:
+async def _history(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     model = FibsModel()
     m1 = await start_match(alice, bob, length=1)
@@ -305,7 +314,7 @@ async def _history(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("ladders")
-async def _ladders(lobby: Lobby, tmp: Path) -> None:
+async def _ladders(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await start_match(alice, bob)
     await alice.resign()
@@ -348,7 +357,7 @@ async def _ladders(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("watch")
-async def _watch(lobby: Lobby, tmp: Path) -> None:
+async def _watch(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     assert await watcher.watch("backgammon") == {"ladder": "backgammon", "watching": True}
     assert await watcher.watch("scrabble") == {"ladder": "scrabble", "watching": True}
@@ -385,7 +394,7 @@ async def _watch(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("unwatch")
-async def _unwatch(lobby: Lobby, tmp: Path) -> None:
+async def _unwatch(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.watch("backgammon")
     assert await watcher.unwatch("backgammon") == {"ladder": "backgammon", "watching": False}
@@ -402,14 +411,17 @@ async def _unwatch(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("invite")
-async def _invite(lobby: Lobby, tmp: Path) -> None:
+async def _invite(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     seen: list[dict[str, object]] = []
     bob.on("invited", seen.append)
-    assert await alice.call("invite", name="bob", ladder="backgammon", length=5) == {
-        "to": "bob", "ladder": "backgammon", "length": 5}
+    invited = await alice.call("invite", name="bob", ladder="backgammon", length=5)
+    assert {k: invited[k] for k in ("to", "ladder", "length", "replaced")} == {
+        "to": "bob", "ladder": "backgammon", "length": 5, "replaced": False}
+    assert [p["player"] for p in invited["stake"]["players"]] == ["alice", "bob"]
     push = await bob.next_push("invited")
-    assert push["data"] == {"from": "alice", "ladder": "backgammon", "length": 5}
+    assert push["data"] == {"from": "alice", "ladder": "backgammon", "length": 5,
+                            "expires_at": invited["expires_at"], "stake": invited["stake"]}
     assert seen == [push]
     assert (await alice.call("invite", name="Bob", ladder="backgammon", length="unlimited")
             )["length"] == "unlimited"
@@ -426,14 +438,15 @@ async def _invite(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("join")
-async def _join(lobby: Lobby, tmp: Path) -> None:
+async def _join(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     await expect_error(bob.call("join", name="alice"), "not_found")  # no invitation
     await alice.call("invite", name="bob", ladder="backgammon", length=3)
     await bob.next_push("invited")
     started = await bob.call("join", name="alice")
     assert started == {"match": started["match"], "ladder": "backgammon", "length": 3,
-                       "a": "alice", "b": "bob", "status": "playing"}
+                       "a": "alice", "b": "bob", "status": "playing", "stake": started["stake"]}
+    assert [p["player"] for p in started["stake"]["players"]] == ["alice", "bob"]
     assert (await alice.next_push("match_started"))["data"] == started
     for name in ("alice", "bob"):
         assert (await carol.whois(name)).status == "playing"
@@ -442,7 +455,7 @@ async def _join(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("decline")
-async def _decline(lobby: Lobby, tmp: Path) -> None:
+async def _decline(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await alice.call("invite", name="bob", ladder="backgammon")
     await bob.next_push("invited")
@@ -453,8 +466,51 @@ async def _decline(lobby: Lobby, tmp: Path) -> None:
     assert (await alice.whois("bob")).status == "ready"
 
 
+@case("stake")
+async def _stake(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    at_stake = await alice.call("stake", name="bob", ladder="backgammon", length=3)
+    assert (at_stake["ladder"], at_stake["length"]) == ("backgammon", 3)
+    first, second = at_stake["players"]
+    assert (first["player"], first["rating"], first["chance"]) == ("alice", 1500.0, 0.5)
+    assert (second["player"], second["rating"], second["chance"]) == ("bob", 1500.0, 0.5)
+    await start_match(alice, bob, length=3)
+    finished = await bob.resign()  # what alice's win was said to be worth, it was
+    assert finished.change_of("alice").change == first["win"]
+    assert finished.change_of("bob").change == second["loss"]
+    await expect_error(alice.call("stake", name="bob", ladder="backgammon", length="unlimited"),
+                       "bad_request")
+    await expect_error(alice.call("stake", name="alice", ladder="backgammon"), "bad_request")
+    await expect_error(alice.call("stake", name="nobody", ladder="backgammon"), "not_found")
+
+
+@case("invitations")
+async def _invitations(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    assert await alice.call("invitations") == {"sent": [], "received": []}
+    sent = await alice.call("invite", name="bob", ladder="backgammon", length=7)
+    mine = await alice.call("invitations")
+    assert mine == {"sent": [{"to": "bob", "ladder": "backgammon", "length": 7,
+                              "expires_at": sent["expires_at"]}], "received": []}
+    assert await bob.call("invitations") == {"sent": [], "received": [
+        {"from": "alice", "ladder": "backgammon", "length": 7, "expires_at": sent["expires_at"],
+         "stake": sent["stake"]}]}
+
+
+@case("uninvite")
+async def _uninvite(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    await alice.call("invite", name="bob", ladder="backgammon")
+    await bob.next_push("invited")
+    assert await alice.call("uninvite", name="bob") == {"withdrawn": "bob"}
+    assert (await bob.next_push("invitation_withdrawn"))["data"] == {"from": "alice",
+                                                                     "ladder": "backgammon"}
+    await expect_error(bob.call("join", name="alice"), "not_found")
+    await expect_error(alice.call("uninvite", name="bob"), "not_found")
+
+
 @case("resign")
-async def _resign(lobby: Lobby, tmp: Path) -> None:
+async def _resign(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     await expect_error(bob.resign(), "conflict")  # not playing
@@ -483,7 +539,7 @@ async def _resign(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("report win")
-async def _report_win(lobby: Lobby, tmp: Path) -> None:
+async def _report_win(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await expect_error(alice.call("report win"), "conflict")
     mid = await start_match(alice, bob, length=3)
@@ -500,7 +556,7 @@ async def _report_win(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("confirm")
-async def _confirm(lobby: Lobby, tmp: Path) -> None:
+async def _confirm(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     mid = await start_match(alice, bob, length=3)
@@ -520,7 +576,7 @@ async def _confirm(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("dispute")
-async def _dispute(lobby: Lobby, tmp: Path) -> None:
+async def _dispute(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     mid = await start_match(alice, bob, length=3)
@@ -537,7 +593,8 @@ async def _dispute(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("claim")
-async def _claim(lobby: Lobby, tmp: Path) -> None:
+async def _claim(lobby: LobbyServer, tmp: Path) -> None:
+    await lobby.restart(drop_timeout=DROP_TIMEOUT)
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     model = FibsModel()
     mid = await start_match(alice, bob, length=5)
@@ -556,7 +613,7 @@ async def _claim(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("abort")
-async def _abort(lobby: Lobby, tmp: Path) -> None:
+async def _abort(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await expect_error(alice.call("abort"), "conflict")
     mid = await start_match(alice, bob, length=3)
@@ -577,7 +634,7 @@ async def _abort(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event create")
-async def _event_create(lobby: Lobby, tmp: Path) -> None:
+async def _event_create(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     created = await admin.call("event create", name="Brno Open", ladder="scrabble",
                                date="2026-03-14")
@@ -601,7 +658,7 @@ async def _event_create(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event result")
-async def _event_result(lobby: Lobby, tmp: Path) -> None:
+async def _event_result(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     alice = await lobby.player("alice")
     model = FibsModel()
@@ -640,7 +697,7 @@ async def _event_result(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event import")
-async def _event_import(lobby: Lobby, tmp: Path) -> None:
+async def _event_import(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     event = await admin.call("event create", name="Kicker Cup", ladder="foosball-singles")
     rows = [f"Kicker Cup,{today()},alice,bob,10,7,,", f"Kicker Cup,{today()},bob,carol,10,3,,",
@@ -665,7 +722,7 @@ async def _event_import(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event close")
-async def _event_close(lobby: Lobby, tmp: Path) -> None:
+async def _event_close(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     alice = await lobby.player("alice")
     watcher = await lobby.client()
@@ -700,7 +757,7 @@ async def _event_close(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("events")
-async def _events(lobby: Lobby, tmp: Path) -> None:
+async def _events(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     a = await admin.call("event create", name="Spring", ladder="scrabble", date="2026-03-01")
     b = await admin.call("event create", name="Summer", ladder="foosball-singles",
@@ -721,7 +778,7 @@ async def _events(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("event show")
-async def _event_show(lobby: Lobby, tmp: Path) -> None:
+async def _event_show(lobby: LobbyServer, tmp: Path) -> None:
     admin = await lobby.admin()
     event = await admin.call("event create", name="Brno Open", ladder="scrabble",
                              date="2026-03-14")
@@ -747,7 +804,7 @@ async def _event_show(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("void")
-async def _void(lobby: Lobby, tmp: Path) -> None:
+async def _void(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     admin = await lobby.admin()
     watcher = await lobby.client()
@@ -788,7 +845,7 @@ async def _void(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("adjudicate")
-async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
+async def _adjudicate(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     model = FibsModel()
@@ -818,7 +875,7 @@ async def _adjudicate(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("streak")
-async def _streak(lobby: Lobby, tmp: Path) -> None:
+async def _streak(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     guest = await lobby.client()
     for _ in range(2):

@@ -12,15 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientkit import (
-    PASSWORD,
-    ROOT,
-    Lobby,
-    Terminal,
-    cli_env,
-    matchlobby_command,
-    screen_text,
-)
+from testkit.cli import cli_env, matchlobby_command
+from testkit.constants import PASSWORD, ROOT
+from testkit.server_loop import LobbyServer
+from testkit.terminal import Terminal, screen_text
 
 MENU_ENTRY = re.compile(r" {4,}[a-z]+")
 
@@ -35,7 +30,7 @@ def terminal_env(home: Path, answers_cpr: bool = False) -> dict[str, str]:
     return env
 
 
-async def test_prompt_commands_pushes_while_typing_and_quit(lobby: Lobby, tmp_path: Path
+async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, tmp_path: Path
                                                             ) -> None:
     bob = await lobby.player("bob")
     term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
@@ -139,7 +134,7 @@ async def until_screen(tmux: list[str], *tail: str, timeout: float = 10.0) -> li
         await asyncio.sleep(0.05)
 
 
-async def test_the_screen_keeps_the_prompt_below_a_push(lobby: Lobby, tmp_path: Path,
+async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_path: Path,
                                                         tmux: list[str]) -> None:
     async def keys(*keys: str) -> None:
         await asyncio.to_thread(subprocess.run, [*tmux, "send-keys", "-t", "s", *keys],

@@ -9,13 +9,15 @@ import logging
 from typing import Any
 
 import pytest
-from clientkit import PASSWORD, Gate, Lobby, expect_error, settle, start_match
+from testkit.clients import Gate, expect_error, given_up, settle, start_match
+from testkit.constants import PASSWORD
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient, LobbyError
 from clients.lobby_client import REPLACED, Disconnected, Push
 
 
-async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: Lobby) -> None:
+async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: LobbyServer) -> None:
     alice = await lobby.player("alice")
     await alice.call("who")  # presence pushes from now on
     named: list[Push] = []
@@ -48,7 +50,7 @@ async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: Lobby) 
 
 
 async def test_a_failing_callback_does_not_stop_the_others(
-        lobby: Lobby, caplog: pytest.LogCaptureFixture) -> None:
+        lobby: LobbyServer, caplog: pytest.LogCaptureFixture) -> None:
     alice, bob = await lobby.players("alice", "bob")
     got: list[str] = []
 
@@ -65,7 +67,7 @@ async def test_a_failing_callback_does_not_stop_the_others(
     assert (await alice.call("who"))["spectators"] == 0  # the connection carries on
 
 
-async def test_next_push_filters_and_times_out(lobby: Lobby) -> None:
+async def test_next_push_filters_and_times_out(lobby: LobbyServer) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     await bob.call("invite", name="alice", ladder="backgammon", length=1)
     await carol.call("invite", name="alice", ladder="backgammon", length=7)
@@ -75,11 +77,12 @@ async def test_next_push_filters_and_times_out(lobby: Lobby) -> None:
         await alice.next_push("invited", timeout=0.2)  # bob's was passed over and dropped
 
 
-async def test_plain_lines_and_json_requests(lobby: Lobby) -> None:
+async def test_plain_lines_and_json_requests(lobby: LobbyServer) -> None:
     alice = await lobby.client()
     registered = await alice.send_line("register alice pw-secret")
     assert registered == {"id": None, "ok": True, "cmd": "register",
-                          "data": {"player": "alice", "role": "player"}}
+                          "data": {"player": "alice", "role": "player",
+                                   "session": registered["data"]["session"]}}
     # several lines in flight: replies are matched to them in order
     replies = await asyncio.gather(alice.send_line("whois alice"), alice.send_line("frobnicate"),
                                    alice.send_line("ladder scrabble"), alice.send_line("resign"))
@@ -95,13 +98,14 @@ async def test_plain_lines_and_json_requests(lobby: Lobby) -> None:
     assert chosen["id"] == "mine-1" and chosen["ok"] is True
 
 
-async def test_a_raw_frame_reaches_the_server_as_is(lobby: Lobby) -> None:
+async def test_a_raw_frame_reaches_the_server_as_is(lobby: LobbyServer) -> None:
     raw = await lobby.client()
     watcher = await lobby.client()
     await watcher.call("who")
     registered = await raw.send_raw("register carol pw-secret")
     assert registered == {"id": None, "ok": True, "cmd": "register",
-                          "data": {"player": "carol", "role": "player"}}
+                          "data": {"player": "carol", "role": "player",
+                                   "session": registered["data"]["session"]}}
     assert (await watcher.next_push("player_online"))["data"] == {"player": "carol"}
     assert (await watcher.whois("carol")).online
     watched = await raw.send_raw(json.dumps({"id": 77, "cmd": "watch",
@@ -123,7 +127,7 @@ async def test_a_raw_frame_reaches_the_server_as_is(lobby: Lobby) -> None:
     ("player", "abort", {}, "conflict"),
     ("admin", "adjudicate", {"match": 12345, "winner": "alice"}, "not_found"),
 ])
-async def test_refusals_raise_lobby_error(lobby: Lobby, who: str, cmd: str,
+async def test_refusals_raise_lobby_error(lobby: LobbyServer, who: str, cmd: str,
                                           args: dict[str, Any], code: str) -> None:
     client = {"spectator": lobby.client, "admin": lobby.admin}.get(who)
     c = await (client() if client else lobby.player("alice"))
@@ -134,7 +138,7 @@ async def test_refusals_raise_lobby_error(lobby: Lobby, who: str, cmd: str,
     assert (await c.call("help", command="who"))["command"] == "who"
 
 
-async def test_a_frame_over_the_limit_ends_the_connection(lobby: Lobby) -> None:
+async def test_a_frame_over_the_limit_ends_the_connection(lobby: LobbyServer) -> None:
     c = await lobby.client()
     closed: list[Push] = []
     c.on("disconnected", closed.append)
@@ -145,7 +149,7 @@ async def test_a_frame_over_the_limit_ends_the_connection(lobby: Lobby) -> None:
     assert not c.connected
 
 
-async def test_a_newer_login_replaces_the_older_connection(lobby: Lobby) -> None:
+async def test_a_newer_login_replaces_the_older_connection(lobby: LobbyServer) -> None:
     first = await lobby.client(reconnect=True)
     await first.register("alice", PASSWORD)
     second = await lobby.client()
@@ -155,7 +159,7 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: Lobby) -> None
     gone = await first.next_push("disconnected")
     assert gone["data"]["code"] == REPLACED
     # the replaced client does not log in again (the two would take turns)
-    await asyncio.sleep(0.3)
+    await given_up(first)
     assert (first.connected, first.reconnects) == (False, 0)
     watcher = await lobby.client()
     assert (await watcher.whois("alice")).online
@@ -164,7 +168,7 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: Lobby) -> None
 
 
 async def test_a_request_in_flight_fails_with_disconnected_when_the_client_closes(
-        lobby: Lobby, gate: Gate) -> None:
+        lobby: LobbyServer, gate: Gate) -> None:
     c = await lobby.client()
     pending = asyncio.create_task(c.call("events"))
     line = asyncio.create_task(c.send_line("events"))
@@ -177,7 +181,7 @@ async def test_a_request_in_flight_fails_with_disconnected_when_the_client_close
     assert not c.connected
 
 
-async def test_a_dead_client_refuses_requests_at_once(lobby: Lobby) -> None:
+async def test_a_dead_client_refuses_requests_at_once(lobby: LobbyServer) -> None:
     c = await lobby.client()
     await c.close()
     with pytest.raises(Disconnected):
@@ -186,7 +190,7 @@ async def test_a_dead_client_refuses_requests_at_once(lobby: Lobby) -> None:
         await asyncio.wait_for(c.send_line("who"), 2)
 
 
-async def test_the_context_manager_connects_and_closes(lobby: Lobby) -> None:
+async def test_the_context_manager_connects_and_closes(lobby: LobbyServer) -> None:
     async with LobbyClient(lobby.url) as c:
         assert c.connected and c.hello is not None
         assert c.hello["server"] == "matchlobby"
@@ -194,7 +198,7 @@ async def test_the_context_manager_connects_and_closes(lobby: Lobby) -> None:
     assert not c.connected
 
 
-async def test_a_match_through_the_typed_helpers(lobby: Lobby) -> None:
+async def test_a_match_through_the_typed_helpers(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     mid = await start_match(alice, bob, length=3)
     await bob.call("report win", score_a=3, score_b=0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ladder_shapes import LADDERS_REPLY, ZETA_COLUMNS, ZETA_ROWS
+from testkit.shapes import LADDERS_REPLY, ZETA_COLUMNS, ZETA_ROWS
 
 from clients.models import Column, History, Ladder, LadderInfo, LadderRow
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import re
 
-from clientkit import Lobby, results_text, run_batch, today
+from testkit.cli import run_batch
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from server.api.paging import EVENT_PAGE, LADDER_PAGE
 
 PLAYERS = 1200
 
 
-async def test_the_terminal_client_prints_every_page(lobby: Lobby) -> None:
+async def test_the_terminal_client_prints_every_page(lobby: LobbyServer) -> None:
     admin, watcher = await lobby.admin(), await lobby.client()
     await watcher.watch("backgammon")
     eid = (await admin.call("event create", name="Big", ladder="backgammon"))["id"]

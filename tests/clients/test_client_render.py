@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ladder_shapes import (
+from testkit.shapes import (
     CAS_COLUMNS,
     FIBS_COLUMNS,
     LADDERS,

@@ -3,7 +3,7 @@
 For each kind of abuse — a slow reader, a flood of messages, a flood of connections, a
 login brute force, oversized frames — the abuser runs into its limit, and meanwhile a
 well-behaved client (a *bystander*, reading everything) keeps asking ``whois`` and every
-one of its requests is answered. The bound on each reply (:data:`hardkit.LIVENESS`, 2 s)
+one of its requests is answered. The bound on each reply (:data:`testkit.constants.LIVENESS`, 2 s)
 is a liveness bound — the server is not stuck — not a claim about its speed.
 
 Last, nothing a client sends makes the server log a password.
@@ -15,31 +15,23 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import (
-    ADMIN,
-    ADMIN_PASSWORD,
-    LIVENESS,
-    PASSWORD,
-    Capture,
-    Prober,
-    ServerThread,
-    bystander,
-    captured_logs,
-    render,
-)
+from testkit.constants import ADMIN, ADMIN_PASSWORD, LIVENESS, PASSWORD
+from testkit.figures import group
+from testkit.logs import Capture, captured_logs, render
+from testkit.probes import Prober, bystander, slow_socket
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.config import Limits
 
 LIMIT = 64 * 1024
-FIGURES: dict[str, str] = {}
+FIGURES = group("abuse figures")
 
 
 @pytest.fixture
@@ -57,15 +49,6 @@ async def serve(db_path: Path) -> AsyncIterator[Callable[[Limits], ServerThread]
     finally:
         for server in started:
             await server.astop()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def figures() -> Any:
-    yield FIGURES
-    if FIGURES:
-        print("\nabuse figures:")
-        for key, value in FIGURES.items():
-            print(f"  {key}: {value}")
 
 
 async def raw(url: str, **kwargs: Any) -> ClientConnection:
@@ -112,15 +95,6 @@ def check_bystander(prober: Prober, at_least: int = 3) -> None:
 
 
 # ---- a slow reader --------------------------------------------------------------------------
-
-
-def slow_socket(port: int) -> socket.socket:
-    """A TCP connection with a tiny receive buffer, so that not reading soon stops the sender."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(("127.0.0.1", port))
-    sock.setblocking(False)
-    return sock
 
 
 def results(event: str, game: int, count: int) -> str:

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from hardkit import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD, ServerThread, dump_db
+from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD
+from testkit.db import dump_db
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -68,6 +70,8 @@ EXPECTED: dict[str, Row] = {
                     OK, CONFLICT, CONFLICT, CONFLICT),
     "login": Row("live", lambda s: {"name": s.spare, "password": PASSWORD}, OK, OK, OK, OK),
     "logout": Row("live", lambda s: {}, NLI, OK, OK, OK),
+    # the spare account's session token (it logged out, which ends only that login's session)
+    "resume": Row("live", lambda s: {"token": s.token}, OK, OK, OK, OK),
     "who": Row("live", lambda s: {}, OK, OK, OK, OK),
     "whois": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),
     "rating": Row("live", lambda s: {"name": s.player, "ladder": "backgammon"}, OK, OK, OK, OK),
@@ -80,6 +84,11 @@ EXPECTED: dict[str, Row] = {
     # the player is in a live match already; the target is free
     "invite": Row("live", lambda s: {"name": s.target, "ladder": "backgammon", "length": 3},
                   NLI, CONFLICT, OK, OK),
+    "stake": Row("live", lambda s: {"name": s.target, "ladder": "backgammon", "length": 3},
+                 NLI, OK, OK, OK),
+    "invitations": Row("invited", lambda s: {}, NLI, OK, OK, OK),
+    # the player invited the target, nobody else did
+    "uninvite": Row("inviting", lambda s: {"name": s.target}, NLI, OK, NOT_FOUND, NOT_FOUND),
     # the inviter invited the player, nobody else
     "join": Row("invited", lambda s: {"name": s.inviter}, NLI, OK, NOT_FOUND, NOT_FOUND),
     "decline": Row("invited", lambda s: {"name": s.inviter}, NLI, OK, NOT_FOUND, NOT_FOUND),
@@ -130,6 +139,7 @@ class Scene:
     target: str = ""
     inviter: str = ""
     spare: str = ""
+    token: str = ""
     match: int | None = None
     event: int | None = None
     clients: dict[str, LobbyClient] = field(default_factory=dict)
@@ -147,6 +157,9 @@ class Scene:
         await c.register(name, PASSWORD)
         if not stay:
             await c.logout()
+            again = await self.client()  # a login whose session outlives its connection
+            self.token = (await again.login(name, PASSWORD))["session"]["token"]
+            await again.close()
         return name, c
 
     async def close(self) -> None:
@@ -174,6 +187,9 @@ async def build(kind: str, url: str, director: str = ADMIN) -> Scene:
         s.inviter, inviter = await s.account("d")
         await inviter.call("invite", name=s.player, ladder="backgammon")
         await player.next_push("invited")
+        return s
+    if kind == "inviting":
+        await player.call("invite", name=s.target, ladder="backgammon")
         return s
     if kind == "event":
         s.event = (await admin.call("event create", name="Open", ladder="foosball-singles"))["id"]

@@ -17,7 +17,9 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from hardkit import LIVENESS, Prober, ServerThread
+from testkit.constants import LIVENESS
+from testkit.probes import Prober
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 

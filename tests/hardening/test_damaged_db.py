@@ -19,23 +19,25 @@ the server carries on from what was committed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import random
 import resource
-import signal
 import socket
 import sqlite3
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import ADMIN, ADMIN_PASSWORD, PASSWORD, Prober, ServerThread, captured_logs
-from sharedkit import FAST_CONFIG, cli_env, free_port, matchlobby_command, run_cli, sql
+from testkit.cli import run_cli
+from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_CONFIG, PASSWORD
+from testkit.db import sql
+from testkit.logs import captured_logs
+from testkit.probes import Prober
+from testkit.server_process import ServerProcess, free_port
+from testkit.server_thread import ServerThread
 
 from server.store.faults import READ_ONLY
 
@@ -201,14 +203,8 @@ def test_serve_refuses_a_damaged_database_at_once(
     config.write_text(FAST_CONFIG, encoding="utf-8")
     path = damage(db_path)
     began = time.monotonic()
-    try:
-        done = subprocess.run([*matchlobby_command(), "serve", "--db", str(path), "--config",
-                               str(config), "--port", str(free_port())], cwd=tmp_path,
-                              env=cli_env(), capture_output=True, text=True,
-                              timeout=START_BOUND, check=False)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"matchlobby serve on {damage.__name__} still ran after "
-                             f"{START_BOUND} s") from None
+    done = run_cli(["serve", "--db", str(path), "--config", str(config), "--port",
+                    str(free_port())], tmp_path)
     took = time.monotonic() - began
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     line = one_line(done.stderr, "matchlobby serve: ", path, says)
@@ -224,34 +220,31 @@ def test_serve_on_a_taken_port_exits_at_once(db_path: Path, tmp_path: Path) -> N
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run([*matchlobby_command(), "serve", "--db", str(db_path), "--config",
-                               str(config), "--port", str(port)], cwd=tmp_path, env=cli_env(),
-                              capture_output=True, text=True, timeout=START_BOUND, check=False)
+        done = run_cli(["serve", "--db", str(db_path), "--config", str(config), "--port",
+                        str(port)], tmp_path)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("matchlobby serve: cannot listen: "), lines
     assert "address already in use" in lines[0].lower(), lines
 
 
-def test_serve_creates_a_missing_database(tmp_path: Path) -> None:
+async def test_serve_creates_a_missing_database(tmp_path: Path) -> None:
     """No file is not damage: the server makes a new database and listens."""
     config = tmp_path / "matchlobby.toml"
     config.write_text(FAST_CONFIG, encoding="utf-8")
     db = tmp_path / "new.db"
-    proc = subprocess.Popen([*matchlobby_command(), "serve", "--db", str(db), "--config",
-                             str(config), "--port", str(free_port())], cwd=tmp_path,
-                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout is not None
-        assert "listening" in proc.stdout.readline()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=START_BOUND) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    await serves_then_stops(ServerProcess(db, config))
     assert sql(db, "PRAGMA user_version")[0][0] >= 1
+
+
+async def serves_then_stops(server: ServerProcess) -> None:
+    """``server`` starts, listens, and stops cleanly when told to."""
+    server.start()
+    try:
+        await server.ready(START_BOUND)
+        assert server.terminate() == 0, server.tail()
+    finally:
+        server.stop()
 
 
 OFFLINE = [  # the command, and how it finds the damaged history pages
@@ -275,25 +268,13 @@ def test_offline_commands_report_damage_in_one_line(command: list[str], says: st
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_serve_can_skip_the_page_scan(db_path: Path, tmp_path: Path) -> None:
+async def test_serve_can_skip_the_page_scan(db_path: Path, tmp_path: Path) -> None:
     """``startup_check = "schema"``: a database whose schema is whole starts without the
     page scan (the damage is then met while serving: see the tests below)."""
     config = tmp_path / "matchlobby.toml"
     config.write_text('[server]\nstartup_check = "schema"\n\n' + FAST_CONFIG, encoding="utf-8")
     history_damaged(db_path)
-    proc = subprocess.Popen([*matchlobby_command(), "serve", "--db", str(db_path), "--config",
-                             str(config), "--port", str(free_port())], cwd=tmp_path,
-                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout is not None
-        assert "listening" in proc.stdout.readline()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=START_BOUND) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    await serves_then_stops(ServerProcess(db_path, config))
 
 
 # ---- a storage fault while serving ----------------------------------------------------------
@@ -383,18 +364,12 @@ async def test_a_full_disk_stops_every_write(db_path: Path, tmp_path: Path) -> N
     """A file-size limit on the server process: the WAL cannot grow, the disk is "full"."""
     config = tmp_path / "matchlobby.toml"
     config.write_text(FAST_CONFIG, encoding="utf-8")
-    log = tmp_path / "server.log"
-    port = free_port()
-    command = [*matchlobby_command(), "serve", "--db", str(db_path), "--config", str(config),
-               "--port", str(port)]
     limit = db_path.stat().st_size + 256 * 1024
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command, cwd=tmp_path, env=cli_env(), stdout=out,
-                                stderr=subprocess.STDOUT)
+    server = ServerProcess(db_path, config).start()
     try:
-        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
-        url = f"ws://127.0.0.1:{port}/ws"
-        await listening(url, proc)
+        resource.prlimit(server.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+        url = server.url
+        await server.ready(START_BOUND)
         alice, bob = await player(url, "alice"), await player(url, "bob")
         acknowledged: list[int] = []
         refused: dict[str, Any] | None = None
@@ -414,13 +389,10 @@ async def test_a_full_disk_stops_every_write(db_path: Path, tmp_path: Path) -> N
         refused_read_only(await (await Prober.open(url)).request(
             "register", name="carol", password=PASSWORD))
         assert (await bob.call("ladder", ladder="backgammon"))["total"] == 2
-        proc.send_signal(signal.SIGTERM)
-        status = proc.wait(timeout=START_BOUND)
+        status = server.terminate()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    output = log.read_text(errors="replace")
+        server.stop()
+    output = server.output()
     assert status == 1, output
     failures = [line for line in output.splitlines() if "database failure" in line]
     assert len(failures) == 1, output
@@ -435,17 +407,4 @@ async def test_a_full_disk_stops_every_write(db_path: Path, tmp_path: Path) -> N
     done = run_cli(["replay", "--check", "--db", str(db_path), "--config", str(config)], tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
 
-
-async def listening(url: str, proc: subprocess.Popen[bytes]) -> None:
-    began = time.monotonic()
-    while True:
-        assert proc.poll() is None, f"the server exited with {proc.returncode}"
-        try:
-            prober = await Prober.open(url)
-        except OSError:
-            assert time.monotonic() - began < START_BOUND, "the server did not listen"
-            await asyncio.sleep(0.05)
-            continue
-        await prober.close()
-        return
 

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import ADMIN, ADMIN_PASSWORD, LIVENESS, ServerThread, dump_db
-from sharedkit import HEADER, sql, today
+from testkit.constants import ADMIN, ADMIN_PASSWORD, LIVENESS
+from testkit.db import dump_db, sql
+from testkit.results import HEADER, today
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import ClientConnection, connect
 
 from server.config import Limits

@@ -9,7 +9,7 @@ frames that were all refused leaves the database exactly as it was.
 
 One server (real SQLite file, port 0) serves the whole module; its rate limits are
 raised so the fuzzer is not throttled. The examples are derandomized, so a run is
-reproducible; the figures are printed at the end (``pytest -s``).
+reproducible; the figures are reported in the summary after the results.
 """
 
 from __future__ import annotations
@@ -27,18 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import (
-    ADMIN,
-    ADMIN_PASSWORD,
-    ERROR_CODES,
-    PASSWORD,
-    Capture,
-    ServerThread,
-    captured_logs,
-    dump_db,
-)
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+from testkit.constants import ADMIN, ADMIN_PASSWORD, ERROR_CODES, PASSWORD
+from testkit.db import dump_db
+from testkit.figures import group
+from testkit.logs import Capture, captured_logs
+from testkit.server_thread import ServerThread
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -57,13 +52,11 @@ FUZZ_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, strikes=1_000_000
                      connections_per_address=1000)
 # Besides the read-only ones, the commands that write nothing to the database even when
 # they succeed: a batch in which no other command succeeded must leave it untouched.
-IN_MEMORY = frozenset({"logout", "watch", "unwatch", "invite", "decline"})
+IN_MEMORY = frozenset({"watch", "unwatch", "invite", "uninvite", "decline"})
 PLAYERS = ["alice", "bob", "carol", "dave"]
 NAMES = [*PLAYERS, ADMIN, "Alice", "BOB", "nobody", "eve"]
 LADDERS = [x.name for x in default_ladders()] + ["chess", "Backgammon"]
 
-FIGURES: Counter[str] = Counter()
-PER_COMMAND: Counter[str] = Counter()  # frames that reached each command (parsed as it)
 
 
 # The examples are the same on every run (derandomized); HARDENING_SEED=<int> explores others,
@@ -71,6 +64,9 @@ PER_COMMAND: Counter[str] = Counter()  # frames that reached each command (parse
 # Shrinking is off so that a failing run stays bounded in time: the failing frame is shown as is.
 SEED = os.environ.get("HARDENING_SEED")
 SCALE = float(os.environ.get("HARDENING_SCALE", "1"))  # more examples for a longer search
+FIGURES: Counter[str] = group(f"fuzzing figures (seed: {SEED or 'derandomized'})", Counter())
+# frames that reached each command (parsed as it)
+PER_COMMAND: Counter[str] = group("fuzzing: frames per command", Counter())
 
 
 def fuzz_settings(examples: int) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -452,8 +448,6 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory, template_db: Path) -> Itera
             yield Fuzzed(server, logs)
         finally:
             server.stop()
-    print(f"\nfuzzing figures (seed: {SEED or 'derandomized'}):", dict(sorted(FIGURES.items())))
-    print("frames per command:", dict(sorted(PER_COMMAND.items())))
 
 
 class Conn:

@@ -29,13 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import ADMIN, ADMIN_PASSWORD, LIVENESS, PASSWORD, ServerThread
-from sharedkit import sql
+from testkit.constants import ADMIN, ADMIN_PASSWORD, LIVENESS, PASSWORD
+from testkit.db import sql
+from testkit.figures import group
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import ClientConnection, connect
 
 from server.config import Limits, PasswordHashing
 
-FIGURES: dict[str, str] = {}
+FIGURES = group("login and hashing figures")
 # scrypt at 1/8 of the default cost (16 MiB, some tens of ms): long enough for concurrent
 # requests to overlap and for the hash to dominate a login's time.
 SLOW_HASHING = PasswordHashing(n=2**14)
@@ -60,15 +62,6 @@ async def serve(db_path: Path) -> AsyncIterator[Callable[..., ServerThread]]:
     finally:
         for server in started:
             await server.astop()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def figures() -> Any:
-    yield FIGURES
-    if FIGURES:
-        print("\nlogin and hashing figures:")
-        for key, value in FIGURES.items():
-            print(f"  {key}: {value}")
 
 
 async def client(server: ServerThread, address: str) -> ClientConnection:

@@ -9,7 +9,7 @@ the server's RSS before the attack (after the same requests were answered to a c
 reads), its peak during the attack, and a second after the slow readers are gone (when the
 allocator has been told to give their memory back), which must be within a few MB of before:
 nothing they were sent outlives them. Meanwhile a bystander keeps asking ``whois`` and is
-answered every time within :data:`hardkit.LIVENESS`.
+answered every time within :data:`testkit.constants.LIVENESS`.
 
 Then, on a server in this process with the cyclic garbage collector off: once a connection
 has ended, nothing of it (its session, its queue and the frames in it, the connection object)
@@ -25,9 +25,7 @@ import gc
 import json
 import logging
 import os
-import re
 import shutil
-import subprocess
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -35,18 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hardkit import (
-    ADMIN,
-    ADMIN_PASSWORD,
-    LIVENESS,
-    Capture,
-    Prober,
-    ServerThread,
-    bystander,
-    captured_logs,
-    slow_socket,
-)
-from sharedkit import admin_template, cli_env, matchlobby_command
+from testkit.cli import admin_template
+from testkit.constants import ADMIN, ADMIN_PASSWORD, LIVENESS
+from testkit.figures import group
+from testkit.logs import Capture, captured_logs
+from testkit.probes import Prober, bystander, slow_socket
+from testkit.server_process import ServerProcess
+from testkit.server_thread import ServerThread
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -68,74 +61,9 @@ CONFIG = ("[password_hashing]\nn = 1024\n"
 MB = 1024 * 1024
 AFTER_SLACK = 4 * MB  # "within a few MB": what the allocator may keep of a busy moment
 DURING_SLACK = 8 * MB  # the server's own work meanwhile (the requests' transient objects)
-FIGURES: dict[str, str] = {}
+FIGURES = group("memory figures")
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
                                 reason="the server's RSS is read from /proc")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def figures() -> Iterator[dict[str, str]]:
-    yield FIGURES
-    if FIGURES:
-        print("\nmemory figures:")
-        for key, value in FIGURES.items():
-            print(f"  {key}: {value}")
-
-
-class ServeProcess:
-    """``matchlobby serve --port 0`` on a database; the port it prints, its RSS, its log."""
-
-    def __init__(self, db: Path, config: Path) -> None:
-        self.log = db.with_suffix(".log")
-        self._log = open(self.log, "wb")  # noqa: SIM115 (closed in stop)
-        self.proc = subprocess.Popen(
-            [*matchlobby_command(), "serve", "--db", str(db), "--config", str(config),
-             "--port", "0"],
-            cwd=db.parent, env=cli_env(), stdout=subprocess.PIPE, stderr=self._log)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().decode()
-        found = re.search(r"ws://[^ ]+:(\d+)/ws", line)
-        assert found, f"the server did not start: {line!r}\n{self.log.read_text(errors='replace')}"
-        self.url = f"ws://127.0.0.1:{found.group(1)}/ws"
-        self.port = int(found.group(1))
-
-    def rss(self) -> int:
-        """Resident memory in bytes (VmRSS of /proc/PID/status)."""
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        kb = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
-        assert kb is not None
-        return int(kb.group(1)) * 1024
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self._log.close()
-
-    def cpu(self) -> float:
-        """CPU seconds used so far (user + system, /proc/PID/stat)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    async def idle(self, window: float = 0.3, timeout: float = 60.0) -> None:
-        """Wait until the server uses under a fifth of a core over ``window`` seconds: it has
-        handled what it was sent (the bystander's few requests cost far less)."""
-        began = time.monotonic()
-        while time.monotonic() - began < timeout:
-            cpu = self.cpu()
-            await asyncio.sleep(window)
-            if self.cpu() - cpu < window / 5:
-                return
-        raise AssertionError(f"the server was still busy after {timeout} s")
-
-    def warnings(self, text: str) -> int:
-        return self.log.read_text(errors="replace").count(text)
 
 
 def results() -> str:
@@ -154,9 +82,10 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     made over the protocol by the admin of ``matchlobby user add --admin``."""
     folder = tmp_path_factory.mktemp("memory-template")
     db, config = admin_template(folder, CONFIG)
-    server = ServeProcess(db, config)
+    server = ServerProcess(db, config).start()
     try:
         async def build() -> None:
+            await server.ready()
             admin = await Prober.open(server.url)
             await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
             event = await admin.call("event create", name="Open", ladder="backgammon")
@@ -170,17 +99,18 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def server(big_db: tuple[Path, Path], tmp_path: Path) -> Iterator[ServeProcess]:
+async def server(big_db: tuple[Path, Path], tmp_path: Path) -> AsyncIterator[ServerProcess]:
     db = tmp_path / "lobby.db"
     shutil.copyfile(big_db[0], db)
-    proc = ServeProcess(db, big_db[1])
+    proc = ServerProcess(db, big_db[1]).start()
     try:
+        await proc.ready()
         yield proc
     finally:
         proc.stop()
 
 
-async def slow_reader(server: ServeProcess) -> ClientConnection:
+async def slow_reader(server: ServerProcess) -> ClientConnection:
     """Past ``hello``, it reads nothing more (``max_queue=1``: its library stops reading too)."""
     ws = await connect(server.url, sock=slow_socket(server.port), max_queue=1, max_size=None,
                        open_timeout=10, ping_interval=None)
@@ -189,7 +119,7 @@ async def slow_reader(server: ServeProcess) -> ClientConnection:
 
 
 @contextlib.asynccontextmanager
-async def peak_rss(server: ServeProcess) -> AsyncIterator[list[int]]:
+async def peak_rss(server: ServerProcess) -> AsyncIterator[list[int]]:
     """Samples the server's RSS every 10 ms for the block; yields [peak so far]."""
     peak = [server.rss()]
 
@@ -208,7 +138,7 @@ async def peak_rss(server: ServeProcess) -> AsyncIterator[list[int]]:
     peak[0] = max(peak[0], server.rss())
 
 
-async def settled_rss(server: ServeProcess, seconds: float = 0.5) -> int:
+async def settled_rss(server: ServerProcess, seconds: float = 0.5) -> int:
     """The RSS once it has stopped changing for ``seconds`` (at most 10 s)."""
     last, since, began = server.rss(), time.monotonic(), time.monotonic()
     while time.monotonic() - since < seconds and time.monotonic() - began < 10:
@@ -229,7 +159,7 @@ def mb(n: float) -> str:
     return f"{n / MB:.1f} MB"
 
 
-async def attack(server: ServeProcess, name: str, line: str, reply_size: int) -> None:
+async def attack(server: ServerProcess, name: str, line: str, reply_size: int) -> None:
     """SLOW_READERS connections each send ``line`` REQUESTS times and read nothing; then they
     go away. Records the figures as ``name``, then asserts the bounds."""
     async with bystander(server.url) as good:
@@ -237,7 +167,7 @@ async def attack(server: ServeProcess, name: str, line: str, reply_size: int) ->
             reply = await good.request("help")  # (a round trip first: the bystander is in)
             assert reply["ok"]
             await good.ws.send(line)
-        await asyncio.sleep(0.5)
+        assert (await good.request("help"))["ok"]  # answered after the five: all handled
         before = await settled_rss(server)
         slow = [await slow_reader(server) for _ in range(SLOW_READERS)]
         async with peak_rss(server) as peak:
@@ -247,7 +177,7 @@ async def attack(server: ServeProcess, name: str, line: str, reply_size: int) ->
                         await ws.send(line)
             await server.idle()  # every request handled (or its connection dropped)
         during = peak[0]
-        dropped = server.warnings("does not read its messages")
+        dropped = server.output().count("does not read its messages")
         for ws in slow:  # the attacker leaves
             ws.transport.abort()
         async with asyncio.timeout(10):
@@ -278,7 +208,7 @@ def record(name: str, f: dict[str, Any]) -> None:
         f"{f['answered']} whois answered, slowest {f['slowest']:.3f} s")
 
 
-async def reply_bytes(server: ServeProcess, frame: dict[str, Any]) -> int:
+async def reply_bytes(server: ServerProcess, frame: dict[str, Any]) -> int:
     """The size of the reply to ``frame``, as sent."""
     ws = await connect(server.url, max_size=None, open_timeout=10)
     try:
@@ -289,7 +219,7 @@ async def reply_bytes(server: ServeProcess, frame: dict[str, Any]) -> int:
         await ws.close()
 
 
-async def test_slow_readers_asking_for_the_whole_ladder(server: ServeProcess) -> None:
+async def test_slow_readers_asking_for_the_whole_ladder(server: ServerProcess) -> None:
     size = await reply_bytes(server, {"cmd": "ladder", "args": {"ladder": "backgammon", "from": 1,
                                                                  "count": 1000, "all": True}})
     await attack(server, f"{SLOW_READERS} slow readers × {REQUESTS} 'ladder backgammon 1 1000 "
@@ -297,7 +227,7 @@ async def test_slow_readers_asking_for_the_whole_ladder(server: ServeProcess) ->
                  "ladder backgammon 1 1000 --all", size)
 
 
-async def test_slow_readers_asking_for_a_big_event(server: ServeProcess) -> None:
+async def test_slow_readers_asking_for_a_big_event(server: ServerProcess) -> None:
     size = await reply_bytes(server, {"cmd": "event show", "args": {"event": 1}})
     await attack(server, f"{SLOW_READERS} slow readers × {REQUESTS} 'event show 1' ({GAMES} "
                          f"games, budget {BUDGET // 1024} KiB)", "event show 1", size)

@@ -22,7 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hardkit import ADMIN, LIVENESS, Prober, ServerThread, captured_logs
+from testkit.constants import ADMIN, LIVENESS
+from testkit.logs import captured_logs
+from testkit.probes import Prober
+from testkit.server_thread import ServerThread
 
 from server.config import Limits
 from server.net.origins import OriginPolicy, own_origins

@@ -11,47 +11,17 @@ from __future__ import annotations
 
 import ast
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-from sharedkit import (
-    FAST_HASHING,
-    PASSWORD,
-    LobbyServer,
-    expect_error,
-    results_text,
-    sql,
-    start_match,
-    today,
-)
+from testkit.clients import expect_error, start_match
+from testkit.db import sql
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 from server.api.registry import plugin_factories
-from server.config import Config, Limits
 
 PLUGIN = Path(__file__).resolve().parent / "streaks"
-
-
-class Lobby(LobbyServer[LobbyClient]):
-    async def start(self) -> None:
-        await self.serve(Config(database=str(self.db), password=FAST_HASHING,
-                                limits=Limits(registrations_per_hour=0)))
-
-    async def login(self, name: str) -> LobbyClient:
-        c = await self.client()
-        await c.login(name, PASSWORD)
-        return c
-
-
-@pytest.fixture
-async def lobby(db_path: Path) -> AsyncIterator[Lobby]:
-    server = Lobby(db_path, LobbyClient)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.aclose()
 
 
 async def streaks(client: LobbyClient, name: str) -> dict[str, tuple[int, int]]:
@@ -93,7 +63,7 @@ def test_the_plugin_imports_nothing_of_the_project_but_server_api() -> None:
 # ---- the command ----------------------------------------------------------------------------
 
 
-async def test_help_lists_streak_with_its_summary_and_role(lobby: Lobby) -> None:
+async def test_help_lists_streak_with_its_summary_and_role(lobby: LobbyServer) -> None:
     guest = await lobby.client()
     listed = {c["command"]: c for c in (await guest.call("help"))["commands"]}
     assert listed["streak"] == {"command": "streak", "usage": "streak NAME", "who": "anyone",
@@ -102,7 +72,7 @@ async def test_help_lists_streak_with_its_summary_and_role(lobby: Lobby) -> None
     assert await guest.call("help", command="streak") == listed["streak"]
 
 
-async def test_streak_refuses_what_it_cannot_answer(lobby: Lobby) -> None:
+async def test_streak_refuses_what_it_cannot_answer(lobby: LobbyServer) -> None:
     guest = await lobby.client()
     await expect_error(guest.call("streak", name="nobody"), "not_found")
     await expect_error(guest.call("streak", name="bad name!"), "bad_request")
@@ -115,7 +85,7 @@ async def test_streak_refuses_what_it_cannot_answer(lobby: Lobby) -> None:
 # ---- live matches -----------------------------------------------------------------------------
 
 
-async def test_live_wins_make_a_streak_and_a_loss_ends_it(lobby: Lobby) -> None:
+async def test_live_wins_make_a_streak_and_a_loss_ends_it(lobby: LobbyServer) -> None:
     alice, bob, carol = await lobby.players("alice", "bob", "carol")
     guest = await lobby.client()
     await beat(alice, bob)
@@ -141,7 +111,7 @@ async def test_live_wins_make_a_streak_and_a_loss_ends_it(lobby: Lobby) -> None:
 # ---- events: rated at close, draws, unrated games, doubles ----------------------------------
 
 
-async def test_a_closed_event_counts_its_games_in_order(lobby: Lobby) -> None:
+async def test_a_closed_event_counts_its_games_in_order(lobby: LobbyServer) -> None:
     admin = await lobby.admin()
     guest = await lobby.client()
     eid = (await admin.call("event create", name="Brno Open", ladder="scrabble"))["id"]
@@ -173,7 +143,7 @@ async def test_a_closed_event_counts_its_games_in_order(lobby: Lobby) -> None:
 # ---- corrections ----------------------------------------------------------------------------
 
 
-async def test_a_void_and_an_adjudication_put_the_streaks_right(lobby: Lobby) -> None:
+async def test_a_void_and_an_adjudication_put_the_streaks_right(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     admin = await lobby.admin()
     m1 = await beat(alice, bob)
@@ -197,7 +167,7 @@ async def test_a_void_and_an_adjudication_put_the_streaks_right(lobby: Lobby) ->
     assert await streaks(admin, "bob") == {"backgammon": (2, 2)}
 
 
-async def test_a_void_in_a_closed_event_recounts_the_ladder(lobby: Lobby) -> None:
+async def test_a_void_in_a_closed_event_recounts_the_ladder(lobby: LobbyServer) -> None:
     admin = await lobby.admin()
     eid = (await admin.call("event create", name="Spring", ladder="scrabble"))["id"]
     games = []
@@ -214,7 +184,7 @@ async def test_a_void_in_a_closed_event_recounts_the_ladder(lobby: Lobby) -> Non
 # ---- its table: made by the lobby, kept across a restart, filled from an existing log -------
 
 
-async def test_its_table_is_in_the_database_and_a_restart_keeps_it(lobby: Lobby) -> None:
+async def test_its_table_is_in_the_database_and_a_restart_keeps_it(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     await beat(alice, bob)
     await beat(alice, bob)
@@ -233,7 +203,7 @@ async def test_its_table_is_in_the_database_and_a_restart_keeps_it(lobby: Lobby)
     assert await streaks(bob, "alice") == {"backgammon": (3, 3)}
 
 
-async def test_installed_on_a_lobby_with_a_history_it_counts_that_history(lobby: Lobby) -> None:
+async def test_installed_on_a_lobby_with_a_history_it_counts_that_history(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     admin = await lobby.admin()
     await beat(bob, alice)

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from ratings_cli_helpers import HEADER, Completed, RunRate, WriteResults, results_text, run_matchlobby
+from testkit.cli import Completed, RunRate, WriteResults, run_cli
+from testkit.results import HEADER, results_text
 
 
 @pytest.fixture
@@ -14,7 +15,7 @@ def run_rate(tmp_path: Path) -> RunRate:
     """``run_rate(system, file, *options)`` runs ``matchlobby rate`` in ``tmp_path``."""
 
     def run(system: str, results: str | Path, *options: str) -> Completed:
-        return run_matchlobby(["rate", system, str(results), *options], tmp_path)
+        return run_cli(["rate", system, str(results), *options], tmp_path)
 
     return run
 

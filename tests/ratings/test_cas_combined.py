@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sharedkit import LadderBook
+from testkit.books import LadderBook
 
 from ratings_plugin.systems.cas import CasGame, CasState, combined, rate_event
 from ratings_plugin.systems.cas.dansa import DansaRating

@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sharedkit import LadderBook
+from testkit.books import LadderBook
 
 from ratings_plugin.systems import fibs
 from ratings_plugin.systems.fibs import FibsOptions, FibsRating, rate_match

@@ -17,7 +17,7 @@ from datetime import date, timedelta
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sharedkit import LadderBook
+from testkit.books import LadderBook
 
 from ratings_plugin.book import replay_ladder
 from ratings_plugin.corrections import replay_units

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ratings_cli_helpers import Completed, RunRate, WriteResults, results_text, run_many
+from testkit.cli import Completed, RunRate, WriteResults, run_many
+from testkit.results import results_text
 
 from ratings_plugin.commands.rate import rate_file
 from server.cli import build_parser, plugin_cli_commands

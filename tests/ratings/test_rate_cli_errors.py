@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from ratings_cli_helpers import HEADER, Completed, run_many
+from testkit.cli import Completed, run_many
+from testkit.results import HEADER
 
 from ratings_plugin.commands.rate import run
 

@@ -15,7 +15,7 @@ import json
 import unicodedata
 from typing import Any
 
-from ratings_cli_helpers import Completed, RunRate, WriteResults, run_many
+from testkit.cli import Completed, RunRate, WriteResults, run_many
 
 from ratings_plugin.commands.rate import spreadsheet_safe
 

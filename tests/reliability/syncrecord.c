@@ -1,4 +1,4 @@
-/* LD_PRELOAD shim for the power-cut test (tests/reliability/powercut.py).
+/* LD_PRELOAD shim for the power-cut test (tests/kit/testkit/powercut.py).
  *
  * Appends to $SYNCRECORD_LOG a record of every write, fsync/fdatasync, truncation, open
  * and unlink that a process makes on the database $SYNCRECORD_DB and on its -wal and

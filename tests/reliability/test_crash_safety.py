@@ -33,19 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliakit import (
-    ADMIN_PASSWORD,
-    ADMINS,
-    PASSWORD,
-    ServerProcess,
-    config_text,
-    free_port,
-    integrity,
-    ladders_against_recomputation,
-    replay_check,
-    seq_gaps,
-    sql,
-)
+from testkit.cli import replay_check
+from testkit.constants import ADMIN_PASSWORD, ADMINS, PASSWORD, open_config
+from testkit.db import integrity, seq_gaps, sql
+from testkit.recompute import ladders_against_recomputation
+from testkit.server_process import ServerProcess
 from websockets.exceptions import WebSocketException
 
 from clients import LobbyClient
@@ -393,8 +385,8 @@ async def _crash_run(db: Path, tmp_path: Path, figures: dict[str, Any]) -> None:
     rng = random.Random(SEED)
     figures["seed"] = SEED
     config = tmp_path / "crash.toml"
-    config.write_text(config_text(), encoding="utf-8")
-    server = ServerProcess(db, config, free_port(), tmp_path / "server.log")
+    config.write_text(open_config(), encoding="utf-8")
+    server = ServerProcess(db, config, log=tmp_path / "server.log")
     stats, ledger = Stats(), Ledger()
     actors: list[Actor] = []
     tasks: list[asyncio.Task[None]] = []
@@ -460,13 +452,13 @@ async def _crash_run(db: Path, tmp_path: Path, figures: dict[str, Any]) -> None:
         for actor in actors:
             with contextlib.suppress(Exception):
                 await actor.close()
-        server.stop_quietly()
+        server.stop()
 
     assert integrity(db) == "ok", f"seed {SEED}: integrity_check: {integrity(db)}"
     checked = check_database(db, ledger)
-    replay = replay_check(db, config)
-    assert replay.returncode == 0, f"seed {SEED}: {replay.stdout}{replay.stderr}"
-    assert "Traceback" not in server.log.read_text(errors="replace"), server.tail(80)
+    code, said = await replay_check(db, config)
+    assert code == 0, f"seed {SEED}: {said}"
+    assert "Traceback" not in server.output(), server.tail(80)
 
     kills = figures["kills"]
     cmds = Counter(a.cmd for a in ledger.acked)
@@ -491,7 +483,7 @@ async def _crash_run(db: Path, tmp_path: Path, figures: dict[str, Any]) -> None:
         "losses": 0,
         "duplicates": 0,
         "integrity_check": "ok",
-        "replay_check": replay.stdout.strip(),
+        "replay_check": said.strip(),
         "duration_s": round(time.monotonic() - began, 1),
     })
     # the kills must have hit a working server, not an idle one

@@ -10,7 +10,7 @@ at that moment. Once the server has checkpointed a few times (its database file 
 at a seeded random moment after that, the server is killed with SIGKILL. Then, for
 each cut point (the kill, moments picked at random, and the moments just before a sync of
 the WAL and of the database file: a commit, and a checkpoint, in mid-flight), the files
-are rebuilt as a power cut at that moment would leave them (tests/reliability/powercut.py:
+are rebuilt as a power cut at that moment would leave them (tests/kit/testkit/powercut.py:
 writes after a file's last sync lost, or kept at random and torn), without the ``-shm``
 file. Each rebuilt database must hold every result acknowledged before the cut, exactly as
 acknowledged, pass ``PRAGMA integrity_check`` and ``matchlobby replay --check``.
@@ -39,29 +39,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from powercut import (
-    Op,
-    Watch,
-    before,
-    build_shim,
-    read_record,
-    rebuild,
-    shim_env,
-    syncs,
-    write_files,
-)
-from reliakit import (
-    ADMIN_PASSWORD,
-    ADMINS,
-    PASSWORD,
-    ServerProcess,
-    cli_env,
-    config_text,
-    free_port,
-    integrity,
-    replay_check,
-)
-from sharedkit import FAST_HASHING
+from testkit.cli import cli_env, replay_check
+from testkit.constants import ADMIN_PASSWORD, ADMINS, FAST_HASHING, PASSWORD, open_config
+from testkit.db import integrity
+from testkit.powercut import Op, Watch, before, build_shim, read_record, rebuild, shim_env, syncs, write_files
+from testkit.server_process import ServerProcess
 from websockets.exceptions import WebSocketException
 
 from clients import LobbyClient
@@ -227,8 +209,7 @@ async def check_cut(ops: list[Op], initial: dict[int, bytes], cut: int, model: s
     if (verdict := integrity(db)) != "ok":
         problems.append(f"integrity_check: {verdict}")
     if command:
-        done = await asyncio.to_thread(replay_check, db, config)
-        status, said = done.returncode, done.stdout + done.stderr
+        status, said = await replay_check(db, config)
     else:
         out = io.StringIO()
         settings = dataclasses.replace(load_config(config), database=str(db))
@@ -248,11 +229,11 @@ async def test_power_cuts_keep_every_acknowledged_result(
     rng = random.Random(SEED)
     db = db_path.resolve()
     config = tmp_path / "matchlobby.toml"
-    config.write_text(config_text(), encoding="utf-8")
+    config.write_text(open_config(), encoding="utf-8")
     record = tmp_path / "syncrecord.log"
     initial = {DB: db.read_bytes()}
     assert not Path(f"{db}-wal").exists()
-    server = ServerProcess(db, config, free_port(), tmp_path / "server.log",
+    server = ServerProcess(db, config, log=tmp_path / "server.log",
                            env=shim_env(shim, db, record))
     server.start()
     began = time.monotonic()
@@ -280,7 +261,7 @@ async def test_power_cuts_keep_every_acknowledged_result(
             if not isinstance(outcome, asyncio.CancelledError | OSError | WebSocketException):
                 raise AssertionError(f"a client failed: {outcome!r} (seed {SEED})")
     finally:
-        server.stop_quietly()
+        server.stop()
         await stream.close()
     streamed = time.monotonic() - began
 

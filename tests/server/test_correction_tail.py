@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lobbykit import sql
-from test_replay_fast_path import CONFIG, LADDERS, exact, generic, replay_here, stored, write_log
+from testkit.db import sql
+from testkit.replays import CONFIG, LADDERS, exact, generic, replay_here, stored, write_log
 
 from ratings_plugin.corrections.tail import write_tail
 from ratings_plugin.plugin import Outcome, RatingsPlugin

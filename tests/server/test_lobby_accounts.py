@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from lobbykit import PASSWORD, Harness, expect_error, run_cli_async, sql, start_match
+from pathlib import Path
+
+from testkit.cli import run_cli_async
+from testkit.clients import expect_error, start_match
+from testkit.constants import PASSWORD
+from testkit.db import sql
+from testkit.server_loop import LobbyServer
 
 
-async def test_register_login_logout(lobby: Harness) -> None:
+async def test_register_login_logout(lobby: LobbyServer) -> None:
     alice = await lobby.player("Alice")
     other = await lobby.client()
     await expect_error(other.call("register", name="ALICE", password=PASSWORD), "conflict")
@@ -18,7 +24,7 @@ async def test_register_login_logout(lobby: Harness) -> None:
     await alice.next_push("logged_out")
     assert (await other.call("whois", name="ALICE"))["player"] == "Alice"
 
-    assert await other.call("logout") == {"player": "Alice", "logged_in": False}
+    assert await other.call("logout") == {"player": "Alice", "logged_in": False, "revoked": True}
     await expect_error(other.call("invite", name="Alice", ladder="backgammon"), "not_logged_in")
     await expect_error(other.call("logout"), "not_logged_in")
     assert (await other.call("who"))["players"] == []
@@ -29,7 +35,7 @@ async def test_register_login_logout(lobby: Harness) -> None:
     assert stored.startswith("scrypt$") and PASSWORD not in stored
 
 
-async def test_user_add_while_the_server_runs(lobby: Harness) -> None:
+async def test_user_add_while_the_server_runs(lobby: LobbyServer, fast_config: Path) -> None:
     admin = await lobby.admin()
     eid = (await admin.call("event create", name="Day", ladder="foosball-singles"))["id"]
     await admin.call("event result", event=eid, side_a="ann", side_b="ben", score_a=10, score_b=3)
@@ -40,7 +46,7 @@ async def test_user_add_while_the_server_runs(lobby: Harness) -> None:
     # the operator gives the ladder entry a password, and creates a second admin
     for args, stdin in ((["ann"], PASSWORD), (["dora", "--admin"], "dora-secret")):
         done = await run_cli_async(["user", "add", *args, "--db", str(lobby.db),
-                                    "--config", str(lobby.config_file)], lobby.db.parent,
+                                    "--config", str(fast_config)], lobby.db.parent,
                                    stdin + "\n")
         assert done.returncode == 0, done.stderr
     assert (await ann.login("ann", PASSWORD))["role"] == "player"
@@ -52,7 +58,7 @@ async def test_user_add_while_the_server_runs(lobby: Harness) -> None:
     assert sql(lobby.db, "SELECT count(*) FROM players WHERE name_key = 'ann'") == [(1,)]
 
 
-async def test_presence_goes_to_who_listers_and_to_the_opponent(lobby: Harness) -> None:
+async def test_presence_goes_to_who_listers_and_to_the_opponent(lobby: LobbyServer) -> None:
     """player_online/offline reach the sessions that listed ``who`` and a live match's
     opponent, not every session (which would be N² pushes for N logins)."""
     lister, quiet = await lobby.client(), await lobby.client()

@@ -5,18 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from lobbykit import (
-    FibsModel,
-    Harness,
-    check_fibs_state,
-    expect_error,
-    rate_file,
-    results_text,
-    run_cli_async,
-    sql,
-    start_match,
-    today,
-)
+from testkit.cli import rate_file, run_cli_async
+from testkit.clients import expect_error, start_match
+from testkit.db import sql
+from testkit.fibs import FibsModel, check_fibs_state
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 
@@ -36,7 +30,7 @@ def _fibs_row(winner: str, loser: str, length: int) -> str:
     return f"club,{today()},{winner},{loser},{length},0,{length},"
 
 
-async def test_void_recomputes_and_replay_check_agrees(lobby: Harness, tmp_path: Path) -> None:
+async def test_void_recomputes_and_replay_check_agrees(lobby: LobbyServer, tmp_path: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     carol = await lobby.player("carol")
     admin = await lobby.admin()
@@ -83,7 +77,7 @@ async def test_void_recomputes_and_replay_check_agrees(lobby: Harness, tmp_path:
     assert sql(lobby.db, "SELECT count(*) FROM corrections WHERE match_id = ?", (m2,)) == [(1,)]
 
 
-async def test_adjudicate_flips_a_finished_match_and_recomputes(lobby: Harness) -> None:
+async def test_adjudicate_flips_a_finished_match_and_recomputes(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     carol = await lobby.player("carol")
     admin = await lobby.admin()
@@ -109,7 +103,7 @@ async def test_adjudicate_flips_a_finished_match_and_recomputes(lobby: Harness) 
     assert code == 0, out
 
 
-async def test_void_in_a_closed_cas_event_recomputes_the_event(lobby: Harness,
+async def test_void_in_a_closed_cas_event_recomputes_the_event(lobby: LobbyServer,
                                                                 tmp_path: Path) -> None:
     admin = await lobby.admin()
     eid = (await admin.call("event create", name="Open", ladder="scrabble"))["id"]
@@ -127,7 +121,7 @@ async def test_void_in_a_closed_cas_event_recomputes_the_event(lobby: Harness,
     assert code == 0, out
 
 
-async def test_replay_check_finds_a_tampered_rating_and_replay_fixes_it(lobby: Harness) -> None:
+async def test_replay_check_finds_a_tampered_rating_and_replay_fixes_it(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await _play(alice, bob, 3)
     await _play(bob, alice, 1)

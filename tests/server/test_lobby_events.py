@@ -6,18 +6,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from lobbykit import (
-    FibsModel,
-    Harness,
-    add_user,
-    check_changes,
-    check_fibs_state,
-    expect_error,
-    rate_file,
-    results_text,
-    sql,
-    today,
-)
+from testkit.cli import add_user, rate_file
+from testkit.clients import expect_error
+from testkit.db import sql
+from testkit.fibs import FibsModel, check_changes, check_fibs_state
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 
@@ -62,7 +56,7 @@ async def _close_and_compare(admin: LobbyClient, watcher: LobbyClient, eid: int,
     return closed
 
 
-async def test_cas_event_by_result_and_import(lobby: Harness, tmp_path: Path) -> None:
+async def test_cas_event_by_result_and_import(lobby: LobbyServer, tmp_path: Path) -> None:
     admin = await lobby.admin()
     alice = await lobby.player("alice")  # an account; the others become ladder entries
     watcher = await lobby.client()
@@ -122,7 +116,7 @@ async def test_cas_event_by_result_and_import(lobby: Harness, tmp_path: Path) ->
     assert (await watcher.call("events", status="open"))["events"] == []
 
 
-async def test_p4p_doubles_event(lobby: Harness, tmp_path: Path) -> None:
+async def test_p4p_doubles_event(lobby: LobbyServer, tmp_path: Path) -> None:
     admin = await lobby.admin()
     watcher = await lobby.client()
     await watcher.watch("foosball-doubles")
@@ -157,7 +151,7 @@ async def test_p4p_doubles_event(lobby: Harness, tmp_path: Path) -> None:
                                   score_a=10, score_b=1), "conflict")
 
 
-async def test_two_open_events_are_rated_in_the_order_they_close(lobby: Harness,
+async def test_two_open_events_are_rated_in_the_order_they_close(lobby: LobbyServer,
                                                                   tmp_path: Path) -> None:
     admin = await lobby.admin()
     watcher = await lobby.client()
@@ -184,7 +178,7 @@ async def test_two_open_events_are_rated_in_the_order_they_close(lobby: Harness,
     assert sql(lobby.db, "SELECT id FROM events ORDER BY seq") == [(second,), (first,)]
 
 
-async def test_results_in_a_fibs_event_are_rated_at_once(lobby: Harness) -> None:
+async def test_results_in_a_fibs_event_are_rated_at_once(lobby: LobbyServer) -> None:
     admin = await lobby.admin()
     eid = await _create(admin, "Club night", "backgammon")
     model = FibsModel()
@@ -201,9 +195,10 @@ async def test_results_in_a_fibs_event_are_rated_at_once(lobby: Harness) -> None
     await check_fibs_state(admin, model)
 
 
-async def test_concurrent_results_naming_the_same_new_player(lobby: Harness) -> None:
+async def test_concurrent_results_naming_the_same_new_player(lobby: LobbyServer,
+                                                            fast_config: Path) -> None:
     """Two directors recording results that both create 'Newbie' at once: one player, no error."""
-    await asyncio.to_thread(add_user, lobby.db, lobby.config_file, "deputy", "deputy-pw", True)
+    await asyncio.to_thread(add_user, lobby.db, fast_config, "deputy", "deputy-pw", True)
     first, second = await lobby.admin(), await lobby.client()
     assert (await second.login("deputy", "deputy-pw"))["role"] == "admin"
     e1 = await _create(first, "Table A", "scrabble")

@@ -2,7 +2,7 @@
 
 The configuration adds two Glicko-2 ladders to the lobby; nothing in ``server/``
 knows the system, which the registry finds by its entry point. Every rating,
-RD and volatility is checked against tests/kit/glickokit.py (docs/RATINGS.md
+RD and volatility is checked against tests/kit/testkit/glicko.py (docs/RATINGS.md
 written out independently), fed the periods the way the log holds them: live
 matches with the times the server stored (their RD grows with the elapsed time
 between them), events with their day. ``matchlobby replay --check`` audits the
@@ -11,27 +11,22 @@ database with the same configuration after each correction.
 
 from __future__ import annotations
 
-import dataclasses
 import json
+from collections.abc import AsyncIterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from glickokit import REL, GlickoModel
-from lobbykit import (
-    PASSWORD,
-    Harness,
-    expect_error,
-    results_text,
-    run_cli_async,
-    sql,
-    start_match,
-    today,
-)
+from testkit.cli import replay_check, run_cli_async
+from testkit.clients import expect_error, start_match
+from testkit.constants import PASSWORD
+from testkit.db import sql
+from testkit.glicko import REL, GlickoModel
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer, with_ladders
 
 from clients import LobbyClient
-from server.app import RunningServer
 from server.config import ConfigError, load_config
 
 CONFIG = """
@@ -70,20 +65,13 @@ def shape(columns: list[dict[str, Any]], provisional_rd: str) -> list[dict[str, 
     return [{k: v for k, v in c.items() if k != "help"} for c in columns]
 
 
-class GlickoLobby(Harness):
-    """A server with :data:`CONFIG`'s ladders, which the command line reads from the same file."""
-
-    async def start(self, drop_timeout: float = 600.0) -> RunningServer:
-        config = dataclasses.replace(load_config(self.config_file), database=str(self.db),
-                                     limits=self.limits, drop_timeout=drop_timeout)
-        return await self.serve(config)
-
-
 @pytest.fixture
-async def glicko(db_path: Path, tmp_path: Path) -> Any:
-    config = tmp_path / "glicko.toml"
+async def glicko(db_path: Path) -> AsyncIterator[LobbyServer]:
+    """A server with :data:`CONFIG`'s ladders, which the command line reads from the same
+    file (beside the database)."""
+    config = db_path.with_name("glicko.toml")
     config.write_text(CONFIG, encoding="utf-8")
-    h = GlickoLobby(db_path, config)
+    h = LobbyServer(db_path, configure=with_ladders(config))
     try:
         await h.start()
         yield h
@@ -91,10 +79,8 @@ async def glicko(db_path: Path, tmp_path: Path) -> Any:
         await h.aclose()
 
 
-async def replay_check(h: Harness) -> tuple[int, str]:
-    done = await run_cli_async(["replay", "--check", "--db", str(h.db), "--config",
-                                str(h.config_file)], h.db.parent)
-    return done.returncode, done.stdout + done.stderr
+async def glicko_replay_check(h: LobbyServer) -> tuple[int, str]:
+    return await replay_check(h.db, h.db.with_name("glicko.toml"))
 
 
 class Log:
@@ -180,7 +166,7 @@ def check_changes(finished: dict[str, Any], model: GlickoModel) -> None:
 
 
 async def test_live_matches_an_event_and_corrections_agree_with_the_log(
-        glicko: GlickoLobby) -> None:
+        glicko: LobbyServer) -> None:
     alice, bob, carol, dave = await glicko.players("alice", "bob", "carol", "dave")
     admin = await glicko.admin()
     watcher = await glicko.client()
@@ -206,7 +192,7 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
     await check_state(watcher, log, "chess", 250.0)
     rows = {r["player"]: r for r in (await watcher.call("ladder", ladder="chess"))["players"]}
     assert rows["dave"]["provisional"] is True and rows["alice"]["provisional"] is False
-    assert (await replay_check(glicko)) == (0, "replay --check: every rating agrees with the "
+    assert (await glicko_replay_check(glicko)) == (0, "replay --check: every rating agrees with the "
                                                "match log\n")
 
     # A voided match: the ladder as if it had never been played.
@@ -218,14 +204,14 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
     update = await watcher.next_push("ladder_updated")
     assert update["data"]["players"] == (await watcher.call("ladder", ladder="chess",
                                                             all=True))["players"]
-    assert (await replay_check(glicko))[0] == 0
+    assert (await glicko_replay_check(glicko))[0] == 0
 
     # An adjudication the other way: scores and winner swap, the ladder is recomputed.
     m3 = log.periods[1][1]
     await admin.call("adjudicate", match=m3, winner="alice")
     log.adjudicate(m3, "alice")
     await check_state(watcher, log, "chess", 250.0)
-    assert (await replay_check(glicko))[0] == 0
+    assert (await glicko_replay_check(glicko))[0] == 0
 
     # An event three days on: one period for everyone in it, from the values before it (whole
     # calendar days of idle time since each player's last day), rated when it closes.
@@ -255,7 +241,7 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
     one_by_one.periods = log.periods[:-1] + [("event", 0, day, [g]) for g in scored]
     assert one_by_one.model().players["alice"].rating != pytest.approx(
         model.players["alice"].rating, rel=REL)
-    assert (await replay_check(glicko))[0] == 0
+    assert (await glicko_replay_check(glicko))[0] == 0
 
     # More live matches after the event, a restart (the standings come back from the ratings
     # table), more matches, the audit.
@@ -273,7 +259,7 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
     log.live(finished["match"], "carol", "alice")
     check_changes(finished, log.model())
     await check_state(watcher, log, "chess", 250.0)
-    assert (await replay_check(glicko))[0] == 0
+    assert (await glicko_replay_check(glicko))[0] == 0
     # every Glicko-2 field stored survives the round trip through the ratings table
     state = json.loads(sql(glicko.db, "SELECT r.state FROM ratings r JOIN players p ON "
                                       "p.id = r.player_id WHERE p.name = 'carol' AND "
@@ -283,7 +269,7 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
     assert set(state) == {"rd", "volatility", "last_at"} and state["last_at"] == at
 
 
-async def test_rate_agrees_with_the_live_ladder(glicko: GlickoLobby, tmp_path: Path) -> None:
+async def test_rate_agrees_with_the_live_ladder(glicko: LobbyServer, tmp_path: Path) -> None:
     """``matchlobby rate glicko2`` on the live matches written as a results file gives the live
     ladder's rows exactly.
 
@@ -325,10 +311,10 @@ async def test_rate_agrees_with_the_live_ladder(glicko: GlickoLobby, tmp_path: P
     for mid, w, lo, _ in played:
         model.live(mid, w, lo)
     await check_state(admin, model, "blitz", 110.0)
-    assert (await replay_check(glicko))[0] == 0
+    assert (await glicko_replay_check(glicko))[0] == 0
 
 
-async def test_doubles_are_refused_on_a_glicko2_ladder(glicko: GlickoLobby,
+async def test_doubles_are_refused_on_a_glicko2_ladder(glicko: LobbyServer,
                                                        tmp_path: Path) -> None:
     config = tmp_path / "doubles.toml"
     config.write_text('[[ladders]]\nname = "pairs"\nsystem = "glicko2"\nformat = "doubles"\n',

@@ -7,7 +7,11 @@ import json
 from typing import Any
 
 import websockets.asyncio.client
-from lobbykit import PASSWORD, Harness, sql, start_match, today
+from testkit.clients import start_match
+from testkit.constants import PASSWORD
+from testkit.db import sql
+from testkit.results import today
+from testkit.server_loop import LobbyServer
 
 from server.lobby import Session
 
@@ -24,7 +28,7 @@ async def send_and_drop(url: str, name: str, password: str, frame: dict[str, Any
     ws.transport.abort()
 
 
-async def test_a_retried_resign_is_applied_once(lobby: Harness) -> None:
+async def test_a_retried_resign_is_applied_once(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     mid = await start_match(alice, bob, length=3)
     first = await alice.request("resign", request_id="retry-1")
@@ -38,7 +42,7 @@ async def test_a_retried_resign_is_applied_once(lobby: Harness) -> None:
     assert fresh["ok"] is False and fresh["error"]["code"] == "conflict"
 
 
-async def test_a_dropped_resign_retried_after_reconnecting(lobby: Harness) -> None:
+async def test_a_dropped_resign_retried_after_reconnecting(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     mid = await start_match(alice, bob, length=5)
     frame = {"id": "drop-7", "cmd": "resign", "args": {}}
@@ -53,7 +57,7 @@ async def test_a_dropped_resign_retried_after_reconnecting(lobby: Harness) -> No
     assert sql(lobby.db, "SELECT count(*) FROM history WHERE match_id = ?", (mid,)) == [(2,)]
 
 
-async def test_retried_event_results_survive_a_restart(harness: Harness) -> None:
+async def test_retried_event_results_survive_a_restart(harness: LobbyServer) -> None:
     await harness.start()
     admin = await harness.admin()
     event = await admin.call("event create", name="Cup", ladder="scrabble")
@@ -82,7 +86,7 @@ async def test_retried_event_results_survive_a_restart(harness: Harness) -> None
     assert len((await admin.call("event show", event=event["id"]))["games"]) == 3
 
 
-async def test_same_id_with_other_arguments_is_a_new_request(lobby: Harness) -> None:
+async def test_same_id_with_other_arguments_is_a_new_request(lobby: LobbyServer) -> None:
     admin = await lobby.admin()
     a = await admin.request("event create", {"name": "One", "ladder": "scrabble"},
                             request_id="same")
@@ -92,7 +96,7 @@ async def test_same_id_with_other_arguments_is_a_new_request(lobby: Harness) -> 
     assert "replayed" not in b
 
 
-async def test_a_retry_during_the_original_waits_for_it(lobby: Harness) -> None:
+async def test_a_retry_during_the_original_waits_for_it(lobby: LobbyServer) -> None:
     """Two frames with the same key in flight at once: one outcome, the same reply twice.
 
     The transport hands a connection's frames to the router one at a time, so

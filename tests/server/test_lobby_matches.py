@@ -7,17 +7,10 @@ import json
 from typing import Any
 
 import websockets.asyncio.client
-from lobbykit import (
-    FibsModel,
-    Harness,
-    check_changes,
-    check_fibs_state,
-    close,
-    expect_error,
-    fibs_changes,
-    sql,
-    start_match,
-)
+from testkit.clients import expect_error, given_up, settle, start_match
+from testkit.db import sql
+from testkit.fibs import FibsModel, check_changes, check_fibs_state, close, fibs_changes
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 
@@ -38,7 +31,7 @@ def test_the_oracle_reproduces_the_checks_of_ratings_md() -> None:
     assert (round(w, 2), round(lo, 2)) == (9.98, -9.98)
 
 
-async def _watcher(lobby: Harness) -> LobbyClient:
+async def _watcher(lobby: LobbyServer) -> LobbyClient:
     w = await lobby.client()
     assert await w.watch("backgammon") == {"ladder": "backgammon", "watching": True}
     return w
@@ -67,7 +60,7 @@ async def _check_finished_pushes(players: dict[str, LobbyClient], watcher: Lobby
     assert [p for p in by.drain_pushes() if p["event"] == "match_finished"] == []
 
 
-async def test_resign_rates_at_once_with_the_fibs_numbers(lobby: Harness) -> None:
+async def test_resign_rates_at_once_with_the_fibs_numbers(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     carol = await lobby.player("carol")
     watcher = await _watcher(lobby)
@@ -108,7 +101,7 @@ async def test_resign_rates_at_once_with_the_fibs_numbers(lobby: Harness) -> Non
     }
 
 
-async def test_report_win_then_confirm(lobby: Harness) -> None:
+async def test_report_win_then_confirm(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     watcher = await _watcher(lobby)
     model = FibsModel()
@@ -135,7 +128,7 @@ async def test_report_win_then_confirm(lobby: Harness) -> None:
     await expect_error(alice.call("confirm", match=mid), "not_found")
 
 
-async def test_report_win_dispute_and_admin_adjudicates(lobby: Harness) -> None:
+async def test_report_win_dispute_and_admin_adjudicates(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     watcher = await _watcher(lobby)
@@ -167,7 +160,7 @@ async def test_report_win_dispute_and_admin_adjudicates(lobby: Harness) -> None:
         (5, 2, "adjudicate")]
 
 
-async def test_claim_after_the_drop_timeout(harness: Harness) -> None:
+async def test_claim_after_the_drop_timeout(harness: LobbyServer) -> None:
     await harness.start(drop_timeout=0.3)
     alice, bob = await harness.player("alice"), await harness.player("bob")
     carol = await harness.player("carol")
@@ -195,7 +188,7 @@ async def test_claim_after_the_drop_timeout(harness: Harness) -> None:
     assert sql(harness.db, "SELECT dropped FROM players WHERE name = 'bob'") == [(1,)]
 
 
-async def test_claim_is_refused_once_the_dropper_is_back(harness: Harness) -> None:
+async def test_claim_is_refused_once_the_dropper_is_back(harness: LobbyServer) -> None:
     await harness.start(drop_timeout=0.2)
     alice, bob = await harness.player("alice"), await harness.player("bob")
     mid = await start_match(alice, bob)
@@ -208,7 +201,7 @@ async def test_claim_is_refused_once_the_dropper_is_back(harness: Harness) -> No
     await expect_error(alice.call("claim", match=mid), "conflict")
 
 
-async def test_abort_by_agreement_is_unrated(lobby: Harness) -> None:
+async def test_abort_by_agreement_is_unrated(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     mid = await start_match(alice, bob, length=5)
     asked = await alice.call("abort")
@@ -234,7 +227,7 @@ async def test_abort_by_agreement_is_unrated(lobby: Harness) -> None:
     assert await start_match(bob, alice) != mid
 
 
-async def test_unlimited_match_is_never_rated(lobby: Harness) -> None:
+async def test_unlimited_match_is_never_rated(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     mid = await start_match(alice, bob, length="unlimited")
     finished = await bob.call("resign")
@@ -243,7 +236,7 @@ async def test_unlimited_match_is_never_rated(lobby: Harness) -> None:
     assert sql(lobby.db, "SELECT count(*) FROM ratings") == [(0,)]
 
 
-async def test_one_match_at_a_time_and_invitations(lobby: Harness) -> None:
+async def test_one_match_at_a_time_and_invitations(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     carol = await lobby.player("carol")
     await expect_error(alice.call("invite", name="alice", ladder="backgammon"), "bad_request")
@@ -259,7 +252,7 @@ async def test_one_match_at_a_time_and_invitations(lobby: Harness) -> None:
     await expect_error(alice.call("invite", name="carol", ladder="backgammon"), "conflict")
 
 
-async def test_second_login_replaces_the_first_connection(lobby: Harness) -> None:
+async def test_second_login_replaces_the_first_connection(lobby: LobbyServer) -> None:
     first = await lobby.player("alice")
     second = await lobby.client()
     await second.login("alice", "pw-secret")
@@ -274,7 +267,7 @@ async def test_second_login_replaces_the_first_connection(lobby: Harness) -> Non
     assert (await second.call("whois", name="alice"))["online"] is True
 
 
-async def test_reconnecting_clients_do_not_fight_over_one_account(lobby: Harness) -> None:
+async def test_reconnecting_clients_do_not_fight_over_one_account(lobby: LobbyServer) -> None:
     """A client replaced by a newer login must not log back in (and replace the other)."""
     first = await lobby.client(reconnect=True)
     await first.register("alice", "pw-secret")
@@ -282,13 +275,13 @@ async def test_reconnecting_clients_do_not_fight_over_one_account(lobby: Harness
     await second.login("alice", "pw-secret")
     await first.next_push("logged_out")
     await first.next_push("disconnected")
-    await asyncio.sleep(0.3)  # several back-off periods of the first client
+    await given_up(first)  # it will not come back to replace the second
     assert second.connected
-    assert "logged_out" not in [p["event"] for p in second.drain_pushes()]
+    assert "logged_out" not in [p["event"] for p in await settle(second)]
     assert [p["player"] for p in (await second.call("who"))["players"]] == ["alice"]
 
 
-async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby: Harness) -> None:
+async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby: LobbyServer) -> None:
     """Many players resigning at once: each resigner's next frame is its own reply."""
     pairs = 12
 
@@ -317,12 +310,10 @@ async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby:
         await reply_of(b, "j")
 
     async def resign_and_read_next(ws: Any) -> dict[str, Any]:
-        await asyncio.sleep(0.05)  # let the join pushes arrive first
-        while True:  # skip frames queued before the resign (player_online, match_started)
-            try:
-                msg = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
-            except TimeoutError:
-                break
+        # skip the frames queued before the resign (match_started, ...): the server answers a
+        # connection's frames in order, so they all come before the reply to this round trip
+        await ws.send(json.dumps({"id": "p", "cmd": "help", "args": {"command": "help"}}))
+        while (msg := json.loads(await ws.recv())).get("id") != "p":
             assert msg.get("event") != "match_finished", msg
         await ws.send(json.dumps({"id": "x", "cmd": "resign"}))
         return dict(json.loads(await ws.recv()))

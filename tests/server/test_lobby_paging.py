@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lobbykit import Harness, results_text, sql, today
+from testkit.db import sql
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 from server.api.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
@@ -27,7 +29,7 @@ async def all_pages(client: LobbyClient, cmd: str, **args: Any) -> tuple[list[di
     return pages, len(pages)
 
 
-async def test_a_ladder_comes_in_pages_and_next_brings_the_rest(harness: Harness) -> None:
+async def test_a_ladder_comes_in_pages_and_next_brings_the_rest(harness: LobbyServer) -> None:
     await harness.start()
     admin, watcher = await harness.admin(), await harness.client()
     await watcher.watch("backgammon")
@@ -87,7 +89,7 @@ def standings_of(games: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("ladder", ["scrabble", "foosball-doubles"])
-async def test_event_show_comes_in_pages_of_games_and_standings(harness: Harness,
+async def test_event_show_comes_in_pages_of_games_and_standings(harness: LobbyServer,
                                                                 ladder: str) -> None:
     """Singles with draws (ČAS), doubles without (P4P); some games unrated."""
     await harness.start()
@@ -126,7 +128,7 @@ async def test_event_show_comes_in_pages_of_games_and_standings(harness: Harness
     assert (await admin.event(eid))["games"] == games  # the library follows `next` itself
 
 
-async def test_a_long_history_comes_in_pages(harness: Harness) -> None:
+async def test_a_long_history_comes_in_pages(harness: LobbyServer) -> None:
     await harness.start()
     admin = await harness.admin()
     games = 2 * HISTORY_PAGE + 100

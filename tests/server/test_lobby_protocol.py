@@ -8,7 +8,9 @@ import shlex
 from typing import Any
 
 import pytest
-from lobbykit import Harness, expect_error, results_text, start_match, today
+from testkit.clients import expect_error, start_match
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 from websockets.asyncio.client import connect
 
 from clients import LobbyClient
@@ -20,7 +22,7 @@ COMMANDS = command_table()  # the lobby's own commands and its plugins'
 # ---- plain lines and JSON give the same answers -------------------------------------------
 
 
-async def test_plain_lines_and_json_give_the_same_answers(lobby: Harness) -> None:
+async def test_plain_lines_and_json_give_the_same_answers(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     await start_match(alice, bob, length=3)
@@ -134,14 +136,14 @@ async def _refused(client: LobbyClient, spec: CommandSpec, code: str) -> None:
 
 
 @pytest.mark.parametrize("name", RESTRICTED)
-async def test_a_guest_must_log_in(lobby: Harness, name: str) -> None:
+async def test_a_guest_must_log_in(lobby: LobbyServer, name: str) -> None:
     guest = await lobby.client()
     await _refused(guest, COMMANDS[name], "not_logged_in")
     assert (await guest.call("who"))["players"] == []  # still usable
 
 
 @pytest.mark.parametrize("name", ADMIN_ONLY)
-async def test_a_player_is_forbidden_admin_commands(lobby: Harness, name: str) -> None:
+async def test_a_player_is_forbidden_admin_commands(lobby: LobbyServer, name: str) -> None:
     player = await lobby.player("pa")
     await _refused(player, COMMANDS[name], "forbidden")
     # nothing happened on their behalf
@@ -154,7 +156,7 @@ async def test_a_player_is_forbidden_admin_commands(lobby: Harness, name: str) -
 
 
 @pytest.mark.parametrize("name", [n for n, s in COMMANDS.items() if s.role == ANYONE])
-async def test_anyone_commands_need_no_login(lobby: Harness, name: str) -> None:
+async def test_anyone_commands_need_no_login(lobby: LobbyServer, name: str) -> None:
     guest = await lobby.client()
     reply = await guest.request(name, _args(COMMANDS[name]))
     if not reply["ok"]:
@@ -177,7 +179,7 @@ async def _bad_line(client: LobbyClient, frame: str, code: str) -> dict[str, Any
     return reply
 
 
-async def test_malformed_and_unknown_frames(lobby: Harness) -> None:
+async def test_malformed_and_unknown_frames(lobby: LobbyServer) -> None:
     c = await lobby.client()
     for frame in ('{"cmd": "who"', "{}", '{"cmd": ""}', "[1, 2]", '{"cmd": "who", "extra": 1}',
                   '{"cmd": "whois", "args": [1]}', '{"cmd": 5}',
@@ -198,7 +200,7 @@ async def test_malformed_and_unknown_frames(lobby: Harness) -> None:
     await _usable(c)
 
 
-async def test_missing_and_invalid_arguments(lobby: Harness) -> None:
+async def test_missing_and_invalid_arguments(lobby: LobbyServer) -> None:
     c = await lobby.player("alice")
     for frame in ("whois", "who extra", "invite bob", "event result 1 ann", "whois bad!name",
                   "whois " + "a" * 21, "register x+y secret", "confirm abc", "confirm 0",
@@ -217,7 +219,7 @@ async def test_missing_and_invalid_arguments(lobby: Harness) -> None:
         await _usable(c)
 
 
-async def test_impossible_scores_are_refused(lobby: Harness) -> None:
+async def test_impossible_scores_are_refused(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
     mid = await start_match(alice, bob, length=5)
@@ -256,7 +258,7 @@ async def test_impossible_scores_are_refused(lobby: Harness) -> None:
     assert ok["data"]["rated"] is False and ok["data"]["unrated"] == "forfeit"
 
 
-async def test_binary_frames_are_refused_and_the_connection_stays(lobby: Harness) -> None:
+async def test_binary_frames_are_refused_and_the_connection_stays(lobby: LobbyServer) -> None:
     async with connect(lobby.url) as ws:
         assert json.loads(await ws.recv())["event"] == "hello"
         for frame in (b"who", b"\xff\x00\x01"):
@@ -269,7 +271,7 @@ async def test_binary_frames_are_refused_and_the_connection_stays(lobby: Harness
             assert good["ok"] is True and good["id"] == 3
 
 
-async def test_an_oversized_frame_closes_the_connection_with_1009(lobby: Harness) -> None:
+async def test_an_oversized_frame_closes_the_connection_with_1009(lobby: LobbyServer) -> None:
     c = await lobby.client()
     # at the limit: answered normally (here: HELP's argument is too long)
     at_limit = "help " + "x" * (64 * 1024 - 5)

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lobbykit import PASSWORD, Harness, add_user, run_cli_async
+from testkit.cli import add_user, run_cli_async
+from testkit.constants import PASSWORD
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 from server.config import Limits, default_ladders
@@ -48,7 +50,7 @@ class Walk:
     """One walk: its clients, the disputed matches the admin has yet to decide, and what
     the replies were."""
 
-    def __init__(self, harness: Harness, rng: random.Random, names: tuple[str, ...] = PLAYERS,
+    def __init__(self, harness: LobbyServer, rng: random.Random, names: tuple[str, ...] = PLAYERS,
                  admin: tuple[str, str] | None = None) -> None:
         self.harness = harness
         self.rng = rng
@@ -219,7 +221,7 @@ async def views(client: LobbyClient, names: tuple[str, ...] = PLAYERS) -> dict[s
     return seen
 
 
-async def restart_and_replay(harness: Harness, watcher: LobbyClient,
+async def restart_and_replay(harness: LobbyServer, watcher: LobbyClient,
                              names: tuple[str, ...] = PLAYERS) -> LobbyClient:
     """Restart the server: everyone sees what they saw before, and a replay agrees."""
     before = await views(watcher, names)
@@ -233,7 +235,7 @@ async def restart_and_replay(harness: Harness, watcher: LobbyClient,
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_a_random_walk_survives_restarts_and_replays(harness: Harness, seed: int) -> None:
+async def test_a_random_walk_survives_restarts_and_replays(harness: LobbyServer, seed: int) -> None:
     harness.limits = WALK_LIMITS
     await harness.start(DROP_TIMEOUT)
     walk = Walk(harness, random.Random(seed))
@@ -249,7 +251,7 @@ async def test_a_random_walk_survives_restarts_and_replays(harness: Harness, see
         assert outcomes[reached] > 0, (reached, outcomes)
 
 
-async def test_three_walks_at_once(harness: Harness, fast_config: Path) -> None:
+async def test_three_walks_at_once(harness: LobbyServer, fast_config: Path) -> None:
     """Three walks of their own players and admins interleave on the same ladders: matches
     finishing while events close and games are corrected, grouped into shared commits."""
     harness.limits = WALK_LIMITS

@@ -24,14 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lobbykit import (
-    Harness,
-    results_text,
-    run_cli_async,
-    sql,
-    start_match,
-    today,
-)
+from testkit.cli import run_cli_async
+from testkit.clients import start_match
+from testkit.db import sql
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 import ratings_plugin.commands.replay as replay_module
 from ratings_plugin import store
@@ -536,7 +533,7 @@ async def test_check_finds_each_changed_column(db_path: Path, config_file: Path,
     assert (await replay_here(db_path, config_file, "--check"))[0] == 0
 
 
-async def test_a_log_written_by_the_lobby(lobby: Harness) -> None:
+async def test_a_log_written_by_the_lobby(lobby: LobbyServer) -> None:
     """Live matches, event results, a void and an adjudication, as the server logs them."""
     players = [await lobby.player(n) for n in ("ann", "Ben", "cat", "Dan")]
     admin = await lobby.admin()

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lobbykit import sql
-from test_replay_fast_path import CONFIG, LADDERS, change, replay_cli, run_replay, write_log
+from testkit.db import execute, sql
+from testkit.replays import CONFIG, LADDERS, replay_cli, run_replay, write_log
 
 import ratings_plugin.commands.replay as replay_module
 from ratings_plugin.commands.replay_helper import ReplayHelper, digest_pairs, writers_held
@@ -77,9 +77,9 @@ async def test_a_chunk_with_a_stray_row_does_not_agree(db_path: Path, config_fil
     want = replayed_chunks(db_path, "backgammon")
     ids = sql_ids(db_path, "backgammon")
     # chunk 2: a match's two rows with a time not its match's; chunk 4: a row without its match
-    change(db_path, "UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id IN (?, ?)",
+    execute(db_path, "UPDATE history SET at = '2027-01-01T00:00:00Z' WHERE id IN (?, ?)",
            (ids[2 * SIZE + 2][0], ids[2 * SIZE + 3][0]))
-    change(db_path, "UPDATE history SET match_id = NULL WHERE id = ?", (ids[4 * SIZE][0],))
+    execute(db_path, "UPDATE history SET match_id = NULL WHERE id = ?", (ids[4 * SIZE][0],))
     helper = ReplayHelper(str(db_path))
     try:
         helper.snapshot()
@@ -100,7 +100,7 @@ async def test_the_helper_keeps_its_snapshot(db_path: Path, config_file: Path) -
     try:
         helper.snapshot()
         next(helper.ladder("backgammon", "", SIZE))  # left unfinished
-        change(db_path, "UPDATE history SET after = after + 1 WHERE ladder = 'hypergammon'")
+        execute(db_path, "UPDATE history SET after = after + 1 WHERE ladder = 'hypergammon'")
         assert [c.digest for c in helper.ladder("hypergammon", "", SIZE)] == want
     finally:
         helper.close()
@@ -120,7 +120,7 @@ async def test_without_a_helper_the_replay_reads_the_rows_itself(
     """A helper that cannot run (here: no interpreter to run it) leaves the same result."""
     write_log(db_path, 24)
     assert (await replay_cli(db_path, config_file))[0] == 0
-    change(db_path, "UPDATE history SET after = after + 1 WHERE id = 40")
+    execute(db_path, "UPDATE history SET after = after + 1 WHERE id = 40")
     total = len(sql_ids(db_path, "backgammon")) + len(sql_ids(db_path, "hypergammon"))
     monkeypatch.setattr(replay_module, "HELPER_MIN_ROWS", 0)
     monkeypatch.setattr(sys, "executable", "/bin/false")

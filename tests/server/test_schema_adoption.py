@@ -17,7 +17,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from sharedkit import FAST_HASHING, run_cli
+from testkit.cli import run_cli
+from testkit.constants import FAST_HASHING
 
 from clients import LobbyClient
 from server.app import start_server

@@ -1,19 +1,22 @@
 """Fixtures for the web page tests: a real server, Debian's Chromium through Playwright.
 
-Skipped only when /usr/bin/chromium is missing outside CI; in CI (``CI`` set)
-a missing browser is an error, not a skip.
+The tests, their servers and the one browser share the session's event loop (each test
+module sets ``pytestmark = pytest.mark.asyncio(loop_scope="session")``). Skipped only when
+/usr/bin/chromium is missing outside CI; in CI (``CI`` set) a missing browser is an error,
+not a skip.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright
-from weblobby import Site, browser_available, launch, make_template, open_page
+from testkit.browser import browser_available, launch, open_page
+from testkit.server_loop import LobbyServer
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -22,19 +25,10 @@ def _need_chromium() -> None:
         pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); CI installs it")
 
 
-@pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_template(tmp_path_factory.mktemp("web-template"))
-
-
-# One browser for the whole run: the tests and their servers share the session's event loop
-# (each test module sets ``pytestmark = pytest.mark.asyncio(loop_scope="session")``).
-
-
 @pytest_asyncio.fixture(loop_scope="session")
-async def site(db_path: Path) -> AsyncIterator[Site]:
-    """A running server on the test's copy of ``template_db`` (``db_path``, tests/kit/sharedkit.py)."""
-    s = Site(db_path)
+async def site(db_path: Path) -> AsyncIterator[LobbyServer]:
+    """A running server on the test's ``db_path``, in the session's loop."""
+    s = LobbyServer(db_path)
     await s.start()
     try:
         yield s
@@ -61,7 +55,7 @@ async def browser(session_browser: Browser) -> AsyncIterator[Browser]:
 
 
 @pytest.fixture
-def page_errors() -> list[str]:
+def page_errors() -> Iterator[list[str]]:
     """JavaScript errors on any page of the test; checked empty at its end."""
     errors: list[str] = []
     yield errors
@@ -69,6 +63,6 @@ def page_errors() -> list[str]:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def page(site: Site, browser: Browser, page_errors: list[str]) -> Page:
+async def page(site: LobbyServer, browser: Browser, page_errors: list[str]) -> Page:
     """The page at 1280×900, loaded and connected, as a spectator."""
     return await open_page(browser, site.http_url, errors=page_errors)

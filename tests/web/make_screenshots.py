@@ -19,12 +19,16 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kit"))  # sharedkit, for weblobby
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kit"))  # testkit
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from playwright.async_api import async_playwright
-from weblobby import HEADER, PASSWORD, ROOT, Site, launch, make_template, open_page, play
+from testkit.browser import launch, open_page
+from testkit.cli import admin_template
+from testkit.clients import play
+from testkit.constants import PASSWORD, ROOT
+from testkit.results import HEADER
+from testkit.server_loop import LobbyServer
 
 BACKGAMMON = [  # (winner, loser, length)
     ("alice", "bob", 5), ("carol", "dave", 3), ("alice", "carol", 7), ("bob", "erik", 3),
@@ -36,11 +40,12 @@ Brno Open,{d},carol,dave,350,371,,
 Brno Open,{d},alice,carol,398,402,,
 Brno Open,{d},bob,dave,420,330,,
 """
+DIRECTOR = ("director", "director-secret")  # who runs the events
 FOOSBALL = [("alice+bob", "carol+dave", 10, 7), ("erik+alice", "bob+carol", 10, 8),
             ("carol+dave", "erik+bob", 10, 6)]
 
 
-async def seed(site: Site) -> None:
+async def seed(site: LobbyServer) -> None:
     names = ["alice", "bob", "carol", "dave", "erik"]
     players = {n: await site.player(n) for n in names}
     for winner, loser, length in BACKGAMMON:
@@ -76,12 +81,14 @@ def spread_history(db: Path) -> None:
 async def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        db = make_template(Path(tmp))
-        site = await Site(db).start()
+        db, _ = admin_template(Path(tmp), admin=DIRECTOR[0], password=DIRECTOR[1])
+        site = LobbyServer(db, admin=DIRECTOR)
+        await site.start()
         await seed(site)
         await site.aclose()
         spread_history(db)
-        site = await Site(db).start()
+        site = LobbyServer(db, admin=DIRECTOR)
+        await site.start()
         try:
             async with async_playwright() as pw:
                 browser = await launch(pw)

@@ -1,6 +1,6 @@
 """The web page shows every ladder by the columns the server describes: labels, rounding,
 help texts, which ladders take live matches; a system no client knows included (Zeta,
-tests/kit/madeup_system.py, configured on a real server)."""
+tests/kit/testkit/zeta.py, configured on a real server)."""
 
 from __future__ import annotations
 
@@ -10,27 +10,22 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from madeup_system import LADDER, with_zeta
 from playwright.async_api import Browser, Page, expect
-from sharedkit import FAST_HASHING, FibsModel
-from weblobby import HEADER, PASSWORD, Site, open_page, play
-
-from server.config import Config
+from testkit.browser import open_page
+from testkit.clients import play
+from testkit.constants import PASSWORD
+from testkit.fibs import FibsModel
+from testkit.results import HEADER
+from testkit.server_loop import LobbyServer
+from testkit.zeta import LADDER, with_zeta
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-class ZetaSite(Site):
-    """The default ladders and a Zeta ladder (``go``)."""
-
-    async def start(self, port: int = 0) -> ZetaSite:
-        await self.serve(with_zeta(Config(database=str(self.db), password=FAST_HASHING)), port)
-        return self
-
-
 @pytest_asyncio.fixture(loop_scope="session")
-async def zeta_site(db_path: Path) -> AsyncIterator[ZetaSite]:
-    s = ZetaSite(db_path)
+async def zeta_site(db_path: Path) -> AsyncIterator[LobbyServer]:
+    """The default ladders and a Zeta ladder (``go``)."""
+    s = LobbyServer(db_path, configure=with_zeta)
     await s.start()
     try:
         yield s
@@ -47,7 +42,7 @@ async def option_values(page: Page, select: str) -> list[str]:
 
 
 async def test_each_ladder_follows_its_description_and_explains_its_columns(
-        site: Site, browser: Browser, page_errors: list[str]) -> None:
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     alice, bob = await site.player("alice"), await site.player("bob")
     await play(alice, bob, 3)
     admin = await site.admin()
@@ -111,7 +106,7 @@ async def test_each_ladder_follows_its_description_and_explains_its_columns(
         f"Experience {mine['backgammon']['experience']}")
 
 
-async def test_a_system_no_client_knows(zeta_site: ZetaSite, browser: Browser,
+async def test_a_system_no_client_knows(zeta_site: LobbyServer, browser: Browser,
                                         page_errors: list[str]) -> None:
     """Zeta rates like FIBS (numbers from RATINGS.md §1 through :class:`FibsModel`) and shows
     an integer Score, a one-place Elo, a yes/no and a text: the page shows what it is told."""

@@ -7,7 +7,11 @@ from datetime import datetime
 
 import pytest
 from playwright.async_api import Browser, Locator, Page, expect
-from weblobby import ADMIN, ADMIN_PASSWORD, HEADER, PASSWORD, Site, name_of, open_page, play
+from testkit.browser import open_page
+from testkit.clients import name_of, play
+from testkit.constants import ADMIN, ADMIN_PASSWORD, PASSWORD
+from testkit.results import HEADER
+from testkit.server_loop import LobbyServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 MOVED = re.compile(r"\bmoved\b")
@@ -32,7 +36,7 @@ async def chart_data(page: Page) -> dict[str, list[list[float]]]:
 
 
 async def test_spectator_sees_ladders_and_a_match_changes_the_table_live(
-        site: Site, browser: Browser, page_errors: list[str]) -> None:
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     alice, bob = await site.player("alice"), await site.player("bob")
     first = await play(alice, bob, 3)
     page = await open_page(browser, site.http_url, errors=page_errors)
@@ -68,7 +72,7 @@ async def test_spectator_sees_ladders_and_a_match_changes_the_table_live(
 
 
 async def test_history_chart_has_one_point_per_rating_change(
-        site: Site, browser: Browser, page_errors: list[str]) -> None:
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     alice, bob = await site.player("alice"), await site.player("bob")
     await play(alice, bob, 1)
     await play(bob, alice, 3)
@@ -113,7 +117,7 @@ async def test_history_chart_has_one_point_per_rating_change(
 
 
 async def test_admin_creates_imports_and_closes_an_event_from_the_page(
-        site: Site, page: Page) -> None:
+        site: LobbyServer, page: Page) -> None:
     watcher = await site.client()
     await login_on_page(page, ADMIN, ADMIN_PASSWORD)
     await expect(page.locator("#admin")).to_be_visible()
@@ -159,7 +163,7 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
     assert [(e["id"], e["games"]) for e in events["events"]] == [(1, 3)]
 
 
-async def test_server_errors_are_shown_on_the_page(site: Site, page: Page) -> None:
+async def test_server_errors_are_shown_on_the_page(site: LobbyServer, page: Page) -> None:
     status = page.locator("#status")
     await page.fill("#search-name", "nobody")
     await page.press("#search-name", "Enter")
@@ -181,7 +185,7 @@ async def test_server_errors_are_shown_on_the_page(site: Site, page: Page) -> No
 
 
 async def test_a_player_invites_plays_and_answers_claims_from_the_page(
-        site: Site, page: Page) -> None:
+        site: LobbyServer, page: Page) -> None:
     await login_on_page(page, "alice", PASSWORD, register=True)
     await expect(page.locator("#play")).to_be_visible()
     bob = await site.player("bob")  # the page hears player_online and lists bob
@@ -195,7 +199,9 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
     await page.fill("#invite-length", "3")
     await page.click("#invite-form button[type=submit]")
     invited = await bob.next_push("invited")
-    assert invited["data"] == {"from": "alice", "ladder": "backgammon", "length": 3}
+    data = invited["data"]  # with its expiry and its stake (tests/server/test_stakes.py)
+    assert {k: data[k] for k in ("from", "ladder", "length")} == {
+        "from": "alice", "ladder": "backgammon", "length": 3}
     started = await bob.call("join", name="alice")
     panel = page.locator("#match-panel")
     await expect(panel).to_contain_text(f"Match {started['match']}: alice vs bob on backgammon, 3 points")
@@ -258,7 +264,7 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
         f"Match {fourth['match']}: alice won. Your rating: {mine['after']:.2f} (+{mine['change']:.2f}).")
 
 
-async def test_keyboard_only_login_and_profile(site: Site, page: Page) -> None:
+async def test_keyboard_only_login_and_profile(site: LobbyServer, page: Page) -> None:
     alice, bob = await site.player("alice"), await site.player("bob")
     await play(alice, bob, 1)
     await expect(row(page, "backgammon", "bob")).to_have_count(1)
@@ -298,7 +304,7 @@ async def test_keyboard_only_login_and_profile(site: Site, page: Page) -> None:
 
 
 async def test_phone_width_has_no_horizontal_overflow(
-        site: Site, browser: Browser, page_errors: list[str]) -> None:
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     admin = await site.admin()
     event = await admin.call("event create", name="A rather long event name", ladder="scrabble")
     await admin.call("event import", event=event["id"], csv=(
@@ -325,7 +331,7 @@ async def test_phone_width_has_no_horizontal_overflow(
     assert await cas.evaluate("w => w.scrollWidth > w.clientWidth")  # the table scrolls inside
 
 
-async def test_page_reconnects_and_logs_in_again(site: Site, page: Page) -> None:
+async def test_page_reconnects_and_logs_in_again(site: LobbyServer, page: Page) -> None:
     await login_on_page(page, "alice", PASSWORD, register=True)
     await site.restart()
     await expect(page.locator("#connection")).to_have_text(re.compile("Connected"), timeout=10000)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from playwright.async_api import Browser, expect
-from sharedkit import today
-from weblobby import HEADER, Site, open_page
+from testkit.browser import open_page
+from testkit.results import HEADER, today
+from testkit.server_loop import LobbyServer
 
 from server.api.paging import HISTORY_PAGE, LADDER_PAGE
 
@@ -14,7 +15,7 @@ PLAYERS = 1200
 
 
 async def test_a_ladder_longer_than_a_page_is_shown_whole(
-        site: Site, browser: Browser, page_errors: list[str]) -> None:
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     assert PLAYERS > 2 * LADDER_PAGE
     admin, watcher = await site.admin(), await site.client()
     await watcher.watch("backgammon")
@@ -31,7 +32,7 @@ async def test_a_ladder_longer_than_a_page_is_shown_whole(
 
 
 async def test_a_history_longer_than_a_page_is_charted_whole(
-        site: Site, browser: Browser, page_errors: list[str]) -> None:
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     admin = await site.admin()
     games = HISTORY_PAGE + 100
     eid = (await admin.call("event create", name="Marathon", ladder="backgammon"))["id"]

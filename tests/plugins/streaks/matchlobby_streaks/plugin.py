@@ -72,6 +72,9 @@ class StreaksPlugin:
     def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
         return {}
 
+    def describe_match(self, ladder: str, a: str, b: str, length: int | None) -> dict[str, Any]:
+        return {}
+
     async def streak(self, ctx: CommandContext, args: dict[str, Any]) -> dict[str, Any]:
         name = ctx.player_name(args["name"])
         rows = {row[0]: row for row in await ctx.reader.fetchall(table.OF_PLAYER,

@@ -27,10 +27,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from testkit.constants import ROOT
+
 HEADER = struct.Struct("<cBxxIQ")
 FILES = ("", "-wal", "-journal")  # the shim's file numbers: database, WAL, rollback journal
 SECTOR = 512
-SOURCE = Path(__file__).with_name("syncrecord.c")
+SOURCE = ROOT / "tests" / "reliability" / "syncrecord.c"
 
 
 def build_shim(folder: Path) -> Path | None:

@@ -1,0 +1,41 @@
+"""Debian's Chromium driven by Playwright's async API, in the test's event loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.async_api import Browser, Page, Playwright
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def browser_available() -> bool:
+    return CHROMIUM.exists()
+
+
+async def launch(playwright: Playwright) -> Browser:
+    return await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                            headless=True)
+
+
+async def open_page(browser: Browser, url: str, width: int = 1280, height: int = 900,
+                    errors: list[str] | None = None) -> Page:
+    """A page in a fresh context, loaded and connected (its ladders shown).
+
+    Script errors and console errors go to ``errors``, except the browser's own notes of a
+    failed WebSocket attempt while the server is down (the page retries).
+    """
+    context = await browser.new_context(viewport={"width": width, "height": height})
+    page = await context.new_page()
+    if errors is not None:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text)
+                if m.type == "error" and "WebSocket connection to" not in m.text else None)
+    await page.goto(url)
+    await page.wait_for_selector(".connection.ok")
+    await page.wait_for_selector("section.ladder table")
+    return page

@@ -1,0 +1,46 @@
+"""The accounts, the configuration and the bounds every test runs with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from server import PROTOCOL_VERSION, __version__
+from server.config import PasswordHashing
+
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository."""
+
+PASSWORD = "pw-secret"
+"""Every player's password."""
+ADMIN = "root"
+ADMIN_PASSWORD = "root-secret"
+ADMINS = (ADMIN, "root2", "root3", "root4", "root5", "root6")
+"""Directors for tests that need several at once (all with :data:`ADMIN_PASSWORD`)."""
+
+FAST_HASHING = PasswordHashing(n=2**10)
+"""scrypt at a cost a test can afford thousands of times."""
+FAST_CONFIG = "[password_hashing]\nn = 1024\n"
+""":data:`FAST_HASHING` as a configuration file, for the command line."""
+
+HELLO = {"server": "matchlobby", "version": __version__, "protocol": PROTOCOL_VERSION}
+"""What the server says first on every connection."""
+
+ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "forbidden",
+                         "not_found", "conflict", "rate_limited", "too_large", "internal"})
+"""The stable error codes of a refusal: nothing else may ever come back."""
+
+LIVENESS = 2.0
+"""A liveness bound, not a performance claim: a reply slower than this means the server (or
+the connection) is stuck, whatever the machine."""
+
+CLI_TIMEOUT = 60.0
+"""How long one ``matchlobby`` command may take before the test gives up on it."""
+
+
+def open_config(drop_timeout: float | None = None) -> str:
+    """A configuration file with cheap hashing and the limits lifted: for tests whose clients
+    all come from 127.0.0.1 and send flat out (the races, the crashes)."""
+    server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
+    return (server + FAST_CONFIG + "\n"
+            "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
+            "connections_per_address = 100000\nregistrations_per_hour = 0\n")

@@ -1,0 +1,85 @@
+"""A database file read (or changed) with plain ``sqlite3``, beside the server's own code."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def sql(db: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row of ``query``, from a connection of its own."""
+    conn = sqlite3.connect(db)
+    try:
+        return list(conn.execute(query, params).fetchall())
+    finally:
+        conn.close()
+
+
+def execute(db: Path, statement: str, params: Sequence[Any] = ()) -> int:
+    """Run one writing statement and commit it; the rows it changed."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            return conn.execute(statement, params).rowcount
+    finally:
+        conn.close()
+
+
+def dump_db(path: Path) -> str:
+    """Every table's rows (and the schema), in a stable text form."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return "\n".join(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def integrity(db: Path) -> str:
+    """``PRAGMA integrity_check``'s verdict: ``ok`` for a whole file."""
+    return "; ".join(str(r[0]) for r in sql(db, "PRAGMA integrity_check"))
+
+
+def seq_gaps(db: Path) -> tuple[int, int, int]:
+    """(counter, units holding a seq, distinct seqs): equal when no applied unit was lost."""
+    counter = sql(db, "SELECT value FROM counters WHERE name = 'seq'")[0][0]
+    used = sql(db, "SELECT count(seq), count(DISTINCT seq) FROM (SELECT seq FROM matches "
+                   "WHERE seq IS NOT NULL UNION ALL SELECT seq FROM events WHERE seq IS NOT NULL)")
+    return int(counter), int(used[0][0]), int(used[0][1])
+
+
+def log_rows(db: Path, ladder: str) -> list[str]:
+    """The ladder's rated log as results-file rows, in the order it was applied (``seq``).
+
+    Written from the tables with plain SQL (not with the server's log reader): a
+    live or FIBS-event match is its own unit; a closed event's games are one unit.
+    """
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        units = conn.execute(
+            """SELECT seq, 'match' AS kind, id FROM matches
+               WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished'
+               UNION ALL SELECT seq, 'event' AS kind, id FROM events
+               WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL ORDER BY 1""",
+            (ladder, ladder)).fetchall()
+        out: list[str] = []
+        for unit in units:
+            if unit["kind"] == "match":
+                games = conn.execute("SELECT * FROM matches WHERE id = ?", (unit["id"],)).fetchall()
+            else:
+                games = conn.execute(
+                    "SELECT * FROM matches WHERE event_id = ? AND status = 'finished' "
+                    "AND seq IS NULL ORDER BY id", (unit["id"],)).fetchall()
+            for g in games:
+                sa, sb = g["score_a"], g["score_b"]
+                if sa is None or sb is None:
+                    sa, sb = {"a": (1, 0), "b": (0, 1)}.get(g["winner"], (0, 0))
+                length = "unlimited" if g["length"] is None else g["length"]
+                rated = f"no:{g['unrated_reason']}" if g["unrated_reason"] else ""
+                out.append(f"unit {unit['seq']},{g['played_on']},{g['side_a']},{g['side_b']},"
+                           f"{sa},{sb},{length},{rated}")
+        return out
+    finally:
+        conn.close()

@@ -1,0 +1,44 @@
+"""The figures tests measure (times, sizes, counts), reported after the results.
+
+A test module registers its group of figures once (:func:`group`) and fills it; the shared
+fixtures' summary hook prints every group that has something in it, each under its own
+heading; they are kept as ``figures.json`` in pytest's base temporary directory too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+M = TypeVar("M", bound=MutableMapping[str, Any])
+
+GROUPS: dict[str, MutableMapping[str, Any]] = {}
+
+
+def group(title: str, figures: M | None = None) -> M:
+    """The group of figures named ``title`` (``figures``, or a new dict, the first time)."""
+    if title not in GROUPS:
+        GROUPS[title] = figures if figures is not None else {}
+    return GROUPS[title]  # type: ignore[return-value]
+
+
+def filled() -> dict[str, dict[str, Any]]:
+    return {title: dict(figs) for title, figs in GROUPS.items() if figs}
+
+
+def report(write_section: Any, write_line: Any) -> None:
+    """Print the groups that hold figures, each under its own heading."""
+    for title, figs in filled().items():
+        write_section(title)
+        for key, value in figs.items():
+            shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            write_line(f"{key}: {shown}")
+
+
+def save(path: Path) -> None:
+    """Every group that holds figures, as JSON."""
+    if filled():
+        path.write_text(json.dumps(filled(), indent=2, sort_keys=True, default=str),
+                        encoding="utf-8")
