@@ -1,8 +1,8 @@
 """Diagnostic: live ``void``s on a million-match FIBS ladder, and reads answered meanwhile.
 
-Not one of issue 6's figures (no target; ``make bench`` runs it after them). A ``void``
+No target (``make bench`` runs it after the targeted figures). A ``void``
 or ``adjudicate`` on a FIBS ladder replays it from the corrected match on
-(``ratings_plugin/tail.py``); this measures how long that takes on the replay
+(``ratings_plugin/corrections/tail.py``); this measures how long that takes on the replay
 bench's database (1,000,000 rated backgammon matches, built by
 ``bench/replay.py`` and cached), for matches at several distances from the
 end of the log, one after another on the same server, and whether the server

@@ -1,6 +1,6 @@
 """Benchmark: closing a ČAS event on a big history, against the Peklo solve alone.
 
-The issue's figure 4: closing a ČAS event of 100 players × 10 games with a
+Figure 4: closing a ČAS event of 100 players × 10 games with a
 history of 1,000,000 earlier ČAS games, from ``event close`` to the reply,
 against the Peklo solve alone on the same history; target ≤ 1.5×.
 

@@ -1,6 +1,6 @@
 """Benchmark: ``matchlobby replay`` of 1,000,000 logged FIBS matches, against the formula alone.
 
-The issue's figure 5: ``matchlobby replay`` (rewrite every ladder's ratings
+Figure 5: ``matchlobby replay`` (rewrite every ladder's ratings
 and history from the match log) and ``matchlobby replay --check`` on a log of
 1,000,000 finished FIBS matches, against a loop that only applies the FIBS
 formula (``ratings_plugin.systems.fibs.rate_match``) to the same matches,
