@@ -117,7 +117,7 @@ def test_an_unknown_system_everywhere() -> None:
     pushed = {"ladder": "go", "player": "bob", "before": 1500, "after": 1387, "change": -113,
               "cause": {"match": 4}}
     assert render_push({"event": "rating_changed", "data": pushed}, LADDERS) == (
-        "** bob's go rating: 1500 -> 1387 (-113).")
+        "** bob's go score: 1500 -> 1387 (-113).")  # the ladder's label for its rating
     finished = {**FINISHED, "ladder": "go", "length": 1, "changes": [
         {"player": "alice", "before": None, "after": 1613, "change": None},
         {"player": "bob", "before": 1500, "after": 1387, "change": -113}]}
@@ -339,13 +339,17 @@ def test_an_unrated_or_short_match() -> None:
 
 def test_a_correction_is_not_a_finished_match() -> None:
     corrected = {"match": 5, "ladder": "backgammon", "status": "voided", "winner": None,
-                 "reason": "cheating", "recomputed": True, "changes": []}
-    assert render_reply(ok("void", corrected)) == (
-        "match: 5, ladder: backgammon, status: voided, winner: -, reason: cheating, "
-        "recomputed: yes")
+                 "reason": "cheating", "recomputed": True, "changes": [
+                     {"ladder": "backgammon", "player": "alice", "before": 1522.136,
+                      "after": 1500.0, "change": -22.136, "cause": {"match": 5}}]}
+    assert render_reply(ok("void", corrected)).splitlines() == [
+        "Match 5 (backgammon) is void: cheating. The ladder was recomputed:",
+        "  alice: 1522.14 -> 1500.00 (-22.14)"]
+    assert render_reply(ok("void", {**corrected, "recomputed": False})) == (
+        "Match 5 (backgammon) is void: cheating. It was never rated; no rating moved.")
     assert render_reply(ok("adjudicate", {**corrected, "status": "finished",
-                                          "winner": "bob", "reason": None})).startswith(
-        "match: 5, ladder: backgammon, status: finished, winner: bob")
+                                          "winner": "bob", "reason": None})).splitlines()[0] == (
+        "Match 5 (backgammon) now counts as won by bob. The ladder was recomputed:")
 
 
 def test_help() -> None:
@@ -368,13 +372,15 @@ def test_errors_and_odd_replies() -> None:
     assert render_reply(refused) == "Error (not_found): No player named 'bob'."
     assert render_reply({"ok": False}) == "Error (?): "
     assert render_reply(ok("invite", {"to": "bob", "ladder": "backgammon", "length": 3})) == (
-        "to: bob, ladder: backgammon, length: 3")
+        "You invited bob to a 3-point backgammon match.")  # no expiry, no stake
     # a reply that lacks what its renderer needs falls back to the plain form, never raises
     assert render_reply(ok("whois", {"player": "x", "ratings": [{"ladder": "chess"}]})
                         ) == "player: x"
     assert render_reply(ok("ladder", None)) == "-"
-    assert render_reply(ok("logout", {"player": "a", "logged_in": False})) == (
-        "player: a, logged_in: no")
+    assert render_reply(ok("logout", {"player": "a", "logged_in": False})) == "Logged out of a."
+    # a plugin's command, which this client knows nothing of, shows its fields
+    assert render_reply(ok("streak", {"player": "a", "streak": 3, "best": None})) == (
+        "player: a, streak: 3, best: -")
 
 
 @pytest.mark.parametrize(("push", "text"), [
@@ -384,7 +390,7 @@ def test_errors_and_odd_replies() -> None:
      "** bob invites you to a 5-point backgammon match. Type 'join bob' or 'decline bob'."),
     ({"event": "match_started", "data": {"match": 4, "ladder": "backgammon", "length": 5,
                                          "a": "bob", "b": "alice", "status": "playing"}},
-     "** Match 4 started: bob vs alice (backgammon)."),
+     "** Match 4 started: bob vs alice (backgammon, 5 points)."),
     ({"event": "match_finished", "data": FINISHED},
      "** Match 17 (backgammon, 5 points) won by alice (resign).\n"
      "  alice: 1500.00 -> 1522.14 (+22.14)\n  bob: 1500.00 -> 1477.86 (-22.14)"),
@@ -394,14 +400,15 @@ def test_errors_and_odd_replies() -> None:
      "** amy's scrabble rating: - -> 1000 (new)."),
     ({"event": "result_claimed", "data": {"match": 4, "by": "bob", "scores": [5, 2],
                                           "status": "claimed"}},
-     "** bob claims a win in match 4. Type 'confirm 4' or 'dispute 4'."),
+     "** bob claims a win in match 4 (5 to 2). Type 'confirm 4' or 'dispute 4'."),
     ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3,
                                           "players": [{}, {}]}},
      "** Ladder scrabble updated (2 players)."),
     ({"event": "player_online", "data": {"player": "bob"}}, "** bob logged in."),
     ({"event": "player_offline", "data": {"player": "bob"}}, "** bob left."),
     ({"event": "logged_out", "data": {"reason": "Replaced."}}, "** Replaced."),
-    ({"event": "declined", "data": {"by": "bob"}}, "** declined: by: bob"),
+    ({"event": "declined", "data": {"by": "bob"}}, "** bob declined your invitation."),
+    ({"event": "declined", "data": {}}, "** declined: "),  # incomplete
     ({"event": "invited", "data": {"from": "bob"}}, "** invited: from: bob"),  # incomplete
 ])
 def test_pushes(push: dict[str, Any], text: str) -> None:
