@@ -420,6 +420,8 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
                 print("Connection lost; reconnecting…")
                 continue
             _remember_login(client, line, reply)
+            if output.me:
+                names.players.add(output.me)  # never told of oneself, nor back after a replaced login
     await output.close()
     return 0
 
