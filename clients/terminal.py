@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from websockets.exceptions import WebSocketException
 
+from clients.completion import Names
 from clients.lobby_client import Disconnected, LobbyClient, LobbyError, join_pages
 from clients.models import Session
 from clients.render import NO_LADDERS, NOBODY, Ladders, Viewer, render_push, render_reply
@@ -31,7 +32,6 @@ UNREACHABLE = (OSError, ConnectionError, TimeoutError, WebSocketException)
 BELL = "\a"
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 """Set (to anything but empty or 0) to keep the terminal from ringing on an invitation."""
-PLAYER_ARGS = frozenset({"NAME", "WINNER", "SIDE_A", "SIDE_B"})
 
 
 def _print(text: str, out: TextIO) -> None:
@@ -276,94 +276,6 @@ def _columns(out: TextIO) -> int | None:
         return None
 
 
-def placeholders(command: str, usage: str) -> list[str]:
-    """The arguments of a usage in order, without the command's words and the flags:
-    ``invite NAME LADDER [LENGTH]`` gives NAME, LADDER, LENGTH."""
-    out: list[str] = []
-    in_flag = False
-    for token in usage.split()[len(command.split()):]:
-        if token.startswith(("--", "[--")):
-            in_flag = not token.endswith("]")
-            continue
-        if in_flag:
-            in_flag = not token.endswith("]")
-            continue
-        out.append(token.strip("[]"))
-    return out
-
-
-class Names:
-    """What tab completion offers: the commands (by their usage), the ladders and the players
-    online, kept current from pushes."""
-
-    def __init__(self, ladders: Callable[[], Iterable[str]] = lambda: ()) -> None:
-        self.usages: dict[str, str] = {}
-        self.players: set[str] = set()
-        self.ladders = ladders
-
-    @property
-    def commands(self) -> list[str]:
-        return list(self.usages)
-
-    def learn(self, help_listing: dict[str, Any]) -> None:
-        self.usages = {c["command"]: c["usage"] for c in help_listing["commands"]}
-
-    def update(self, push: dict[str, Any]) -> None:
-        data = push.get("data") or {}
-        if push.get("event") == "player_online":
-            self.players.add(data.get("player", ""))
-        elif push.get("event") == "player_offline":
-            self.players.discard(data.get("player", ""))
-
-    def _words(self, group: str | None) -> list[str]:
-        """The first words of the commands, or the sub-commands of ``group``."""
-        if group is None:
-            return sorted({c.split()[0] for c in self.usages} | LOCAL_EXIT)
-        return sorted(c.split()[1] for c in self.usages if c.startswith(group + " "))
-
-    def _groups(self) -> set[str]:
-        return {c.split()[0] for c in self.usages if " " in c}
-
-    def _command(self, done: list[str]) -> str | None:
-        for n in (2, 1):
-            name = " ".join(done[:n]).lower()
-            if len(done) >= n and name in self.usages:
-                return name
-        return None
-
-    def offers(self, done: list[str]) -> list[str]:
-        """What may come after the words ``done``: a command, a sub-command, or the argument
-        the command's usage names there (a player, a ladder, a command for ``help``)."""
-        if not done:
-            return self._words(None)
-        first = done[0].lower()
-        if len(done) == 1 and first in self._groups():
-            return self._words(first)
-        if first == "help":
-            if len(done) == 1:
-                return self._words(None)
-            if len(done) == 2 and done[1].lower() in self._groups():
-                return self._words(done[1].lower())
-            return []
-        command = self._command(done)
-        if command is None:
-            return []
-        args = [w for w in done[len(command.split()):] if not w.startswith("--")]
-        wanted = placeholders(command, self.usages[command])
-        if len(args) >= len(wanted):
-            return []
-        kind = wanted[len(args)]
-        if kind in PLAYER_ARGS:
-            return sorted(self.players)
-        if kind == "LADDER":
-            return sorted(self.ladders())
-        if kind == "STATUS":
-            return ["closed", "open"]
-        if kind == "LENGTH":
-            return ["unlimited"]
-        return []
-
-
 async def run_interactive(url: str, as_json: bool = False, bell: bool = True) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
@@ -371,7 +283,7 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     from prompt_toolkit.patch_stdout import patch_stdout
 
     client = _CountingClient(url)
-    names = Names(lambda: client.ladder_info.keys())
+    names = Names(lambda: client.ladder_info.keys(), LOCAL_EXIT)
 
     class LobbyCompleter(Completer):
         def get_completions(self, document: Any, complete_event: Any) -> Any:
