@@ -3,8 +3,9 @@
 It sends commands as JSON with an ``id`` and awaits the reply carrying that
 id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
 callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
-with exponential back-off, logs in again, re-watches its ladders and lists
-``who`` again if it had (the server sends presence pushes to who has).
+with exponential back-off, logs in again (``resume`` with the session token of
+its login, else the password), re-watches its ladders and lists ``who`` again
+if it had (the server sends presence pushes to who has).
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
@@ -363,7 +364,7 @@ class LobbyClient:
         data = await self.call("resume", token=token)
         self.player = data["player"]
         if self.session is None or self.session.token != token:
-            self.session = Session(token, "")
+            self.session = Session(token)
         return LoggedIn.from_dict(data)
 
     def _logged_in(self, data: Any) -> None:

@@ -350,10 +350,11 @@ class Invited:
 
 @dataclass(frozen=True)
 class Session:
-    """A login's session token and when it expires: ``resume`` logs in with it."""
+    """A login's session token and when it expires (``None``: not known, for a token given to
+    :meth:`LobbyClient.resume`): ``resume`` logs in with it."""
 
     token: str
-    expires_at: str
+    expires_at: str | None = None
 
     @classmethod
     def maybe(cls, d: Any) -> Session | None:

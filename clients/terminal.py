@@ -1,9 +1,11 @@
 """``matchlobby client``: an interactive line client in the spirit of a FIBS session.
 
 Interactive on a terminal (prompt_toolkit: history, tab completion of
-commands and online players, pushes printed above the line being typed);
-with ``--batch`` or a non-terminal standard input it runs one command per
-line and exits, so it can be scripted.
+commands, players and ladders, pushes printed above the line being typed, the
+bell on an invitation); with ``--batch`` or a non-terminal standard input it
+runs one command per line and exits, so it can be scripted. Replies and
+pushes are printed as sentences (:mod:`clients.render`), ``--json`` as they
+came.
 """
 
 from __future__ import annotations
@@ -351,7 +353,7 @@ def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> No
         client.session = Session.maybe(data.get("session"))
     elif command == "resume" and len(words) == 2:
         client.credentials = None
-        client.session = Session(words[1], "")
+        client.session = Session(words[1])
     elif command == "logout":
         client.credentials = client.session = None
 
