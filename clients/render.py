@@ -112,6 +112,7 @@ def whois(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     lines = [f"Information about {data['player']}:", f"  {status_sentence(data)}"]
     if isinstance(data.get("match"), dict):
         lines.append(f"  {match_line(data['match'], 'In match')}")
+        lines += ["  " + line for line in stake_lines(data["match"].get("stake"), ladders)]
     ratings = data.get("ratings", [])
     phrases = [rating_text(r, ladders) for r in ratings]
     width = max([len(r["ladder"]) for r in ratings] + [0])

@@ -249,7 +249,8 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
     await run(term, "whois alice", "Information about alice:",
               "  Still logged in. Playing a match.",
               f"  In match {mid}: bob vs alice (backgammon, 1 point), disputed; an admin will "
-              "decide it.")
+              "decide it.", *("  " + line for line in fibs_stake(FibsModel(), "bob", "alice", 1)),
+              "  No ratings yet.")
     await run(term, "abort", f"Error (conflict): Match {mid} is disputed; an admin will "
                              "decide it.")
     await admin.call("adjudicate", match=mid, winner="alice")
