@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from testkit.clients import Gate, expect_error, play, settle, start_match
+from testkit.clients import Gate, expect_error, given_up, play, settle, start_match
 from testkit.constants import PASSWORD
 from testkit.fibs import FibsModel, close, fibs_chance, fibs_changes
 from testkit.server_loop import LobbyServer
@@ -161,7 +161,7 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: LobbyServer) -
     gone = await first.next_push("disconnected")
     assert gone["data"]["code"] == REPLACED
     # the replaced client does not log in again (the two would take turns)
-    await asyncio.sleep(0.3)
+    await given_up(first)
     assert (first.connected, first.reconnects) == (False, 0)
     watcher = await lobby.client()
     assert (await watcher.whois("alice")).online
