@@ -3,8 +3,9 @@
 It sends commands as JSON with an ``id`` and awaits the reply carrying that
 id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
 callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
-with exponential back-off, logs in again, re-watches its ladders and lists
-``who`` again if it had (the server sends presence pushes to who has).
+with exponential back-off, logs in again (``resume`` with the session token of
+its login, else the password), re-watches its ladders and lists ``who`` again
+if it had (the server sends presence pushes to who has).
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
@@ -24,7 +25,19 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from clients.models import History, Ladder, LadderInfo, MatchFinished, Ratings, Whois
+from clients.models import (
+    History,
+    Invitations,
+    Invited,
+    Ladder,
+    LadderInfo,
+    LoggedIn,
+    MatchFinished,
+    Ratings,
+    Session,
+    Stake,
+    Whois,
+)
 
 log = logging.getLogger(__name__)
 Push = dict[str, Any]
@@ -58,6 +71,8 @@ class LobbyClient:
         self.origin = origin
         self.hello: dict[str, Any] | None = None
         self.credentials: tuple[str, str] | None = None
+        self.session: Session | None = None  # the last login's token: resume logs in with it
+        self.player: str | None = None
         self.watching: set[str] = set()
         self.listed_who = False  # the server sends presence pushes to who has listed `who`
         self.ladder_info: dict[str, LadderInfo] = {}
@@ -160,11 +175,19 @@ class LobbyClient:
             return
 
     async def _restore(self) -> None:
-        """Log in again, re-watch ladders, list `who` again (for presence) and describe the
-        ladders again (if it had) after a reconnect."""
+        """Log in again (with the session token, else the password), re-watch ladders, list
+        `who` again (for presence) and describe the ladders again (if it had) after a
+        reconnect."""
         try:
-            if self.credentials is not None:
-                await self.call("login", name=self.credentials[0], password=self.credentials[1])
+            if self.session is not None:
+                try:
+                    await self.call("resume", token=self.session.token)
+                except LobbyError as e:
+                    if e.code != "forbidden" or self.credentials is None:
+                        raise
+                    self.session = None
+            if self.session is None and self.credentials is not None:
+                await self.login(*self.credentials)
             for ladder in sorted(self.watching):
                 await self.call("watch", ladder=ladder)
             if self.listed_who:
@@ -326,15 +349,33 @@ class LobbyClient:
     async def register(self, name: str, password: str) -> Any:
         data = await self.call("register", name=name, password=password)
         self.credentials = (name, password)
+        self._logged_in(data)
         return data
 
     async def login(self, name: str, password: str) -> Any:
         data = await self.call("login", name=name, password=password)
         self.credentials = (name, password)
+        self._logged_in(data)
         return data
+
+    async def resume(self, token: str) -> LoggedIn:
+        """Log in with a session token a login gave (this client's or a saved one), without
+        the password; a token that has ended raises :class:`LobbyError` ``forbidden``."""
+        data = await self.call("resume", token=token)
+        self.player = data["player"]
+        if self.session is None or self.session.token != token:
+            self.session = Session(token)
+        return LoggedIn.from_dict(data)
+
+    def _logged_in(self, data: Any) -> None:
+        with contextlib.suppress(KeyError, TypeError):
+            self.player = data["player"]
+            self.session = Session.maybe(data.get("session"))
 
     async def logout(self) -> Any:
         self.credentials = None
+        self.session = None
+        self.player = None
         return await self.call("logout")
 
     async def watch(self, ladder: str) -> Any:
@@ -374,6 +415,25 @@ class LobbyClient:
 
     async def history(self, name: str, ladder: str | None = None) -> History:
         return History.from_dict(await self.call("history", name=name, ladder=ladder))
+
+    async def stake(self, name: str, ladder: str, length: int | str | None = None) -> Stake:
+        """What a match against ``name`` would put at stake now (you first)."""
+        return Stake.from_dict(await self.call("stake", name=name, ladder=ladder, length=length))
+
+    async def invite(self, name: str, ladder: str, length: int | str | None = None) -> Invited:
+        """Invite ``name``; inviting the same player again replaces the invitation."""
+        return Invited.from_dict(await self.call("invite", name=name, ladder=ladder,
+                                                 length=length))
+
+    async def invitations(self) -> Invitations:
+        """The invitations you sent and those you received, still standing."""
+        data = await self.call("invitations")
+        return Invitations.from_dict(data, self.player or "")
+
+    async def uninvite(self, name: str) -> str:
+        """Withdraw your invitation to ``name``; the name as registered."""
+        withdrawn: str = (await self.call("uninvite", name=name))["withdrawn"]
+        return withdrawn
 
     async def resign(self) -> MatchFinished:
         return MatchFinished.from_dict(await self.call("resign"))

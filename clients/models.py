@@ -263,3 +263,115 @@ class MatchFinished:
 
     def change_of(self, player: str) -> RatingChange:
         return next(c for c in self.changes if c.player == player)
+
+
+@dataclass(frozen=True)
+class StakeSide:
+    """One player of a stake: their rating now, their chance to win, and the change of their
+    rating if they win or lose."""
+
+    player: str
+    rating: float
+    chance: float
+    win: float
+    loss: float
+
+
+@dataclass(frozen=True)
+class Stake:
+    """What a match would put at stake now, as the ladder's system figures it; the player who
+    asks or invites first."""
+
+    ladder: str
+    length: int | str
+    players: tuple[StakeSide, StakeSide]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Stake:
+        first, second = (StakeSide(p["player"], p["rating"], p["chance"], p["win"], p["loss"])
+                         for p in d["players"])
+        return cls(d["ladder"], d["length"], (first, second))
+
+    @classmethod
+    def maybe(cls, d: Any) -> Stake | None:
+        """A stake, or ``None`` where the server sends none (an unrated match, a system that
+        does not say)."""
+        return cls.from_dict(d) if isinstance(d, Mapping) else None
+
+    def of(self, player: str) -> StakeSide:
+        return next(p for p in self.players if p.player.casefold() == player.casefold())
+
+
+@dataclass(frozen=True)
+class Invitation:
+    """A standing invitation: ``inviter`` asks ``invitee`` to a match of ``length`` points
+    (``"unlimited"``: unrated); ``expires_at`` is ``None`` when it never expires."""
+
+    inviter: str
+    invitee: str
+    ladder: str
+    length: int | str
+    expires_at: str | None
+    stake: Stake | None = None
+
+
+@dataclass(frozen=True)
+class Invitations:
+    """The ``invitations`` reply: those the player sent and those they received."""
+
+    sent: list[Invitation]
+    received: list[Invitation]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], me: str) -> Invitations:
+        return cls([Invitation(me, i["to"], i["ladder"], i["length"], i.get("expires_at"))
+                    for i in d["sent"]],
+                   [Invitation(i["from"], me, i["ladder"], i["length"], i.get("expires_at"),
+                               Stake.maybe(i.get("stake")))
+                    for i in d["received"]])
+
+
+@dataclass(frozen=True)
+class Invited:
+    """The ``invite`` reply."""
+
+    to: str
+    ladder: str
+    length: int | str
+    expires_at: str | None
+    replaced: bool
+    stake: Stake | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Invited:
+        return cls(d["to"], d["ladder"], d["length"], d.get("expires_at"),
+                   bool(d.get("replaced", False)), Stake.maybe(d.get("stake")))
+
+
+@dataclass(frozen=True)
+class Session:
+    """A login's session token and when it expires (``None``: not known, for a token given to
+    :meth:`LobbyClient.resume`): ``resume`` logs in with it."""
+
+    token: str
+    expires_at: str | None = None
+
+    @classmethod
+    def maybe(cls, d: Any) -> Session | None:
+        return cls(d["token"], d["expires_at"]) if isinstance(d, Mapping) else None
+
+
+@dataclass(frozen=True)
+class LoggedIn:
+    """The reply of ``login``, ``register`` and ``resume`` (``session`` is ``None`` for
+    ``resume``, which keeps the token it was given)."""
+
+    player: str
+    role: str
+    match: dict[str, Any] | None
+    session: Session | None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LoggedIn:
+        return cls(d["player"], d.get("role", "player"), d.get("match"),
+                   Session.maybe(d.get("session")))

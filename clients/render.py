@@ -9,15 +9,38 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from clients.models import Column, LadderInfo, columns_from, guess_columns
 
 Ladders = Mapping[str, LadderInfo]
-Renderer = Callable[[Any, Ladders], str]
 NO_LADDERS: Ladders = MappingProxyType({})
 LEGEND_WIDTH = 80
+HELP_SUMMARY_MIN = 30
+"""Columns ``help``'s summaries keep at least, however narrow the terminal."""
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who reads the text (``me``, their ``role``) and how wide their screen is (``None``:
+    lines are not wrapped): "your invitation" rather than "alice's"."""
+
+    me: str | None = None
+    role: str | None = None
+    width: int | None = None
+
+    def mine(self, name: Any) -> bool:
+        return isinstance(name, str) and self.me is not None and name.casefold() == \
+            self.me.casefold()
+
+    def whose(self, name: str) -> str:
+        return "Your" if self.mine(name) else f"{name}'s"
+
+
+NOBODY = Viewer()
+Renderer = Callable[[Any, Ladders, Viewer], str]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
@@ -84,8 +107,12 @@ def status_sentence(data: dict[str, Any]) -> str:
     return "Never logged in."
 
 
-def whois(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def whois(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+          viewer: Viewer = NOBODY) -> str:
     lines = [f"Information about {data['player']}:", f"  {status_sentence(data)}"]
+    if isinstance(data.get("match"), dict):
+        lines.append(f"  {match_line(data['match'], 'In match')}")
+        lines += ["  " + line for line in stake_lines(data["match"].get("stake"), ladders)]
     ratings = data.get("ratings", [])
     phrases = [rating_text(r, ladders) for r in ratings]
     width = max([len(r["ladder"]) for r in ratings] + [0])
@@ -115,7 +142,8 @@ def legend(columns: Sequence[Column]) -> list[str]:
                                       initial_indent="  ", subsequent_indent="    ")]
 
 
-def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+           viewer: Viewer = NOBODY) -> str:
     head = f"{data['ladder']} ({data['system']}): {data['total']} players"
     if not data["players"]:
         return head + "\n  (nobody yet)"
@@ -125,7 +153,8 @@ def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
     return "\n".join([head, ladder_rows(columns, data["players"]), *legend(columns)])
 
 
-def rating(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def rating(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+           viewer: Viewer = NOBODY) -> str:
     if not data["ratings"]:
         return f"{data['player']} has no ratings yet."
     rows = [[r["ladder"], rating_text(r, ladders), rank_text(r), r["games"]]
@@ -139,7 +168,8 @@ def _cause(c: dict[str, Any]) -> str:
     return ", ".join(parts) or "correction"
 
 
-def history(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def history(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+            viewer: Viewer = NOBODY) -> str:
     entries = data["entries"]
     if not entries:
         return f"{data['player']} has no rating history" + (
@@ -154,7 +184,8 @@ def history(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
         right={"before", "after", "change"})
 
 
-def who(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def who(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+        viewer: Viewer = NOBODY) -> str:
     players = data["players"]
     if not players:
         return f"Nobody is logged in ({_count(data.get('spectators', 0), 'spectator')})."
@@ -170,14 +201,15 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def ladders(data: dict[str, Any], known: Ladders = NO_LADDERS) -> str:
+def ladders(data: dict[str, Any], known: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> str:
     return table(["ladder", "system", "format", "live matches", "updated", "players"],
                  [[x["ladder"], x.get("system_title") or x["system"], x["format"],
                    x.get("live"), x["updated"], x["players"]] for x in data["ladders"]],
                  right={"players"})
 
 
-def events(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def events(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+           viewer: Viewer = NOBODY) -> str:
     if not data["events"]:
         return "No events."
     return table(["id", "name", "ladder", "date", "status", "games"],
@@ -185,7 +217,8 @@ def events(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
                   for e in data["events"]], right={"id", "games"})
 
 
-def event(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def event(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+          viewer: Viewer = NOBODY) -> str:
     head = f"Event {data['id']}: {data['name']} ({data['ladder']}, {data['date']}, {data['status']})"
     parts = [head]
     if "games" in data and isinstance(data["games"], list):
@@ -210,8 +243,17 @@ def change_text(c: dict[str, Any], ladder: Any, ladders: Ladders) -> str:
     return f"{shown.text(c['before'])} -> {shown.text(c['after'])} ({shown.change_text(c['change'])})"
 
 
+def _played(c: Mapping[str, Any]) -> str:
+    """Whether an event close moved a rating by a game or only by rescaling the ladder; nothing
+    where the server does not say (a change of a match)."""
+    if "played" not in c:
+        return ""
+    return ", played" if c["played"] else ", moved by normalisation (did not play)"
+
+
 def changes(items: Sequence[dict[str, Any]], ladder: Any, ladders: Ladders = NO_LADDERS) -> str:
-    return "\n".join(f"  {c['player']}: {change_text(c, ladder, ladders)}" for c in items)
+    return "\n".join(f"  {c['player']}: {change_text(c, ladder, ladders)}{_played(c)}"
+                     for c in items)
 
 
 def _length(length: Any) -> str:
@@ -220,7 +262,72 @@ def _length(length: Any) -> str:
     return str(length)
 
 
-def match_finished(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def _article(phrase: str) -> str:
+    """``a`` or ``an`` as the phrase is spoken (an 8-point, an 11-point, an unlimited)."""
+    first = phrase.split("-")[0]
+    spoken_vowel = phrase[:1] in "aeiouAEIOU8" or first in ("11", "18") or (
+        first.isdigit() and len(first) in (5, 6) and first[:2] in ("11", "18"))
+    return f"an {phrase}" if spoken_vowel else f"a {phrase}"
+
+
+def match_kind(length: Any, ladder: Any) -> str:
+    """``a 3-point backgammon match``; ``an unlimited (unrated) backgammon match``."""
+    size = f"{length}-point" if isinstance(length, int) else (
+        "unlimited (unrated)" if str(length).lower() == "unlimited" else str(length))
+    return f"{_article(size)} {ladder} match"
+
+
+def clock(stamp: Any) -> str:
+    """A timestamp of today's kind (``2026-12-01T20:58:30Z``) as ``20:58:30 UTC``."""
+    if not isinstance(stamp, str) or "T" not in stamp:
+        return _s(stamp)
+    return stamp.split("T", 1)[1].rstrip("Z") + " UTC"
+
+
+def _open_until(expires_at: Any) -> str:
+    return f", open until {clock(expires_at)}" if expires_at else ""
+
+
+def _percent(chance: Any) -> str:
+    return f"{chance * 100:.1f}%" if isinstance(chance, int | float) else _s(chance)
+
+
+def stake_lines(stake: Any, ladders: Ladders = NO_LADDERS) -> list[str]:
+    """Each player's rating, chance to win, and what a win and a loss would change, one
+    indented line a player; none when nothing is at stake."""
+    if not isinstance(stake, dict):
+        return []
+    lines = []
+    for p in stake["players"]:
+        shown = _rating_column(ladders, stake["ladder"], p["rating"])
+        lines.append(f"  {p['player']} ({word(shown.label)} {shown.text(p['rating'])}): "
+                     f"{_percent(p['chance'])} to win; a win {shown.change_text(p['win'])}, "
+                     f"a loss {shown.change_text(p['loss'])}.")
+    return lines
+
+
+def _with_stake(line: str, stake: Any, ladders: Ladders) -> str:
+    return "\n".join([line, *stake_lines(stake, ladders)])
+
+
+STATUS = {"claimed": "a win is claimed", "disputed": "disputed; an admin will decide it"}
+
+
+def match_line(m: dict[str, Any], head: str, verb: str = "") -> str:
+    """``In match 4: bob vs alice (backgammon, 3 points).`` with its state past playing."""
+    state = STATUS.get(m.get("status") or "")
+    return (f"{head} {m['match']}{verb}: {m['a']} vs {m['b']} ({m['ladder']}, "
+            f"{_length(m['length'])})" + (f", {state}." if state else "."))
+
+
+def match_summary(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                  viewer: Viewer = NOBODY) -> str:
+    """The reply of ``join`` (and the push ``match_started``): the match and its stake."""
+    return _with_stake(match_line(data, "Match", " started"), data.get("stake"), ladders)
+
+
+def match_finished(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                   viewer: Viewer = NOBODY) -> str:
     head = (f"Match {data['match']} ({data['ladder']}, {_length(data['length'])}) won by "
             f"{data['winner']} ({data['how']}).")
     if not data.get("rated", True):
@@ -228,67 +335,314 @@ def match_finished(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
     return head + "\n" + changes(data["changes"], data["ladder"], ladders)
 
 
-def help_(data: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, max(width, 1), subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def help_listing(commands: Sequence[dict[str, Any]], width: int | None) -> str:
+    """Usage, role and summary in columns; on a screen too narrow for the longest lines, the
+    usage and the summary wrap within their columns (the summary keeps at least
+    :data:`HELP_SUMMARY_MIN` columns)."""
+    rows = [[c["usage"], c["who"], c["summary"]] for c in commands]
+    plain = table(["usage", "who", "what"], rows)
+    if width is None or max(len(line) for line in plain.splitlines()) <= width:
+        return plain
+    who_w = max(len(r[1]) for r in [["who", "who"], *rows])
+    usage_w = max(len(r[0]) for r in [["usage"], *rows])
+    usage_w = max(12, min(usage_w, width - who_w - 4 - HELP_SUMMARY_MIN))
+    what_w = max(HELP_SUMMARY_MIN, width - usage_w - who_w - 4)
+    out = []
+    for usage, who_, what in [["usage", "who", "what"], *rows]:
+        left, right = _wrap(usage, usage_w, "  "), _wrap(what, what_w)
+        for i in range(max(len(left), len(right))):
+            cells = [left[i] if i < len(left) else "", who_ if i == 0 else "",
+                     right[i] if i < len(right) else ""]
+            out.append(f"{cells[0]:<{usage_w}}  {cells[1]:<{who_w}}  {cells[2]}".rstrip())
+    return "\n".join(out)
+
+
+def help_(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+          viewer: Viewer = NOBODY) -> str:
     if "commands" in data:
-        return table(["usage", "who", "what"],
-                     [[c["usage"], c["who"], c["summary"]] for c in data["commands"]])
-    return f"{data['usage']}\n  {data['summary']}\n  For: {data['who']}"
+        return help_listing(data["commands"], viewer.width)
+    if viewer.width is None:
+        return f"{data['usage']}\n  {data['summary']}\n  For: {data['who']}"
+    return "\n".join([*_wrap(data["usage"], viewer.width, "  "),
+                      *("  " + line for line in _wrap(data["summary"], viewer.width - 2)),
+                      f"  For: {data['who']}"])
 
 
-def generic(data: Any, ladders: Ladders = NO_LADDERS) -> str:
+def generic(data: Any, ladders: Ladders = NO_LADDERS,
+            viewer: Viewer = NOBODY) -> str:
     if isinstance(data, dict):
         return ", ".join(f"{k}: {_s(v)}" for k, v in data.items() if not isinstance(v, list | dict))
     return _s(data)
+
+
+# ---- replies of the lobby's commands ----------------------------------------------------------
+
+
+def logged_in(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY,
+              how: str = "Logged in") -> str:
+    role = {"admin": " (admin)"}.get(data.get("role") or "", "")
+    lines = [f"{how} as {data['player']}{role}."]
+    if isinstance(data.get("match"), dict):
+        lines.append(_with_stake(match_line(data["match"], "You are in match"),
+                                 data["match"].get("stake"), ladders))
+    return "\n".join(lines)
+
+
+def registered(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+               viewer: Viewer = NOBODY) -> str:
+    return f"Welcome, {data['player']}: your account is made and you are logged in."
+
+
+def resumed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+            viewer: Viewer = NOBODY) -> str:
+    return logged_in(data, ladders, viewer, "Logged in again")
+
+
+def logged_out(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+               viewer: Viewer = NOBODY) -> str:
+    ended = " This login's session has ended." if data.get("revoked") else ""
+    return f"Logged out of {data['player']}.{ended}"
+
+
+def watching(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+             viewer: Viewer = NOBODY) -> str:
+    if data["watching"]:
+        return f"Watching {data['ladder']}: its results and rating changes are shown here."
+    return f"No longer watching {data['ladder']}."
+
+
+def stake(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> str:
+    a, b = (p["player"] for p in data["players"])
+    return _with_stake(f"At stake in {match_kind(data['length'], data['ladder'])} of {a} "
+                       f"against {b}:", data, ladders)
+
+
+def invited(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+            viewer: Viewer = NOBODY) -> str:
+    again = " again (this replaces your earlier invitation)" if data.get("replaced") else ""
+    return _with_stake(f"You invited {data['to']}{again} to "
+                       f"{match_kind(data['length'], data['ladder'])}"
+                       f"{_open_until(data.get('expires_at'))}.", data.get("stake"), ladders)
+
+
+def invitations(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                viewer: Viewer = NOBODY) -> str:
+    if not data["sent"] and not data["received"]:
+        return "No invitations, sent or received."
+    lines = []
+    if data["sent"]:
+        lines.append("Invitations you sent:")
+        lines += [f"  to {i['to']}: {match_kind(i['length'], i['ladder'])}"
+                  f"{_open_until(i.get('expires_at'))}. Type 'uninvite {i['to']}' to withdraw it."
+                  for i in data["sent"]]
+    else:
+        lines.append("You have sent no invitations.")
+    if data["received"]:
+        lines.append("Invitations you received:")
+        for i in data["received"]:
+            lines.append(f"  from {i['from']}: {match_kind(i['length'], i['ladder'])}"
+                         f"{_open_until(i.get('expires_at'))}. Type 'join {i['from']}' or "
+                         f"'decline {i['from']}'.")
+            lines += ["  " + line for line in stake_lines(i.get("stake"), ladders)]
+    else:
+        lines.append("You have received no invitations.")
+    return "\n".join(lines)
+
+
+def uninvited(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+              viewer: Viewer = NOBODY) -> str:
+    return f"Your invitation to {data['withdrawn']} is withdrawn."
+
+
+def declined(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+             viewer: Viewer = NOBODY) -> str:
+    return f"You declined {data['declined']}'s invitation."
+
+
+def _scores(scores: Any) -> str:
+    return f" ({scores[0]} to {scores[1]})" if isinstance(scores, list) and len(scores) == 2 \
+        else ""
+
+
+def claimed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+            viewer: Viewer = NOBODY) -> str:
+    return (f"You claim a win in match {data['match']}{_scores(data.get('scores'))}; your "
+            f"opponent is asked to confirm or dispute it.")
+
+
+def disputed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+             viewer: Viewer = NOBODY) -> str:
+    return (f"You dispute the claim in match {data['match']}: it is disputed now, and an admin "
+            f"will decide it.")
+
+
+def aborting(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+             viewer: Viewer = NOBODY) -> str:
+    if data["status"] == "aborted":
+        return f"Match {data['match']} is aborted; it is not rated."
+    return (f"You propose to abort match {data['match']}: it ends unrated if your opponent "
+            f"agrees (they type 'abort').")
+
+
+def _game(g: Mapping[str, Any]) -> str:
+    return f"{g['side_a']} {_s(g.get('score_a'))}, {g['side_b']} {_s(g.get('score_b'))}"
+
+
+def event_result(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                 viewer: Viewer = NOBODY) -> str:
+    rated = "" if data.get("rated", True) else \
+        f" Not rated ({data['unrated']})." if data.get("unrated") else " Not rated."
+    head = f"Recorded in event {data['event']} as match {data['match']}: {_game(data)}.{rated}"
+    ladder_ = next((c.get("ladder") for c in data.get("changes") or []), None)
+    return "\n".join([head, changes(data["changes"], ladder_, ladders)]) \
+        if data.get("changes") else head
+
+
+def event_import(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                 viewer: Viewer = NOBODY) -> str:
+    n = data["imported"]
+    matches = [g["match"] for g in data.get("games") or []]
+    which = f" (matches {matches[0]} to {matches[-1]})" if len(matches) > 1 else \
+        f" (match {matches[0]})" if matches else ""
+    return f"Imported {_count(n, 'game')} into event {data['event']}{which}."
+
+
+def corrected(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+              viewer: Viewer = NOBODY) -> str:
+    """The reply of ``void`` and of ``adjudicate`` of a finished match: the correction and
+    every rating the recomputed ladder moved."""
+    if data["status"] == "voided":
+        head = f"Match {data['match']} ({data['ladder']}) is void: {data['reason']}."
+    else:
+        head = f"Match {data['match']} ({data['ladder']}) now counts as won by {data['winner']}."
+    if not data.get("recomputed"):
+        return head + " It was never rated; no rating moved."
+    if not data.get("changes"):
+        return head + " The ladder was recomputed; no rating moved."
+    return "\n".join([head + " The ladder was recomputed:",
+                      changes(data["changes"], data["ladder"], ladders)])
+
+
+def adjudicated(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                viewer: Viewer = NOBODY) -> str:
+    if "how" in data:
+        return match_finished(data, ladders, viewer)
+    return corrected(data, ladders, viewer)
 
 
 REPLIES: dict[str, Renderer] = {
     "whois": whois, "ladder": ladder, "rating": rating, "history": history, "who": who,
     "ladders": ladders, "events": events, "event show": event, "event close": event,
     "event create": event, "help": help_, "resign": match_finished, "confirm": match_finished,
-    "claim": match_finished,
+    "claim": match_finished, "register": registered, "login": logged_in, "resume": resumed,
+    "logout": logged_out, "watch": watching, "unwatch": watching, "stake": stake,
+    "invite": invited, "invitations": invitations, "uninvite": uninvited, "join": match_summary,
+    "decline": declined, "report win": claimed, "dispute": disputed, "abort": aborting,
+    "event result": event_result, "event import": event_import, "void": corrected,
+    "adjudicate": adjudicated,
 }
 
 
-def render_reply(message: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+def render_reply(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                 viewer: Viewer = NOBODY) -> str:
     """A reply (``ok`` true or false) as text; never raises on odd data. ``ladders``: the
-    ladders described so far (a ``ladders`` reply), by name."""
+    ladders described so far (a ``ladders`` reply), by name; ``viewer``: who reads it."""
     if not message.get("ok"):
         err = message.get("error") or {}
         return f"Error ({err.get('code', '?')}): {err.get('message', '')}"
     cmd = message.get("cmd") or ""
     data = message.get("data")
-    if cmd == "adjudicate" and isinstance(data, dict) and "winner" in data and "how" in data:
-        return match_finished(data, ladders)
     try:
-        return REPLIES.get(cmd, generic)(data, ladders)
-    except (KeyError, TypeError, ValueError, AttributeError):
+        return REPLIES.get(cmd, generic)(data, ladders, viewer)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return generic(data)
 
 
-def render_push(message: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+# ---- pushes -----------------------------------------------------------------------------------
+
+
+def _invited(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    who_ = d["from"]
+    return _with_stake(f"{who_} invites you to {match_kind(d['length'], d['ladder'])}"
+                       f"{_open_until(d.get('expires_at'))}. Type 'join {who_}' or "
+                       f"'decline {who_}'.", d.get("stake"), ladders)
+
+
+def _expired(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    if viewer.mine(d["from"]):
+        return f"Your invitation to {d['to']} ({d['ladder']}) has expired."
+    if viewer.mine(d["to"]):
+        return f"{d['from']}'s invitation ({d['ladder']}) has expired."
+    return f"{d['from']}'s invitation to {d['to']} ({d['ladder']}) has expired."
+
+
+def _rating_changed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    label = word(_rating_column(ladders, d["ladder"], d["after"]).label)
+    return (f"{viewer.whose(d['player'])} {d['ladder']} {label}: "
+            f"{change_text(d, d['ladder'], ladders)}{_played(d)}.")
+
+
+def _claim_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    return (f"{d['by']} claims a win in match {d['match']}{_scores(d.get('scores'))}. "
+            f"Type 'confirm {d['match']}' or 'dispute {d['match']}'.")
+
+
+def _dispute_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    if viewer.mine(d["by"]):
+        return disputed(d)
+    if viewer.role == "admin":
+        return (f"{d['by']} disputes the claim in match {d['match']}. Decide it: "
+                f"'adjudicate {d['match']} WINNER' or 'void {d['match']} REASON'.")
+    return f"{d['by']} disputes your claim in match {d['match']}; an admin will decide it."
+
+
+def _corrected_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    if d["status"] == "voided":
+        return f"Match {d['match']} ({d['ladder']}) was voided by an admin: {d['reason']}."
+    return (f"Match {d['match']} ({d['ladder']}) was corrected by an admin: {d['winner']} "
+            f"is the winner.")
+
+
+PUSHES: dict[str, Renderer] = {
+    "invited": _invited,
+    "invitation_withdrawn": lambda d, ladders, viewer: (
+        f"{d['from']} withdrew the invitation to {_article(d['ladder'])} match."),
+    "invitation_expired": _expired,
+    "declined": lambda d, ladders, viewer: f"{d['by']} declined your invitation.",
+    "match_started": match_summary,
+    "result_claimed": _claim_pushed,
+    "result_disputed": _dispute_pushed,
+    "abort_requested": lambda d, ladders, viewer: (
+        f"{d['by']} proposes to abort match {d['match']} unrated. Type 'abort' to agree."),
+    "match_aborted": lambda d, ladders, viewer: (
+        f"Match {d['match']} is aborted: your opponent agreed. It is not rated."),
+    "match_finished": match_finished,
+    "match_corrected": _corrected_pushed,
+    "rating_changed": _rating_changed,
+    "ladder_updated": lambda d, ladders, viewer: (
+        f"Ladder {d['ladder']} updated ({_count(len(d['players']), 'player')})."),
+    "player_online": lambda d, ladders, viewer: f"{d['player']} logged in.",
+    "player_offline": lambda d, ladders, viewer: f"{d['player']} left.",
+    "logged_out": lambda d, ladders, viewer: str(d["reason"]),
+    "disconnected": lambda d, ladders, viewer: "Connection lost.",
+    "reconnected": lambda d, ladders, viewer: "Connected again.",
+}
+
+
+def render_push(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                viewer: Viewer = NOBODY) -> str:
     event_name = message.get("event", "?")
     d = message.get("data") or {}
     try:
-        if event_name == "invited":
-            return (f"** {d['from']} invites you to a {d['length']}-point {d['ladder']} match. "
-                    f"Type 'join {d['from']}' or 'decline {d['from']}'.")
-        if event_name == "match_started":
-            return f"** Match {d['match']} started: {d['a']} vs {d['b']} ({d['ladder']})."
-        if event_name == "match_finished":
-            return "** " + match_finished(d, ladders)
-        if event_name == "rating_changed":
-            return f"** {d['player']}'s {d['ladder']} rating: {change_text(d, d['ladder'], ladders)}."
-        if event_name == "result_claimed":
-            return (f"** {d['by']} claims a win in match {d['match']}. Type 'confirm {d['match']}'"
-                    f" or 'dispute {d['match']}'.")
-        if event_name == "ladder_updated":
-            return f"** Ladder {d['ladder']} updated ({len(d['players'])} players)."
-        if event_name in ("player_online", "player_offline"):
-            return f"** {d['player']} {'logged in' if event_name == 'player_online' else 'left'}."
-        if event_name == "logged_out":
-            return f"** {d['reason']}"
         if event_name == "hello":
             return f"Connected to {d['server']} {d['version']} (protocol {d['protocol']})."
-    except (KeyError, TypeError, ValueError, AttributeError):
+        if event_name in PUSHES:
+            return "** " + PUSHES[event_name](d, ladders, viewer)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         pass
     return f"** {event_name}: {generic(d)}"

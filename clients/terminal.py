@@ -1,9 +1,11 @@
 """``matchlobby client``: an interactive line client in the spirit of a FIBS session.
 
 Interactive on a terminal (prompt_toolkit: history, tab completion of
-commands and online players, pushes printed above the line being typed);
-with ``--batch`` or a non-terminal standard input it runs one command per
-line and exits, so it can be scripted.
+commands, players and ladders, pushes printed above the line being typed, the
+bell on an invitation); with ``--batch`` or a non-terminal standard input it
+runs one command per line and exits, so it can be scripted. Replies and
+pushes are printed as sentences (:mod:`clients.render`), ``--json`` as they
+came.
 """
 
 from __future__ import annotations
@@ -11,20 +13,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
 from websockets.exceptions import WebSocketException
 
+from clients.completion import Names
 from clients.lobby_client import Disconnected, LobbyClient, LobbyError, join_pages
-from clients.render import NO_LADDERS, Ladders, render_push, render_reply
+from clients.models import Session
+from clients.render import NO_LADDERS, NOBODY, Ladders, Viewer, render_push, render_reply
 
 DEFAULT_URL = "ws://127.0.0.1:8765/ws"
 LOCAL_EXIT = {"quit", "exit", "bye"}
 UNREACHABLE = (OSError, ConnectionError, TimeoutError, WebSocketException)
 """What connecting may raise: refused, timed out, not a WebSocket endpoint (HTTP 404), a bad URL."""
+BELL = "\a"
+NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
+"""Set (to anything but empty or 0) to keep the terminal from ringing on an invitation."""
 
 
 def _print(text: str, out: TextIO) -> None:
@@ -33,13 +42,67 @@ def _print(text: str, out: TextIO) -> None:
 
 
 def show_reply(reply: dict[str, Any], as_json: bool, out: TextIO,
-               ladders: Ladders = NO_LADDERS) -> None:
-    _print(json.dumps(reply, ensure_ascii=False) if as_json else render_reply(reply, ladders), out)
+               ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> None:
+    _print(json.dumps(reply, ensure_ascii=False) if as_json
+           else render_reply(reply, ladders, viewer), out)
 
 
 def show_push(push: dict[str, Any], as_json: bool, out: TextIO,
-              ladders: Ladders = NO_LADDERS) -> None:
-    _print(json.dumps(push, ensure_ascii=False) if as_json else render_push(push, ladders), out)
+              ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> None:
+    _print(json.dumps(push, ensure_ascii=False) if as_json
+           else render_push(push, ladders, viewer), out)
+
+
+def help_words(line: str) -> str | None:
+    """The command a ``help`` line asks about when it names one of several words unquoted
+    (``help report win``), which a plain line would send as too many arguments."""
+    words = line.split()
+    if len(words) > 2 and words[0].lower() == "help" and not any(q in line for q in "'\"\\"):
+        return " ".join(words[1:])
+    return None
+
+
+def bell_wanted(flag: bool) -> bool:
+    return flag and os.environ.get(NO_BELL_ENV, "") in ("", "0")
+
+
+class Echoes:
+    """Rating changes already on the screen, so that the pushes repeating them are not printed
+    again: a finished match's reply or push lists both players' changes, an event's close or
+    result and a correction list theirs, and then ``rating_changed`` brings each again."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, str, Any]] = set()
+
+    def _note(self, changes: Any, cause: dict[str, Any] | None) -> None:
+        if not isinstance(changes, list):
+            return
+        for c in changes:
+            if not isinstance(c, dict) or not isinstance(c.get("player"), str):
+                continue
+            why = c.get("cause") if isinstance(c.get("cause"), dict) else cause
+            if why:
+                self.seen.add(self._key(c["player"], why))
+
+    @staticmethod
+    def _key(player: str, cause: dict[str, Any]) -> tuple[str, str, Any]:
+        return (player.casefold(), "match", cause["match"]) if "match" in cause else (
+            player.casefold(), "event", cause.get("event"))
+
+    def note(self, data: Any) -> None:
+        """Remember the changes a reply's or a push's data shows."""
+        if isinstance(data, dict) and "changes" in data:
+            cause = {"match": data["match"]} if "match" in data else (
+                {"event": data["id"]} if "id" in data else None)
+            self._note(data["changes"], cause)
+
+    def repeats(self, push: dict[str, Any]) -> bool:
+        d = push.get("data")
+        if push.get("event") != "rating_changed" or not isinstance(d, dict):
+            return False
+        cause, player = d.get("cause"), d.get("player")
+        return isinstance(cause, dict) and isinstance(player, str) and bool(cause) and \
+            self._key(player, cause) in self.seen
 
 
 async def describe_ladders(client: LobbyClient) -> None:
@@ -65,16 +128,28 @@ class _Session:
 
     The library delivers the pushes it has already read before the command awaiting
     its reply wakes up, so a push that arrives after the reply of the command in
-    flight is held until that reply is printed. The client's own closing is not shown.
+    flight is held until that reply is printed. The client's own closing is not shown,
+    nor a push that repeats what is on the screen already (:class:`Echoes`, the
+    dispute one sent oneself). With ``bell``, an invitation rings the terminal's bell.
     """
 
-    def __init__(self, client: _CountingClient, as_json: bool, out: TextIO | None) -> None:
+    def __init__(self, client: _CountingClient, as_json: bool, out: TextIO | None,
+                 width: Callable[[], int | None] = lambda: None, bell: bool = False) -> None:
         self.client = client
         self.as_json = as_json
         self.out = out
+        self.width = width
+        self.bell = bell
         self.sent_at: int | None = None
         self.held: list[dict[str, Any]] = []
         self.closed = False
+        self.echoes = Echoes()
+        self.me: str | None = None
+        self.role: str | None = None
+
+    @property
+    def viewer(self) -> Viewer:
+        return Viewer(self.me, self.role, self.width())
 
     def push(self, message: dict[str, Any]) -> None:
         if self.closed:
@@ -82,26 +157,56 @@ class _Session:
         if self.sent_at is not None and self.client.replies_received > self.sent_at:
             self.held.append(message)
         else:
-            show_push(message, self.as_json, self.out or sys.stdout, self.client.ladder_info)
+            self._show_push(message)
+
+    def _show_push(self, message: dict[str, Any]) -> None:
+        data = message.get("data")
+        if not self.as_json:
+            if self.echoes.repeats(message):
+                return
+            if message.get("event") == "result_disputed" and isinstance(data, dict) and \
+                    self.viewer.mine(data.get("by")):
+                return
+        if message.get("event") == "match_finished":
+            self.echoes.note(data)
+        out = self.out or sys.stdout
+        if self.bell and message.get("event") == "invited":
+            out.write(BELL)
+        show_push(message, self.as_json, out, self.client.ladder_info, self.viewer)
 
     def _release(self) -> None:
         self.sent_at = None
         held, self.held = self.held, []
         for message in held:
-            show_push(message, self.as_json, self.out or sys.stdout, self.client.ladder_info)
+            self._show_push(message)
 
     async def run(self, line: str) -> dict[str, Any]:
         """Send ``line``, print its reply (every page of it), then the pushes held meanwhile."""
         self.sent_at = self.client.replies_received
         try:
-            reply = await self.client.send_line(line)
+            asked = help_words(line)
+            reply = await (self.client.send_line(line) if asked is None
+                           else self.client.request("help", {"command": asked}))
             reply = await self._rest(reply)
         except BaseException:
             self._release()
             raise
-        show_reply(reply, self.as_json, self.out or sys.stdout, self.client.ladder_info)
+        self._learn(reply)
+        self.echoes.note(reply.get("data") if reply.get("ok") else None)
+        show_reply(reply, self.as_json, self.out or sys.stdout, self.client.ladder_info,
+                   self.viewer)
         self._release()
         return reply
+
+    def _learn(self, reply: dict[str, Any]) -> None:
+        """Who is logged in, from the replies that log in and out."""
+        data = reply.get("data")
+        if not reply.get("ok") or not isinstance(data, dict):
+            return
+        if reply.get("cmd") in ("login", "register", "resume") and "player" in data:
+            self.me, self.role = data["player"], data.get("role")
+        elif reply.get("cmd") == "logout":
+            self.me = self.role = None
 
     async def _rest(self, reply: dict[str, Any]) -> dict[str, Any]:
         """A paged reply (``ladder``, ``event show``, ``history``) completed with the pages it
@@ -140,7 +245,7 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
         return 2
     if not as_json:
         await describe_ladders(client)
-    session = _Session(client, as_json, out)
+    session = _Session(client, as_json, out, width=lambda: _columns(out))
     if pushes:
         client.on("*", session.push)
     status = 0
@@ -165,47 +270,33 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
     return status
 
 
-class Names:
-    """Commands and online players, kept current from pushes for tab completion."""
-
-    def __init__(self) -> None:
-        self.commands: list[str] = []
-        self.players: set[str] = set()
-
-    def update(self, push: dict[str, Any]) -> None:
-        data = push.get("data") or {}
-        if push.get("event") == "player_online":
-            self.players.add(data.get("player", ""))
-        elif push.get("event") == "player_offline":
-            self.players.discard(data.get("player", ""))
+def _columns(out: TextIO) -> int | None:
+    """The width of the terminal ``out`` writes to; ``None`` (no wrapping) for a file or pipe."""
+    try:
+        return shutil.get_terminal_size().columns if out.isatty() else None
+    except (OSError, ValueError):
+        return None
 
 
-async def run_interactive(url: str, as_json: bool = False) -> int:
+async def run_interactive(url: str, as_json: bool = False, bell: bool = True) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    names = Names()
+    client = _CountingClient(url)
+    names = Names(lambda: client.ladder_info.keys(), LOCAL_EXIT)
 
     class LobbyCompleter(Completer):
         def get_completions(self, document: Any, complete_event: Any) -> Any:
             text = document.text_before_cursor
             words = text.split()
-            current = "" if text.endswith(" ") else (words[-1] if words else "")
-            if len(words) == 0 or (len(words) == 1 and not text.endswith(" ")):
-                pool = sorted({c.split()[0] for c in names.commands} | LOCAL_EXIT)
-            elif words[0] in ("event", "report") and len(words) <= 2 and not (
-                    len(words) == 2 and text.endswith(" ")):
-                pool = sorted(c.split()[1] for c in names.commands
-                              if c.startswith(words[0] + " "))
-            else:
-                pool = sorted(names.players)
-            for word in pool:
+            current = "" if not words or text[-1:].isspace() else words[-1]
+            done = words if not current else words[:-1]
+            for word in names.offers(done):
                 if word.lower().startswith(current.lower()):
                     yield Completion(word, start_position=-len(current))
 
-    client = _CountingClient(url)
     try:
         hello = await client.connect()
     except UNREACHABLE as e:
@@ -213,13 +304,13 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
         return 2
     print(render_push({"event": "hello", "data": hello}))
     await describe_ladders(client)
-    try:
-        names.commands = [c["command"] for c in (await client.call("help"))["commands"]]
+    with contextlib.suppress(LobbyError, Disconnected, TimeoutError, KeyError, TypeError):
+        names.learn(await client.call("help"))
         names.players = {p["player"] for p in (await client.call("who"))["players"]}
-    except Exception:
-        names.commands = []
     client.on("*", names.update)
-    output = _Session(client, as_json, None)  # sys.stdout as patch_stdout has it
+    # sys.stdout as patch_stdout has it; the width of the terminal at each reply
+    output = _Session(client, as_json, None, width=lambda: shutil.get_terminal_size().columns,
+                      bell=bell_wanted(bell))
     client.on("*", output.push)
     try:
         history: Any = FileHistory(str(Path.home() / ".matchlobby_history"))
@@ -228,7 +319,7 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
     session: PromptSession[str] = PromptSession(history=history, completer=LobbyCompleter())
     with patch_stdout():
         while True:
-            who = client.credentials[0] if client.credentials else "matchlobby"
+            who = output.me or "matchlobby"
             try:
                 line = (await session.prompt_async(f"{who}> ")).strip()
             except (EOFError, KeyboardInterrupt):
@@ -243,21 +334,32 @@ async def run_interactive(url: str, as_json: bool = False) -> int:
                 print("Connection lost; reconnecting…")
                 continue
             _remember_login(client, line, reply)
+            if output.me:
+                names.players.add(output.me)  # never told of oneself, nor back after a replaced login
     await output.close()
     return 0
 
 
 def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> None:
-    """Keep credentials so the library can log in again after a reconnect."""
+    """Keep the session token (and the password of a login typed here) so that the library
+    can log in again after a reconnect."""
     words = line.split()
-    if reply.get("ok") and len(words) == 3 and words[0].lower() in ("login", "register"):
+    data = reply.get("data")
+    if not reply.get("ok") or not words or not isinstance(data, dict):
+        return
+    command = words[0].lower()
+    if command in ("login", "register") and len(words) == 3:
         client.credentials = (words[1], words[2])
-    elif reply.get("ok") and words and words[0].lower() == "logout":
+        client.session = Session.maybe(data.get("session"))
+    elif command == "resume" and len(words) == 2:
         client.credentials = None
+        client.session = Session(words[1])
+    elif command == "logout":
+        client.credentials = client.session = None
 
 
-def main(url: str | None, as_json: bool, batch: bool, pushes: bool) -> int:
+def main(url: str | None, as_json: bool, batch: bool, pushes: bool, bell: bool = True) -> int:
     url = url or DEFAULT_URL
     if batch or not sys.stdin.isatty():
         return asyncio.run(run_batch(url, sys.stdin, as_json, pushes))
-    return asyncio.run(run_interactive(url, as_json))
+    return asyncio.run(run_interactive(url, as_json, bell))

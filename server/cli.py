@@ -60,6 +60,9 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
                         help="read commands from standard input and exit at its end")
     client.add_argument("--pushes", action="store_true",
                         help="in batch mode, also print pushes as they arrive")
+    client.add_argument("--no-bell", action="store_true",
+                        help="do not ring the terminal's bell on an invitation (also: set "
+                             "MATCHLOBBY_NO_BELL=1)")
     return parser
 
 
@@ -134,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "client":
         from clients.terminal import main as client_main
 
-        return client_main(args.url, args.json, args.batch, args.pushes)
+        return client_main(args.url, args.json, args.batch, args.pushes, not args.no_bell)
     if plugin_command is not None and not plugin_command.needs_config:
         return plugin_command.run(args, Environment(Config(), writable=False))
     try:

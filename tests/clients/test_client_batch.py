@@ -127,7 +127,7 @@ async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path
         ["foosball-singles", "P4P", "singles", "no", "when an event closes", "0"],
         ["foosball-doubles", "P4P", "doubles", "no", "when an event closes", "4"],
     ], right={5})
-    expected = ["player: alice, role: player, match: -", *expected_whois, *expected_ladder,
+    expected = ["Logged in as alice.", *expected_whois, *expected_ladder,
                 *expected_page, *expected_rating, *expected_history, *expected_who,
                 *expected_ladders]
     for i, (got, want) in enumerate(zip(out, expected, strict=False)):
@@ -235,11 +235,11 @@ async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Pa
     assert [p["player"] for p in rated["players"]] == ["alice", "bob", "carol"]
     after = {p["player"]: p["rating"] for p in rated["players"]}
     expected = [
-        f"player: {ADMIN}, role: admin, match: -",
+        f"Logged in as {ADMIN} (admin).",
         f"Event 1: Brno Open (scrabble, {day}, open)",
-        "event: 1, match: 1, side_a: alice, side_b: bob, score_a: 420, score_b: 380, rated: yes",
-        "event: 1, match: 2, side_a: bob, side_b: carol, score_a: 400, score_b: 390, rated: yes",
-        "event: 1, imported: 2",
+        "Recorded in event 1 as match 1: alice 420, bob 380.",
+        "Recorded in event 1 as match 2: bob 400, carol 390.",
+        "Imported 2 games into event 1 (matches 3 to 4).",
         f"Event 1: Brno Open (scrabble, {day}, open)",
         "match  side a  side b  score    status",
         "    1  alice   bob     420:380  finished",
@@ -251,9 +251,9 @@ async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Pa
         "bob          2    1      0     1     1.0",
         "carol        2    0      0     2     0.0",
         f"Event 1: Brno Open (scrabble, {day}, closed)",
-        f"  alice: - -> {after['alice']} (new)",
-        f"  bob: - -> {after['bob']} (new)",
-        f"  carol: - -> {after['carol']} (new)",
+        f"  alice: - -> {after['alice']} (new), played",
+        f"  bob: - -> {after['bob']} (new), played",
+        f"  carol: - -> {after['carol']} (new), played",
         "id  name       ladder    date        status  games",
         f" 1  Brno Open  scrabble  {day}  closed      4",
         "No events.",
@@ -273,10 +273,14 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     result = [f"Match {mid} (backgammon, 1 point) won by bob (resign).",
               "  alice: 1500.00 -> 1490.02 (-9.98)",
               "  bob: 1500.00 -> 1509.98 (+9.98)"]
-    assert done.lines == [  # the reply is the result: no match_finished push repeats it
-        "player: alice, role: player",
+    win, loss = fibs_changes(1500.0, 0, 1500.0, 0, 1, True)
+    at_stake = [f"  {name} (rating 1500.00): 50.0% to win; a win {win:+.2f}, a loss {loss:+.2f}."
+                for name in ("alice", "bob")]
+    assert done.lines == [  # the reply is the result: neither match_finished nor
+        "Logged in as alice.",  # rating_changed repeats it
+        f"You are in match {mid}: alice vs bob (backgammon, 1 point).",
+        *at_stake,
         *result,
-        "** alice's backgammon rating: 1500.00 -> 1490.02 (-9.98).",
     ]
     # without --pushes, only the replies
     alice = await lobby.client()
@@ -284,9 +288,10 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     await start_match(bob, alice, length=1)
     await bob.close()
     quiet = await run_batch(lobby.url, [f"login bob {PASSWORD}", "resign"])
-    assert quiet.lines[0] == "player: bob, role: player"
-    assert quiet.lines[1] == f"Match {mid + 1} (backgammon, 1 point) won by alice (resign)."
-    assert len(quiet.lines) == 4 and not any(line.startswith("**") for line in quiet.lines)
+    assert quiet.lines[:2] == ["Logged in as bob.",
+                               f"You are in match {mid + 1}: bob vs alice (backgammon, 1 point)."]
+    assert quiet.lines[4] == f"Match {mid + 1} (backgammon, 1 point) won by alice (resign)."
+    assert len(quiet.lines) == 7 and not any(line.startswith("**") for line in quiet.lines)
 
 
 async def test_json_prints_each_raw_reply_on_one_line(lobby: LobbyServer) -> None:
@@ -318,7 +323,8 @@ async def test_refusals_print_the_servers_message_and_exit_1(lobby: LobbyServer)
     assert done.lines[1:3] == ["Error (unknown_command): Unknown command 'frobnicate'; try 'help'.",
                                "Error (not_logged_in): 'resign' needs you to log in first."]
     assert done.lines[3] == "Error (not_found): No player named 'nobody'."
-    assert done.lines[8] == "player: alice, role: player"  # later commands still ran
+    assert done.lines[8] == (  # later commands still ran
+        "Welcome, alice: your account is made and you are logged in.")
     assert done.lines[9].startswith("ladder ")
     assert len(done.lines) == 14
 

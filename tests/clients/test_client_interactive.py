@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from testkit.cli import cli_env, matchlobby_command
 from testkit.constants import PASSWORD, ROOT
+from testkit.fibs import fibs_changes
 from testkit.server_loop import LobbyServer
 from testkit.terminal import Terminal, screen_text
 
@@ -39,7 +40,7 @@ async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, 
         await term.expect(r"Connected to matchlobby \S+ \(protocol 1\)\.\n")
         await term.expect(r"matchlobby>")
         term.type(f"register alice {PASSWORD}\r")
-        await term.expect(r"player: alice, role: player\n")
+        await term.expect(r"Welcome, alice: your account is made and you are logged in\.\n")
         await term.expect(r"alice>")  # the prompt now names the player
         term.type("who\r")
         await term.expect(r"player  status  ratings\nalice   ready   -\nbob     ready   -\n"
@@ -50,29 +51,35 @@ async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, 
         term.type("wh")
         await term.expect(r"whois")  # the completion menu offers who and whois
         await bob.call("invite", name="alice", ladder="backgammon")
-        await term.expect(r"\*\* bob invites you to a 1-point backgammon match\. "
-                          r"Type 'join bob' or 'decline bob'\.\n")
+        await term.expect(r"\*\* bob invites you to a 1-point backgammon match, open until "
+                          r"\d\d:\d\d:\d\d UTC\. Type 'join bob' or 'decline bob'\.\n"
+                          r"  bob \(rating 1500\.00\): 50\.0% to win; a win \+9\.98, "
+                          r"a loss -9\.98\.\n"
+                          r"  alice \(rating 1500\.00\): 50\.0% to win; a win \+9\.98, "
+                          r"a loss -9\.98\.\n")
         await term.expect(r"alice> wh")
         term.type("ois bob\r")
         await term.expect(r"Information about bob:\n  Still logged in\. Ready to play\.\n"
                           r"  No ratings yet\.\n  Matches: 0 played, 0 dropped, 0 disputed\.\n")
 
         term.type("join bob\r")
-        await term.expect(r"match: (\d+), ladder: backgammon, length: 1, a: bob, b: alice, "
-                          r"status: playing\n")
         mid = (await bob.next_push("match_started"))["data"]["match"]
+        await term.expect(rf"Match {mid} started: bob vs alice \(backgammon, 1 point\)\.\n"
+                          r"  bob \(rating 1500\.00\): 50\.0% to win;.*\n"
+                          r"  alice \(rating 1500\.00\): 50\.0% to win;.*\n")
         # a push while idle at the prompt
         await term.expect(r"alice>")
         await bob.resign()
         await term.expect(rf"\*\* Match {mid} \(backgammon, 1 point\) won by alice \(resign\)\.\n"
                           r"  alice: 1500\.00 -> 1509\.98 \(\+9\.98\)\n"
                           r"  bob: 1500\.00 -> 1490\.02 \(-9\.98\)\n")
-        await term.expect(r"\*\* alice's backgammon rating: 1500\.00 -> 1509\.98 \(\+9\.98\)\.\n")
         await term.expect(r"alice>")
 
         term.type("frobnicate\r")
-        await term.expect(r"Error \(unknown_command\): Unknown command 'frobnicate'; "
-                          r"try 'help'\.\n")
+        between = await term.expect(r"Error \(unknown_command\): Unknown command 'frobnicate'; "
+                                    r"try 'help'\.\n")
+        # her own rating change was printed once, with the result: no push repeats it
+        assert "rating:" not in between and "1509.98" not in between
         await term.expect(r"alice>")
         term.type("quit\r")
         assert await term.wait() == 0
@@ -147,16 +154,22 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
                             env=terminal_env(tmp_path, answers_cpr=True), check=True, timeout=10)
     await until_screen(tmux, "matchlobby>")
     await keys(f"register alice {PASSWORD}", "Enter")
-    await until_screen(tmux, "player: alice, role: player", "alice>")
+    await until_screen(tmux, "Welcome, alice: your account is made and you are logged in.",
+                       "alice>")
     carol = await lobby.player("carol")
     await until_screen(tmux, "** carol logged in.", "alice>")
     await keys("who")
     await until_screen(tmux, "alice> who")
-    await carol.call("invite", name="alice", ladder="backgammon", length=3)
+    until = (await carol.call("invite", name="alice", ladder="backgammon", length=3)
+             )["expires_at"].split("T")[1].rstrip("Z")
+    win, loss = fibs_changes(1500.0, 0, 1500.0, 0, 3, True)
     # the push is written above the prompt, which still holds what was typed
-    lines = await until_screen(tmux, "** carol invites you to a 3-point backgammon match. "
-                                     "Type 'join carol' or 'decline carol'.", "alice> who")
-    assert lines[-3] == "** carol logged in."
+    lines = await until_screen(
+        tmux, f"** carol invites you to a 3-point backgammon match, open until {until} UTC. "
+              "Type 'join carol' or 'decline carol'.",
+        *(f"  {name} (rating 1500.00): 50.0% to win; a win {win:+.2f}, a loss {loss:+.2f}."
+          for name in ("carol", "alice")), "alice> who")
+    assert lines[-5] == "** carol logged in."
     await keys("Enter")
     await until_screen(tmux, "alice> who", "player  status  ratings", "alice   ready   -",
                        "carol   ready   -", "2 players, 0 spectators.", "alice>")

@@ -9,12 +9,14 @@ import logging
 from typing import Any
 
 import pytest
-from testkit.clients import Gate, expect_error, given_up, settle, start_match
+from testkit.clients import Gate, expect_error, given_up, play, settle, start_match
 from testkit.constants import PASSWORD
+from testkit.fibs import FibsModel, close, fibs_chance, fibs_changes
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient, LobbyError
 from clients.lobby_client import REPLACED, Disconnected, Push
+from clients.models import Invitation, Invitations, Invited, LoggedIn, Stake, StakeSide
 
 
 async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: LobbyServer) -> None:
@@ -209,3 +211,55 @@ async def test_a_match_through_the_typed_helpers(lobby: LobbyServer) -> None:
     assert rating.ratings[0].rating == finished.change_of("bob").after
     assert (await alice.ladder("backgammon")).players[0].player == "bob"
     await expect_error(alice.confirm(mid), "not_found")
+
+
+async def test_stakes_invitations_and_sessions_typed(lobby: LobbyServer) -> None:
+    """The calls for what a match puts at stake, invitations and session tokens, read into
+    :mod:`clients.models`; the FIBS figures from RATINGS.md §1 (:mod:`testkit.fibs`)."""
+    alice, bob = await lobby.players("alice", "bob")
+    await play(alice, bob, length=1)
+    fibs = FibsModel()
+    fibs.play("alice", "bob", 1)
+    a, b = fibs.get("alice"), fibs.get("bob")
+
+    at_stake = await alice.stake("bob", "backgammon", 5)
+    assert isinstance(at_stake, Stake)
+    assert (at_stake.ladder, at_stake.length) == ("backgammon", 5)
+    mine, theirs = at_stake.players
+    assert isinstance(mine, StakeSide) and (mine.player, theirs.player) == ("alice", "bob")
+    assert at_stake.of("BOB") == theirs
+    win, other_loss = fibs_changes(a.rating, a.experience, b.rating, b.experience, 5, True)
+    loss, other_win = fibs_changes(a.rating, a.experience, b.rating, b.experience, 5, False)
+    for got, want in ((mine.rating, a.rating), (mine.chance, fibs_chance(a.rating, b.rating, 5)),
+                      (mine.win, win), (mine.loss, loss), (theirs.rating, b.rating),
+                      (theirs.win, other_win), (theirs.loss, other_loss)):
+        assert close(got, want), (got, want)
+    await expect_error(alice.stake("alice", "backgammon"), "bad_request")
+    await expect_error(alice.stake("nobody", "backgammon"), "not_found")
+
+    sent = await alice.invite("bob", "backgammon", 3)
+    assert isinstance(sent, Invited)
+    assert (sent.to, sent.ladder, sent.length, sent.replaced) == ("bob", "backgammon", 3, False)
+    assert sent.expires_at is not None and sent.stake is not None
+    assert close(sent.stake.of("alice").chance, fibs_chance(a.rating, b.rating, 3))
+    again = await alice.invite("bob", "backgammon", "unlimited")
+    assert (again.replaced, again.length, again.stake) == (True, "unlimited", None)
+    listed = await bob.invitations()
+    assert isinstance(listed, Invitations) and listed.sent == []
+    (received,) = listed.received
+    assert received == Invitation("alice", "bob", "backgammon", "unlimited", again.expires_at,
+                                  None)
+    assert (await alice.invitations()).sent == [
+        Invitation("alice", "bob", "backgammon", "unlimited", again.expires_at)]
+    assert await alice.uninvite("BOB") == "bob"
+    assert (await bob.next_push("invitation_withdrawn"))["data"] == {
+        "from": "alice", "ladder": "backgammon"}
+    assert await bob.invitations() == Invitations([], [])
+    await expect_error(alice.uninvite("bob"), "not_found")
+
+    assert bob.session is not None and bob.player == "bob"
+    fresh = await lobby.client()
+    resumed = await fresh.resume(bob.session.token)
+    assert resumed == LoggedIn("bob", "player", None, None)
+    assert fresh.player == "bob"
+    await expect_error((await lobby.client()).resume("not-a-token"), "forbidden")

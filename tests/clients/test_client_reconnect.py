@@ -12,7 +12,7 @@ import logging
 import time
 
 import pytest
-from testkit.clients import Gate, given_up, settle, start_match
+from testkit.clients import Gate, expect_error, given_up, settle, start_match
 from testkit.constants import PASSWORD
 from testkit.fibs import FibsModel, check_changes
 from testkit.probes import wait_until
@@ -131,3 +131,27 @@ async def test_without_reconnect_the_client_stays_down(lobby: LobbyServer) -> No
     await lobby.start()
     await given_up(c)
     assert (c.connected, c.reconnects) == (False, 0)
+
+
+async def test_the_client_resumes_with_its_session_token_not_its_password(
+        lobby: LobbyServer) -> None:
+    alice = await lobby.client(reconnect=True, backoff=BACKOFF)
+    await alice.register("alice", PASSWORD)
+    assert alice.session is not None and len(alice.session.token) == 43
+    token = alice.session.token
+    alice.credentials = None  # only the token is kept
+    reconnected = asyncio.Event()
+    alice.on("reconnected", lambda p: reconnected.set())
+    await lobby.restart()
+    await asyncio.wait_for(reconnected.wait(), 10)
+    watcher = await lobby.client()
+
+    async def back() -> bool:
+        return (await watcher.whois("alice")).online
+
+    await wait_until(back, what="alice to be logged in again by her token")
+    assert alice.session is not None and alice.session.token == token
+
+    await alice.logout()  # ends the token
+    assert alice.session is None
+    await expect_error((await lobby.client()).resume(token), "forbidden")

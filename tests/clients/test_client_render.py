@@ -6,9 +6,11 @@ system, unknown to every client, shows that nothing in the renderers is per syst
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from testkit.constants import ROOT
 from testkit.shapes import (
     CAS_COLUMNS,
     FIBS_COLUMNS,
@@ -21,6 +23,7 @@ from testkit.shapes import (
 
 from clients import render
 from clients.render import render_push, render_reply
+from server.commands import COMMANDS
 
 
 def ok(cmd: str, data: Any) -> dict[str, Any]:
@@ -117,7 +120,7 @@ def test_an_unknown_system_everywhere() -> None:
     pushed = {"ladder": "go", "player": "bob", "before": 1500, "after": 1387, "change": -113,
               "cause": {"match": 4}}
     assert render_push({"event": "rating_changed", "data": pushed}, LADDERS) == (
-        "** bob's go rating: 1500 -> 1387 (-113).")
+        "** bob's go score: 1500 -> 1387 (-113).")  # the ladder's label for its rating
     finished = {**FINISHED, "ladder": "go", "length": 1, "changes": [
         {"player": "alice", "before": None, "after": 1613, "change": None},
         {"player": "bob", "before": 1500, "after": 1387, "change": -113}]}
@@ -339,13 +342,17 @@ def test_an_unrated_or_short_match() -> None:
 
 def test_a_correction_is_not_a_finished_match() -> None:
     corrected = {"match": 5, "ladder": "backgammon", "status": "voided", "winner": None,
-                 "reason": "cheating", "recomputed": True, "changes": []}
-    assert render_reply(ok("void", corrected)) == (
-        "match: 5, ladder: backgammon, status: voided, winner: -, reason: cheating, "
-        "recomputed: yes")
+                 "reason": "cheating", "recomputed": True, "changes": [
+                     {"ladder": "backgammon", "player": "alice", "before": 1522.136,
+                      "after": 1500.0, "change": -22.136, "cause": {"match": 5}}]}
+    assert render_reply(ok("void", corrected)).splitlines() == [
+        "Match 5 (backgammon) is void: cheating. The ladder was recomputed:",
+        "  alice: 1522.14 -> 1500.00 (-22.14)"]
+    assert render_reply(ok("void", {**corrected, "recomputed": False})) == (
+        "Match 5 (backgammon) is void: cheating. It was never rated; no rating moved.")
     assert render_reply(ok("adjudicate", {**corrected, "status": "finished",
-                                          "winner": "bob", "reason": None})).startswith(
-        "match: 5, ladder: backgammon, status: finished, winner: bob")
+                                          "winner": "bob", "reason": None})).splitlines()[0] == (
+        "Match 5 (backgammon) now counts as won by bob. The ladder was recomputed:")
 
 
 def test_help() -> None:
@@ -368,13 +375,15 @@ def test_errors_and_odd_replies() -> None:
     assert render_reply(refused) == "Error (not_found): No player named 'bob'."
     assert render_reply({"ok": False}) == "Error (?): "
     assert render_reply(ok("invite", {"to": "bob", "ladder": "backgammon", "length": 3})) == (
-        "to: bob, ladder: backgammon, length: 3")
+        "You invited bob to a 3-point backgammon match.")  # no expiry, no stake
     # a reply that lacks what its renderer needs falls back to the plain form, never raises
     assert render_reply(ok("whois", {"player": "x", "ratings": [{"ladder": "chess"}]})
                         ) == "player: x"
     assert render_reply(ok("ladder", None)) == "-"
-    assert render_reply(ok("logout", {"player": "a", "logged_in": False})) == (
-        "player: a, logged_in: no")
+    assert render_reply(ok("logout", {"player": "a", "logged_in": False})) == "Logged out of a."
+    # a plugin's command, which this client knows nothing of, shows its fields
+    assert render_reply(ok("streak", {"player": "a", "streak": 3, "best": None})) == (
+        "player: a, streak: 3, best: -")
 
 
 @pytest.mark.parametrize(("push", "text"), [
@@ -384,7 +393,7 @@ def test_errors_and_odd_replies() -> None:
      "** bob invites you to a 5-point backgammon match. Type 'join bob' or 'decline bob'."),
     ({"event": "match_started", "data": {"match": 4, "ladder": "backgammon", "length": 5,
                                          "a": "bob", "b": "alice", "status": "playing"}},
-     "** Match 4 started: bob vs alice (backgammon)."),
+     "** Match 4 started: bob vs alice (backgammon, 5 points)."),
     ({"event": "match_finished", "data": FINISHED},
      "** Match 17 (backgammon, 5 points) won by alice (resign).\n"
      "  alice: 1500.00 -> 1522.14 (+22.14)\n  bob: 1500.00 -> 1477.86 (-22.14)"),
@@ -394,15 +403,199 @@ def test_errors_and_odd_replies() -> None:
      "** amy's scrabble rating: - -> 1000 (new)."),
     ({"event": "result_claimed", "data": {"match": 4, "by": "bob", "scores": [5, 2],
                                           "status": "claimed"}},
-     "** bob claims a win in match 4. Type 'confirm 4' or 'dispute 4'."),
+     "** bob claims a win in match 4 (5 to 2). Type 'confirm 4' or 'dispute 4'."),
     ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3,
                                           "players": [{}, {}]}},
      "** Ladder scrabble updated (2 players)."),
     ({"event": "player_online", "data": {"player": "bob"}}, "** bob logged in."),
     ({"event": "player_offline", "data": {"player": "bob"}}, "** bob left."),
     ({"event": "logged_out", "data": {"reason": "Replaced."}}, "** Replaced."),
-    ({"event": "declined", "data": {"by": "bob"}}, "** declined: by: bob"),
+    ({"event": "declined", "data": {"by": "bob"}}, "** bob declined your invitation."),
+    ({"event": "declined", "data": {}}, "** declined: "),  # incomplete
     ({"event": "invited", "data": {"from": "bob"}}, "** invited: from: bob"),  # incomplete
 ])
 def test_pushes(push: dict[str, Any], text: str) -> None:
     assert render_push(push) == text
+
+
+# ---- every reply and push of docs/PROTOCOL.md as a sentence -----------------------------------
+
+PROTOCOL = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+
+
+def test_every_push_of_the_protocol_and_every_lobby_command_has_its_sentence() -> None:
+    table = PROTOCOL[PROTOCOL.index("## Pushes"):]
+    pushes = re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M)
+    assert "invitation_expired" in pushes and len(pushes) >= 17
+    assert set(pushes) - {"hello"} <= set(render.PUSHES), set(pushes) - set(render.PUSHES)
+    assert set(COMMANDS) <= set(render.REPLIES), set(COMMANDS) - set(render.REPLIES)
+
+
+STAKE = {"ladder": "backgammon", "length": 3, "players": [
+    {"player": "alice", "rating": 1517.2166, "chance": 0.51716, "win": 16.5923, "loss": -17.7716},
+    {"player": "bob", "rating": 1482.7834, "chance": 0.48284, "win": 17.7716, "loss": -16.5923}]}
+AT_STAKE = ["  alice (rating 1517.22): 51.7% to win; a win +16.59, a loss -17.77.",
+            "  bob (rating 1482.78): 48.3% to win; a win +17.77, a loss -16.59."]
+SUMMARY = {"match": 4, "ladder": "backgammon", "length": 3, "a": "alice", "b": "bob",
+           "status": "playing", "stake": STAKE}
+ALICE_READS = render.Viewer("alice", "player")
+
+
+@pytest.mark.parametrize(("cmd", "data", "text"), [
+    ("register", {"player": "alice", "role": "player", "session": {"token": "t"}},
+     "Welcome, alice: your account is made and you are logged in."),
+    ("login", {"player": "root", "role": "admin", "match": None}, "Logged in as root (admin)."),
+    ("login", {"player": "alice", "role": "player", "match": {**SUMMARY, "status": "claimed"}},
+     "Logged in as alice.\nYou are in match 4: alice vs bob (backgammon, 3 points), a win is "
+     "claimed.\n" + "\n".join(AT_STAKE)),
+    ("resume", {"player": "alice", "role": "player", "match": None},
+     "Logged in again as alice."),
+    ("logout", {"player": "alice", "logged_in": False, "revoked": True},
+     "Logged out of alice. This login's session has ended."),
+    ("watch", {"ladder": "scrabble", "watching": True},
+     "Watching scrabble: its results and rating changes are shown here."),
+    ("unwatch", {"ladder": "scrabble", "watching": False}, "No longer watching scrabble."),
+    ("stake", STAKE, "At stake in a 3-point backgammon match of alice against bob:\n"
+     + "\n".join(AT_STAKE)),
+    ("invite", {"to": "bob", "ladder": "backgammon", "length": 3,
+                "expires_at": "2026-12-01T20:58:30Z", "replaced": False, "stake": STAKE},
+     "You invited bob to a 3-point backgammon match, open until 20:58:30 UTC.\n"
+     + "\n".join(AT_STAKE)),
+    ("invite", {"to": "bob", "ladder": "backgammon", "length": "unlimited", "expires_at": None,
+                "replaced": True, "stake": None},
+     "You invited bob again (this replaces your earlier invitation) to an unlimited (unrated) "
+     "backgammon match."),
+    ("invitations", {"sent": [], "received": []}, "No invitations, sent or received."),
+    ("invitations", {"sent": [{"to": "bob", "ladder": "backgammon", "length": 11,
+                               "expires_at": "2026-12-01T20:58:30Z"}], "received": []},
+     "Invitations you sent:\n  to bob: an 11-point backgammon match, open until 20:58:30 UTC. "
+     "Type 'uninvite bob' to withdraw it.\nYou have received no invitations."),
+    ("uninvite", {"withdrawn": "bob"}, "Your invitation to bob is withdrawn."),
+    ("join", SUMMARY, "Match 4 started: alice vs bob (backgammon, 3 points).\n"
+     + "\n".join(AT_STAKE)),
+    ("join", {**SUMMARY, "length": "unlimited", "stake": None},
+     "Match 4 started: alice vs bob (backgammon, unlimited)."),
+    ("decline", {"declined": "carol"}, "You declined carol's invitation."),
+    ("report win", {"match": 2, "by": "alice", "scores": None, "status": "claimed"},
+     "You claim a win in match 2; your opponent is asked to confirm or dispute it."),
+    ("dispute", {"match": 3, "status": "disputed", "by": "alice"},
+     "You dispute the claim in match 3: it is disputed now, and an admin will decide it."),
+    ("abort", {"match": 4, "status": "abort_requested", "by": "alice"},
+     "You propose to abort match 4: it ends unrated if your opponent agrees (they type "
+     "'abort')."),
+    ("abort", {"match": 4, "status": "aborted", "rated": False},
+     "Match 4 is aborted; it is not rated."),
+    ("event result", {"event": 1, "match": 8, "side_a": "alice", "side_b": "dave",
+                      "score_a": 10, "score_b": 0, "rated": False, "unrated": "forfeit"},
+     "Recorded in event 1 as match 8: alice 10, dave 0. Not rated (forfeit)."),
+    ("event result", {"event": 2, "match": 9, "side_a": "alice", "side_b": "bob",
+                      "score_a": 5, "score_b": 3, "rated": True, "changes": [
+                          {"ladder": "backgammon", "player": "alice", "before": 1500.0,
+                           "after": 1517.2166, "change": 17.2166,
+                           "cause": {"match": 9, "event": 2}}]},
+     "Recorded in event 2 as match 9: alice 5, bob 3.\n  alice: 1500.00 -> 1517.22 (+17.22)"),
+    ("event import", {"event": 1, "imported": 1, "games": [{"match": 8}]},
+     "Imported 1 game into event 1 (match 8)."),
+])
+def test_replies_read_as_sentences(cmd: str, data: Any, text: str) -> None:
+    assert render_reply(ok(cmd, data), LADDERS, ALICE_READS) == text
+
+
+@pytest.mark.parametrize(("push", "viewer", "text"), [
+    ({"event": "invited", "data": {"from": "bob", "ladder": "backgammon", "length": "unlimited",
+                                   "expires_at": "2026-12-01T20:58:30Z", "stake": None}},
+     ALICE_READS, "** bob invites you to an unlimited (unrated) backgammon match, open until "
+                  "20:58:30 UTC. Type 'join bob' or 'decline bob'."),
+    ({"event": "invited", "data": {"from": "bob", "ladder": "backgammon", "length": 8,
+                                   "expires_at": None, "stake": STAKE}},
+     ALICE_READS, "** bob invites you to an 8-point backgammon match. Type 'join bob' or "
+                  "'decline bob'.\n" + "\n".join(AT_STAKE)),
+    ({"event": "invitation_withdrawn", "data": {"from": "bob", "ladder": "scrabble"}},
+     ALICE_READS, "** bob withdrew the invitation to a scrabble match."),
+    ({"event": "invitation_expired", "data": {"from": "alice", "to": "bob",
+                                              "ladder": "backgammon"}},
+     ALICE_READS, "** Your invitation to bob (backgammon) has expired."),
+    ({"event": "invitation_expired", "data": {"from": "bob", "to": "alice",
+                                              "ladder": "backgammon"}},
+     ALICE_READS, "** bob's invitation (backgammon) has expired."),
+    ({"event": "invitation_expired", "data": {"from": "bob", "to": "carol",
+                                              "ladder": "backgammon"}},
+     render.NOBODY, "** bob's invitation to carol (backgammon) has expired."),
+    ({"event": "match_started", "data": SUMMARY}, ALICE_READS,
+     "** Match 4 started: alice vs bob (backgammon, 3 points).\n" + "\n".join(AT_STAKE)),
+    ({"event": "result_disputed", "data": {"match": 3, "status": "disputed", "by": "bob"}},
+     ALICE_READS, "** bob disputes your claim in match 3; an admin will decide it."),
+    ({"event": "result_disputed", "data": {"match": 3, "status": "disputed", "by": "bob"}},
+     render.Viewer("root", "admin"), "** bob disputes the claim in match 3. Decide it: "
+                                     "'adjudicate 3 WINNER' or 'void 3 REASON'."),
+    ({"event": "abort_requested", "data": {"match": 4, "status": "abort_requested",
+                                           "by": "bob"}},
+     ALICE_READS, "** bob proposes to abort match 4 unrated. Type 'abort' to agree."),
+    ({"event": "match_aborted", "data": {"match": 4, "status": "aborted", "rated": False}},
+     ALICE_READS, "** Match 4 is aborted: your opponent agreed. It is not rated."),
+    ({"event": "match_corrected", "data": {"match": 5, "ladder": "backgammon",
+                                           "status": "finished", "winner": "bob",
+                                           "reason": None, "recomputed": True}},
+     ALICE_READS, "** Match 5 (backgammon) was corrected by an admin: bob is the winner."),
+    ({"event": "rating_changed", "data": {"ladder": "backgammon", "player": "alice",
+                                          "before": 1500.0, "after": 1509.98, "change": 9.98,
+                                          "cause": {"match": 1}}},
+     ALICE_READS, "** Your backgammon rating: 1500.00 -> 1509.98 (+9.98)."),
+    ({"event": "rating_changed", "data": {"ladder": "scrabble", "player": "alice",
+                                          "before": 1000, "after": 943, "change": -57,
+                                          "cause": {"event": 2}, "played": False}},
+     ALICE_READS, "** Your scrabble strength: 1000 -> 943 (-57), moved by normalisation "
+                  "(did not play)."),
+    ({"event": "rating_changed", "data": {"ladder": "scrabble", "player": "bob",
+                                          "before": 900, "after": 950, "change": 50,
+                                          "cause": {"event": 2}, "played": True}},
+     ALICE_READS, "** bob's scrabble strength: 900 -> 950 (+50), played."),
+    ({"event": "disconnected", "data": {"code": 1006, "reason": ""}}, ALICE_READS,
+     "** Connection lost."),
+    ({"event": "reconnected", "data": {"attempts": 1}}, ALICE_READS, "** Connected again."),
+])
+def test_pushes_read_as_sentences(push: dict[str, Any], viewer: render.Viewer,
+                                  text: str) -> None:
+    assert render_push(push, LADDERS, viewer) == text
+
+
+@pytest.mark.parametrize(("length", "phrase"), [
+    (1, "a 1-point"), (3, "a 3-point"), (8, "an 8-point"), (11, "an 11-point"),
+    (18, "an 18-point"), (81, "an 81-point"), (100, "a 100-point"), (111, "a 111-point"),
+    ("unlimited", "an unlimited (unrated)")])
+def test_a_or_an(length: Any, phrase: str) -> None:
+    assert render.match_kind(length, "backgammon") == f"{phrase} backgammon match"
+
+
+def test_help_wraps_to_the_screen() -> None:
+    listing = {"commands": [
+        {"command": "who", "usage": "who", "who": "anyone", "summary": "Online players."},
+        {"command": "event result", "who": "admin",
+         "usage": "event result EVENT SIDE_A SIDE_B SCORE_A SCORE_B [LENGTH] [--unrated REASON]",
+         "summary": "Record a game; a side is NAME or NAME1+NAME2; REASON is up to 200 "
+                    "characters, without control or invisible ones."}]}
+    wide = render_reply(ok("help", listing), viewer=render.Viewer(width=200))
+    assert wide == render_reply(ok("help", listing))  # what fits is not wrapped
+    assert wide.splitlines()[2].endswith("admin   Record a game; a side is NAME or "
+                                         "NAME1+NAME2; REASON is up to 200 characters, "
+                                         "without control or invisible ones.")
+    narrow = render_reply(ok("help", listing), viewer=render.Viewer(width=60)).splitlines()
+    assert narrow == [  # the summary keeps 30 columns, the usage has the rest
+        "usage                 who     what",
+        "who                   anyone  Online players.",
+        "event result EVENT    admin   Record a game; a side is NAME",
+        "  SIDE_A SIDE_B               or NAME1+NAME2; REASON is up",
+        "  SCORE_A SCORE_B             to 200 characters, without",
+        "  [LENGTH]                    control or invisible ones.",
+        "  [--unrated REASON]",
+    ]
+    assert max(map(len, narrow)) <= 60
+    one = render_reply(ok("help", listing["commands"][1]), viewer=render.Viewer(width=40))
+    assert one.splitlines() == [
+        "event result EVENT SIDE_A SIDE_B SCORE_A",
+        "  SCORE_B [LENGTH] [--unrated REASON]",
+        "  Record a game; a side is NAME or",
+        "  NAME1+NAME2; REASON is up to 200",
+        "  characters, without control or",
+        "  invisible ones.",
+        "  For: admin"]

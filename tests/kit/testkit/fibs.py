@@ -119,3 +119,9 @@ async def check_fibs_state(client: LobbyClient, model: FibsModel, ladder: str = 
         for e in hist["entries"]:
             assert e["change"] == e["after"] - e["before"]
             assert e["ladder"] == ladder
+
+
+def fibs_chance(own: float, other: float, n: int) -> float:
+    """The probability that the player rated ``own`` wins a match of length ``n``."""
+    underdog = 1 / (10 ** (abs(own - other) * math.sqrt(n) / 2000) + 1)
+    return 0.5 if own == other else (1 - underdog if own > other else underdog)

@@ -25,7 +25,7 @@ def screen_text(raw: bytes) -> str:
 
 
 class Terminal:
-    """A process on a pseudo-terminal (80 columns would wrap tables; it gets 200)."""
+    """A process on a pseudo-terminal (80 columns would wrap tables; it gets 200 unless told)."""
 
     def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
         self.proc = proc
@@ -34,11 +34,12 @@ class Terminal:
         self.mark = 0  # where the next expect starts, in screen_text(raw)
 
     @classmethod
-    async def spawn(cls, args: Sequence[str], env: dict[str, str]) -> Terminal:
+    async def spawn(cls, args: Sequence[str], env: dict[str, str], columns: int = 200
+                    ) -> Terminal:
         import pty
 
         master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
         proc = await asyncio.create_subprocess_exec(
             *args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
             start_new_session=True)
