@@ -338,6 +338,10 @@ def _bind_line(spec: CommandSpec, rest: list[str]) -> Request:
         else:
             positional.append(word)
         i += 1
+    last = len(spec.args) - 1
+    if spec.args and spec.args[-1].kind == "text" and len(positional) > last + 1:
+        # a free-text last argument takes the rest of the line: `help report win`
+        positional[last:] = [" ".join(positional[last:])]
     return Request(spec, bind(spec, positional, named))
 
 

@@ -289,6 +289,17 @@ def test_help_lists_every_command_in_order_or_explains_one() -> None:
     refused("unknown_command", help_text, SMALL, "wave")
 
 
+def test_help_of_a_multi_word_command_needs_no_quotes() -> None:
+    for line in ("help report win", "help event close", "HELP Event   Close", "help 'report win'"):
+        request = parse_line(line, LOBBY)
+        assert request.cmd == "help"
+        name = help_text(LOBBY, request.args["command"])["command"]
+        assert name == " ".join(line.lower().split()[1:]).strip("'"), line
+    # the last argument takes the rest only when it is free text
+    e = refused("bad_request", parse_line, "whois alice bob", LOBBY)
+    assert "Usage: whois NAME" in e.message
+
+
 # ---- the router's table check ------------------------------------------------------------
 
 
