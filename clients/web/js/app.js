@@ -971,6 +971,7 @@ lobby.on("rating_changed", (data) => {
   soon("who-ratings", loadWho, 200);
 });
 lobby.on("ladder_updated", (data) => {
+  if (data.event) soon("browse", loadBrowse, 0); // an event closed: browse it
   const ladder = state.ladders.get(data.ladder);
   if (!ladder || !ladder.rows) return;
   clearTimeout(timers.get(`ladder:${data.ladder}`));
