@@ -27,6 +27,7 @@ from testkit.browser import launch, open_page
 from testkit.cli import admin_template
 from testkit.clients import play
 from testkit.constants import PASSWORD, ROOT
+from testkit.db import spread_history
 from testkit.results import HEADER
 from testkit.server_loop import LobbyServer
 
@@ -61,21 +62,6 @@ async def seed(site: LobbyServer) -> None:
         await admin.call("event result", event=event["id"], side_a=a, side_b=b,
                          score_a=sa, score_b=sb)
     await admin.call("event close", event=event["id"])
-
-
-def spread_history(db: Path) -> None:
-    """Demo data only: one history row per day or two, ending now."""
-    conn = sqlite3.connect(db)
-    try:
-        ids = [r[0] for r in conn.execute("SELECT id FROM history ORDER BY id")]
-        end = datetime.now(UTC).replace(microsecond=0)
-        for i, hid in enumerate(ids):
-            at = end - timedelta(hours=31 * (len(ids) - 1 - i))
-            conn.execute("UPDATE history SET at = ? WHERE id = ?",
-                         (at.strftime("%Y-%m-%dT%H:%M:%SZ"), hid))
-        conn.commit()
-    finally:
-        conn.close()
 
 
 async def main(out: Path) -> None:
