@@ -406,16 +406,11 @@ function chartPoints(entries) {
   return [xs, ys];
 }
 
-// Room between the time axis's labels: more on a narrow chart, where uPlot's default lets
-// two-line date labels touch.
-const xSpace = (width) => (width < 480 ? 90 : 70);
-
 function drawChart(ladder, column, entries, node) {
   const [xs, ys] = chartPoints(entries);
   const lone = xs.every((x) => x === xs[0]);
-  const width = chartWidth(node);
   const opts = {
-    width,
+    width: chartWidth(node),
     height: 220,
     scales: {
       // one point alone gets a day either side, or 50 rating points above and below
@@ -432,7 +427,7 @@ function drawChart(ladder, column, entries, node) {
         value: (u, v) => fmtValue(column, v),
       },
     ],
-    axes: [{ space: () => xSpace(chartWidth(node)) }, {
+    axes: [{}, {
       size: 64,
       values: (u, vals) => axisTicks(vals),
       ...(column.type === "integer" ? { incrs: WHOLE_STEPS } : {}),
