@@ -176,3 +176,51 @@ async def test_focus_after_login_skip_link_to_play_and_no_empty_tab_stops(
     await expect(page.locator("#skip-play")).to_be_hidden()
     await log_in(page, ADMIN, ADMIN_PASSWORD)
     await expect(page.locator("#play-heading")).to_be_focused()
+
+
+async def test_phone_width_play_panel_and_desk_fit(
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
+    bob, carol = await site.player("Bartholomew_Long"), await site.player("carol")
+    await play(bob, carol, 5)
+    admin = await site.admin()
+    closed = await admin.call("event create", name="A rather long event name", ladder="scrabble")
+    await admin.call("event import", event=closed["id"], csv=(
+        f"{HEADER}\nA rather long event name,2026-03-14,Maximilian_Longname,bob,412,389,,\n"
+        "A rather long event name,2026-03-14,carol,dave,350,371,,\n"))
+    await admin.call("event close", event=closed["id"])
+    opened = await admin.call("event create", name="Another long event name, still open",
+                              ladder="foosball-doubles")
+    await admin.call("event result", event=opened["id"], side_a="Maximilian_Longname+bob",
+                     side_b="carol+dave", score_a=10, score_b=8)
+    await admin.close()
+    page = await open_page(browser, site.http_url, width=PHONE, height=800, errors=page_errors)
+    await log_in(page, ADMIN, ADMIN_PASSWORD)
+    await bob.call("invite", name=ADMIN, ladder="backgammon", length=11)
+    await expect(page.locator("#invitations .stake tbody tr")).to_have_count(2)
+    await page.fill("#invite-name", "carol")
+    await expect(page.locator("#invite-stake .stake tbody tr")).to_have_count(2)
+    await expect(page.locator("#event-games tbody tr")).to_have_count(1)
+    await page.get_by_role("button", name="Correct").click()
+    await page.click("#event-close")
+    await expect(page.locator("#close-confirm")).to_contain_text("rates 1 game")
+    await page.select_option("#browse-event", str(closed["id"]))
+    await expect(page.locator("#browse-body .games-table tbody tr")).to_have_count(2)
+    sizes = await page.evaluate("""() => ({
+        doc: document.documentElement.scrollWidth, body: document.body.scrollWidth,
+        view: window.innerWidth,
+        boxes: [...document.querySelectorAll(
+            '.table-wrap, form, .invitation, .confirm, .match, #browse-body, .buttons, section')]
+            .filter((e) => e.offsetParent !== null)
+            .map((e) => [e.id || e.className, Math.round(e.getBoundingClientRect().right)]),
+    })""")
+    assert sizes["view"] == PHONE
+    wide = await page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter((e) => e.offsetParent !== null && e.getBoundingClientRect().right > window.innerWidth
+                && !e.closest('.table-wrap'))
+        .map((e) => `${e.tagName}#${e.id}.${e.className}`)""")
+    assert wide == [], "\n".join(wide)
+    assert sizes["doc"] <= PHONE and sizes["body"] <= PHONE, sizes
+    assert [b for b in sizes["boxes"] if b[1] > PHONE] == [], sizes
+    # the wide tables in the narrow panels scroll inside, and say so
+    hints = page.locator(".scroll-hint:visible")
+    assert await hints.count() >= 1

@@ -11,7 +11,7 @@ import { stakeTable } from "./stake.js";
 import { watchTables } from "./tables.js";
 
 const HIGHLIGHT_MS = 4000;
-const WHO_REFRESH_MS = 5000; // "Online now" is asked again this often: nothing pushes who starts playing
+const WHO_REFRESH_MS = 10000; // "Online now" is asked again this often: no push says who starts playing
 const lobby = new Lobby(lobbyUrl());
 const alerts = new Alerts();
 const state = {
