@@ -13,10 +13,9 @@ highlighted), and alice's profile with her rating chart.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kit"))  # testkit

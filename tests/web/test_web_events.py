@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Download, Page, expect
-from server.api.results_file import parse_results
 from testkit.browser import log_in
 from testkit.clients import play
 from testkit.constants import ADMIN, ADMIN_PASSWORD
 from testkit.results import HEADER
 from testkit.server_loop import LobbyServer
+
+from server.api.results_file import parse_results
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

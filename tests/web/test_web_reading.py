@@ -3,6 +3,7 @@ the password twice, and the keyboard (focus after login, skip links, no empty Ta
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -43,17 +44,17 @@ def overlaps(labels: list[dict[str, Any]], extent: str) -> list[tuple[str, str]]
     """Neighbouring labels whose boxes (centred where uPlot draws them) overlap."""
     boxes = sorted((lab["at"] - lab[extent] / 2, lab["at"] + lab[extent] / 2, lab["text"])
                    for lab in labels if lab["text"] != "")
-    return [(a[2], b[2]) for a, b in zip(boxes, boxes[1:], strict=False) if a[1] > b[0]]
+    return [(a[2], b[2]) for a, b in itertools.pairwise(boxes) if a[1] > b[0]]
 
 
 async def seeded_lobby(site: LobbyServer) -> None:
     """Live matches over weeks (the history's times spread), a ČAS event with long names."""
     names = ["alice", "bob", "carol", "dave"]
     players = {n: await site.player(n) for n in names}
-    for w, l, n in (("alice", "bob", 5), ("carol", "dave", 3), ("alice", "carol", 7),
+    for w, lost, n in (("alice", "bob", 5), ("carol", "dave", 3), ("alice", "carol", 7),
                     ("dave", "alice", 5), ("bob", "carol", 3), ("alice", "dave", 9),
                     ("bob", "alice", 1), ("alice", "bob", 3)):
-        await play(players[w], players[l], n)
+        await play(players[w], players[lost], n)
     admin = await site.admin()
     event = await admin.call("event create", name="A rather long event name", ladder="scrabble")
     await admin.call("event import", event=event["id"], csv=(
