@@ -1011,22 +1011,30 @@ function logEvent(...nodes) {
 
 const fmtGameLength = (g) => (g.length === null || g.length === undefined ? "unlimited" : String(g.length));
 
-// A table of an event's games; `actions(game)` adds buttons to each finished one.
+const fmtRated = (g) => (g.status === "voided" ? "voided" : g.rated ? "yes" : `no${g.unrated ? `: ${g.unrated}` : ""}`);
+
+// A table of an event's games. With `actions(game)` (the desk, in a narrow column): one
+// compact row a game, its buttons next to its number.
 function gamesTable(event, actions = null) {
+  const heads = actions ? ["Match", "Game", "", "Length", "Rated"] : ["Match", "Date", "Side A", "Side B", "Score", "Length", "Rated"];
+  const cells = (g) => (actions ? [
+    el("td", { class: "game" }, `${g.side_a} ${g.score_a}–${g.score_b} ${g.side_b}`),
+    el("td", {}, g.status === "finished" ? actions(g) : null),
+  ] : [
+    el("td", {}, g.date || event.date),
+    el("td", {}, g.side_a),
+    el("td", {}, g.side_b),
+    el("td", { class: "num" }, `${g.score_a}–${g.score_b}`),
+  ]);
   return el("div", { class: "table-wrap", role: "region", "aria-label": `Games of ${event.name}` },
     el("table", { class: "games-table" },
       el("caption", {}, `Games of #${event.id} ${event.name} (${plural(event.total ?? event.games.length, "game")})`),
-      el("thead", {}, el("tr", {}, ["Match", "Date", "Side A", "Side B", "Score", "Length", "Rated", actions ? "" : null]
-        .filter((t) => t !== null).map((t) => el("th", { scope: "col" }, t)))),
+      el("thead", {}, el("tr", {}, heads.map((t) => el("th", { scope: "col" }, t)))),
       el("tbody", {}, event.games.map((g) => el("tr", { class: g.status === "voided" ? "inactive" : null, dataset: { match: String(g.match), status: g.status } },
         el("td", { class: "num" }, String(g.match)),
-        el("td", {}, g.date || event.date),
-        el("td", {}, g.side_a),
-        el("td", {}, g.side_b),
-        el("td", { class: "num" }, `${g.score_a}–${g.score_b}`),
+        cells(g),
         el("td", { class: "num" }, fmtGameLength(g)),
-        el("td", {}, g.status === "voided" ? "voided" : g.rated ? "yes" : `no${g.unrated ? `: ${g.unrated}` : ""}`),
-        actions ? el("td", {}, g.status === "finished" ? actions(g) : null) : null)))));
+        el("td", {}, fmtRated(g)))))));
 }
 
 // The chosen open event's results, each with Remove and Correct.
@@ -1043,8 +1051,8 @@ async function loadOpenGames() {
   const event = await lobby.callAll("event show", { event: Number(value) });
   state.openGames = event;
   box.replaceChildren(event.games.length ? gamesTable(event, (g) => el("span", { class: "row-buttons" },
-    el("button", { type: "button", class: "small secondary", onclick: () => editGame(g, "remove") }, `Remove ${g.match}`), " ",
-    el("button", { type: "button", class: "small secondary", onclick: () => editGame(g, "correct") }, `Correct ${g.match}`)))
+    el("button", { type: "button", class: "small secondary", "aria-label": `Remove ${g.match}`, onclick: () => editGame(g, "remove") }, "Remove"), " ",
+    el("button", { type: "button", class: "small secondary", "aria-label": `Correct ${g.match}`, onclick: () => editGame(g, "correct") }, "Correct")))
     : el("p", { class: "hint" }, "No results entered yet."));
   watchTables(box);
 }
