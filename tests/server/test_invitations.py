@@ -9,22 +9,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from lobbykit import FAST_HASHING, Harness, expect_error
+from testkit.clients import expect_error, settle
+from testkit.server_loop import LobbyServer
 
 from server.config import Config, ConfigError, load_config
 
 
-def lobby_config(harness: Harness, invitation_timeout: float) -> Config:
-    return Config(database=str(harness.db), password=FAST_HASHING, limits=harness.limits,
-                  invitation_timeout=invitation_timeout)
+async def start(harness: LobbyServer, invitation_timeout: float) -> None:
+    harness.configure = lambda config: replace(config, invitation_timeout=invitation_timeout)
+    await harness.start()
 
 
 def moment(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-async def test_invitations_are_listed_both_ways(harness: Harness) -> None:
-    await harness.serve(lobby_config(harness, 300))
+async def test_invitations_are_listed_both_ways(harness: LobbyServer) -> None:
+    await start(harness, 300)
     alice, bob, carol = await harness.players("alice", "bob", "carol")
     assert await alice.call("invitations") == {"sent": [], "received": []}
     before = time.time()
@@ -54,7 +55,7 @@ async def test_invitations_are_listed_both_ways(harness: Harness) -> None:
     assert await alice.call("invitations") == {"sent": [], "received": []}
 
 
-async def test_an_invitation_is_withdrawn(harness: Harness) -> None:
+async def test_an_invitation_is_withdrawn(harness: LobbyServer) -> None:
     await harness.start()
     alice, bob = await harness.players("alice", "bob")
     await expect_error(alice.call("uninvite", name="bob"), "not_found")
@@ -75,7 +76,7 @@ async def test_an_invitation_is_withdrawn(harness: Harness) -> None:
     assert (await bob.call("join", name="alice"))["length"] == 3
 
 
-async def test_a_second_invitation_replaces_the_first(harness: Harness) -> None:
+async def test_a_second_invitation_replaces_the_first(harness: LobbyServer) -> None:
     await harness.start()
     alice, bob = await harness.players("alice", "bob")
     first = await alice.call("invite", name="bob", ladder="backgammon", length=3)
@@ -91,8 +92,8 @@ async def test_a_second_invitation_replaces_the_first(harness: Harness) -> None:
     await expect_error(bob.call("join", name="alice"), "not_found")  # one invitation, one match
 
 
-async def test_an_unanswered_invitation_expires(harness: Harness) -> None:
-    await harness.serve(lobby_config(harness, 0.3))
+async def test_an_unanswered_invitation_expires(harness: LobbyServer) -> None:
+    await start(harness, 0.3)
     alice, bob, carol = await harness.players("alice", "bob", "carol")
     invited = await alice.call("invite", name="bob", ladder="backgammon", length=5)
     assert invited["expires_at"] is not None
@@ -122,26 +123,33 @@ async def test_an_unanswered_invitation_expires(harness: Harness) -> None:
     assert again["replaced"] is False
 
 
-async def test_an_answered_or_replaced_invitation_does_not_expire_later(harness: Harness
+async def test_an_answered_or_replaced_invitation_does_not_expire_later(harness: LobbyServer
                                                                         ) -> None:
-    await harness.serve(lobby_config(harness, 2.0))
+    """The declined and the replaced invitations' timers would fire before the last one's
+    (they were set earlier, for the same time) and bob's pushes come in order: so once the last
+    one's expiry has come, with nothing before it, none of theirs ever will."""
+    timeout = 1.0
+    await start(harness, timeout)
     alice, bob = await harness.players("alice", "bob")
     await alice.call("invite", name="bob", ladder="backgammon")
     await bob.call("decline", name="alice")
     await alice.call("invite", name="bob", ladder="backgammon", length=3)
-    await asyncio.sleep(1.0)
-    await alice.call("invite", name="bob", ladder="backgammon", length=5)  # a fresh timeout
-    await asyncio.sleep(1.2)  # past the first two's
-    assert [x["length"] for x in (await bob.call("invitations"))["received"]] == [5]
-    assert [p["event"] for p in bob.drain_pushes()] == ["invited", "invited", "invited"]
-    expired = await bob.next_push("invitation_expired")  # only the last one expires, once
-    assert expired["data"] == {"from": "alice", "to": "bob", "ladder": "backgammon"}
-    with pytest.raises(TimeoutError):
-        await bob.next_push("invitation_expired", timeout=1.0)
+    await asyncio.sleep(timeout / 2)  # time passes: the replacement must start a clock of its own
+    loop = asyncio.get_running_loop()
+    sent = loop.time()  # the server runs in this loop, on this clock
+    await alice.call("invite", name="bob", ladder="backgammon", length=5)
+    pushes = [await bob.next_push()]
+    while pushes[-1]["event"] != "invitation_expired":
+        pushes.append(await bob.next_push())
+    assert loop.time() - sent >= timeout - 0.01  # the last one's timeout, not the first ones'
+    assert [p["event"] for p in pushes] == ["invited", "invited", "invited", "invitation_expired"]
+    assert pushes[-1]["data"] == {"from": "alice", "to": "bob", "ladder": "backgammon"}
+    assert (await bob.call("invitations"))["received"] == []
+    assert [p["event"] for p in await settle(bob)] == []  # it expired once
 
 
-async def test_a_timeout_of_0_keeps_invitations_until_answered(harness: Harness) -> None:
-    await harness.serve(lobby_config(harness, 0))
+async def test_a_timeout_of_0_keeps_invitations_until_answered(harness: LobbyServer) -> None:
+    await start(harness, 0)
     alice, bob = await harness.players("alice", "bob")
     invited = await alice.call("invite", name="bob", ladder="backgammon")
     assert invited["expires_at"] is None
