@@ -53,6 +53,9 @@ export class Alerts {
     if (!Ctx) return;
     this.audio = this.audio || new Ctx();
     const ctx = this.audio;
+    // Made before the player touched the page (a resumed session), it starts suspended;
+    // browsers let it play once the page has been clicked.
+    if (ctx.state === "suspended") ctx.resume().catch(() => {});
     const t = ctx.currentTime;
     const gain = ctx.createGain();
     gain.gain.setValueAtTime(0.0001, t);
