@@ -49,6 +49,7 @@ async def whois(call: Call) -> Any:
         "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,
         **lobby.describe_player(player.name, brief=False),
         "matches": {"played": played, "dropped": player.dropped, "disputed": disputed},
+        "record": await stored.records(lobby.db, player.id),
     }
 
 

@@ -49,3 +49,15 @@ def match_counts(db: Reads, player_id: int) -> tuple[int, int]:
            FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE mp.player_id = ?""",
         (player_id,))
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+async def records(db: Reads, player_id: int) -> dict[str, dict[str, int]]:
+    """Each ladder's finished matches and event games of a player: won, lost, drawn."""
+    rows = await db.fetchall(
+        """SELECT m.ladder, count(CASE WHEN m.winner = mp.side THEN 1 END),
+                  count(CASE WHEN m.winner IN ('a', 'b') AND m.winner <> mp.side THEN 1 END),
+                  count(CASE WHEN m.winner = 'draw' THEN 1 END)
+           FROM match_players mp JOIN matches m ON m.id = mp.match_id
+           WHERE mp.player_id = ? AND m.status = 'finished' GROUP BY m.ladder ORDER BY m.ladder""",
+        (player_id,))
+    return {str(r[0]): {"won": int(r[1]), "lost": int(r[2]), "drawn": int(r[3])} for r in rows}

@@ -1,4 +1,4 @@
-"""Save docs/screenshot-ladder.png and docs/screenshot-profile.png from a real page.
+"""Save the docs/screenshot-*.png pictures from a real page.
 
     .venv/bin/python tests/web/make_screenshots.py [OUTPUT_DIR]
 
@@ -7,26 +7,28 @@ a Scrabble event, a foosball league day), then spreads the rating history's
 timestamps over the past weeks (the matches were all played within seconds,
 which would make a dull chart), restarts the server and photographs the page
 in Debian's Chromium: the ladders just after a live match (its rows
-highlighted), and alice's profile with her rating chart.
+highlighted), alice's profile with her rating chart, bob's play panel with an
+invitation and what it puts at stake, the director's desk with an open event's
+results and its close to confirm, and a profile at phone width (390 px).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kit"))  # testkit
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from playwright.async_api import async_playwright
-from testkit.browser import launch, open_page
+from testkit.browser import launch, log_in, open_page
 from testkit.cli import admin_template
 from testkit.clients import play
 from testkit.constants import PASSWORD, ROOT
+from testkit.db import spread_history
 from testkit.results import HEADER
 from testkit.server_loop import LobbyServer
 
@@ -63,23 +65,9 @@ async def seed(site: LobbyServer) -> None:
     await admin.call("event close", event=event["id"])
 
 
-def spread_history(db: Path) -> None:
-    """Demo data only: one history row per day or two, ending now."""
-    conn = sqlite3.connect(db)
-    try:
-        ids = [r[0] for r in conn.execute("SELECT id FROM history ORDER BY id")]
-        end = datetime.now(UTC).replace(microsecond=0)
-        for i, hid in enumerate(ids):
-            at = end - timedelta(hours=31 * (len(ids) - 1 - i))
-            conn.execute("UPDATE history SET at = ? WHERE id = ?",
-                         (at.strftime("%Y-%m-%dT%H:%M:%SZ"), hid))
-        conn.commit()
-    finally:
-        conn.close()
-
-
 async def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    saved: list[Path] = []
     with tempfile.TemporaryDirectory() as tmp:
         db, _ = admin_template(Path(tmp), admin=DIRECTOR[0], password=DIRECTOR[1])
         site = LobbyServer(db, admin=DIRECTOR)
@@ -94,21 +82,62 @@ async def main(out: Path) -> None:
                 browser = await launch(pw)
                 page = await open_page(browser, site.http_url, width=1280, height=860)
                 await page.wait_for_selector("tr[data-player='alice']")
-                carol, alice = await site.client(), await site.client()
-                await carol.login("carol", PASSWORD)
-                await alice.login("alice", PASSWORD)
+                carol, alice = await site.login("carol"), await site.login("alice")
                 await play(carol, alice, 5)
                 await page.wait_for_selector("tr.moved")
-                await page.screenshot(path=str(out / "screenshot-ladder.png"))
+                saved.append(out / "screenshot-ladder.png")
+                await page.screenshot(path=str(saved[-1]))
                 await page.close()
+
                 page = await open_page(browser, site.http_url + "#player=alice", width=1100,
                                        height=900)
                 await page.wait_for_selector("figure.history canvas")
-                await page.locator("#profile").screenshot(path=str(out / "screenshot-profile.png"))
+                saved.append(out / "screenshot-profile.png")
+                await page.locator("#profile").screenshot(path=str(saved[-1]))
+                await page.close()
+
+                # bob on the page, invited by alice: the invitation with what is at stake
+                await site.login("dave")
+                page = await open_page(browser, site.http_url, width=1280, height=900)
+                await log_in(page, "bob", PASSWORD)
+                await page.fill("#invite-name", "dave")
+                await page.fill("#invite-length", "7")
+                await page.wait_for_selector("#invite-stake .stake")
+                await page.click("#invite-form button[type=submit]")
+                await alice.call("invite", name="bob", ladder="backgammon", length=5)
+                await page.wait_for_selector("#invitations .stake")
+                saved.append(out / "screenshot-invitation.png")
+                await page.locator("#play").screenshot(path=str(saved[-1]))
+                await page.close()
+
+                # the director's desk: an open event's results, a close waiting to be confirmed
+                director = await site.login(*DIRECTOR)
+                event = await director.call("event create", name="Brno Open, day 2",
+                                            ladder="scrabble")
+                await director.call("event import", event=event["id"], csv=HEADER + "\n"
+                                    + SCRABBLE.replace("Brno Open", "\"Brno Open, day 2\"")
+                                    .format(d=datetime.now(UTC).date().isoformat()))
+                await director.close()
+                page = await open_page(browser, site.http_url, width=1280, height=1400)
+                await log_in(page, *DIRECTOR)
+                await page.wait_for_selector("#event-games tbody tr")
+                await page.click("#event-close")
+                await page.wait_for_selector("#close-confirm .confirm")
+                saved.append(out / "screenshot-desk.png")
+                await page.locator("#admin").screenshot(path=str(saved[-1]))
+                await page.close()
+
+                # a phone: alice's profile at 390 px
+                page = await open_page(browser, site.http_url + "#player=alice", width=390,
+                                       height=844)
+                await page.wait_for_selector("figure.history canvas")
+                await page.locator("#profile").scroll_into_view_if_needed()
+                saved.append(out / "screenshot-phone.png")
+                await page.screenshot(path=str(saved[-1]))
                 await browser.close()
         finally:
             await site.aclose()
-    print(f"saved {out / 'screenshot-ladder.png'} and {out / 'screenshot-profile.png'}")
+    print("saved " + ", ".join(str(p) for p in saved))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
-from testkit.browser import open_page
+from testkit.browser import log_in, open_page
 from testkit.clients import play
 from testkit.constants import PASSWORD
 from testkit.fibs import FibsModel
@@ -151,10 +151,7 @@ async def test_a_system_no_client_knows(zeta_site: LobbyServer, browser: Browser
         f"Tier {'upper' if a2 >= 1500 else 'lower'}")
 
     # a live match on it from the page: the result in the ladder's own rounding
-    await page.fill("#login-name", "carol")
-    await page.fill("#login-password", PASSWORD)
-    await page.click("#login-form button[value=register]")
-    await expect(page.locator("#me-name")).to_have_text("carol")
+    await log_in(page, "carol", PASSWORD, register=True)
     await expect(page.locator("#invite-ladder option")).to_have_count(2)
     await bob.call("invite", name="carol", ladder=LADDER, length=1)
     await page.get_by_role("button", name="Join bob").click()

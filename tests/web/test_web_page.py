@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 from playwright.async_api import Browser, Locator, Page, expect
-from testkit.browser import open_page
+from testkit.browser import log_in, open_page
 from testkit.clients import name_of, play
 from testkit.constants import ADMIN, ADMIN_PASSWORD, PASSWORD
 from testkit.results import HEADER
@@ -19,13 +19,6 @@ MOVED = re.compile(r"\bmoved\b")
 
 def row(page: Page, ladder: str, player: str) -> Locator:
     return page.locator(f"section[data-ladder='{ladder}'] tbody tr[data-player='{player}']")
-
-
-async def login_on_page(page: Page, name: str, password: str, register: bool = False) -> None:
-    await page.fill("#login-name", name)
-    await page.fill("#login-password", password)
-    await page.click(f"#login-form button[value={'register' if register else 'login'}]")
-    await expect(page.locator("#me-name")).to_have_text(name)
 
 
 async def chart_data(page: Page) -> dict[str, list[list[float]]]:
@@ -94,11 +87,20 @@ async def test_history_chart_has_one_point_per_rating_change(
         return [[datetime.fromisoformat(e["at"]).timestamp() for e in entries],
                 [e["after"] for e in entries]]
 
+    def check_start(chart: list[list[float]], ladder: str) -> list[list[float]]:
+        """The chart's first point is the starting rating, before the first change; the rest
+        are the changes."""
+        first = next(e for e in history if e["ladder"] == ladder)
+        assert chart[1][0] == first["before"]
+        assert chart[0][0] < chart[0][1]
+        return [chart[0][1:], chart[1][1:]]
+
     data = await chart_data(page)
     assert set(data) == {"backgammon", "scrabble"}
-    assert data["backgammon"] == expected("backgammon")
-    assert len(data["backgammon"][0]) == 3
-    assert data["scrabble"] == expected("scrabble")
+    assert check_start(data["backgammon"], "backgammon") == expected("backgammon")
+    assert data["backgammon"][1][0] == 1500.0  # FIBS's starting rating
+    assert len(data["backgammon"][0]) == 1 + 3
+    assert data["scrabble"] == expected("scrabble")  # a ČAS newcomer has no rating before
     figure = page.locator("figure.history[data-ladder='backgammon']")
     await expect(figure).to_have_attribute("data-points", "3")
     await expect(figure.locator("canvas")).to_have_count(1)
@@ -113,19 +115,21 @@ async def test_history_chart_has_one_point_per_rating_change(
     await expect(figure).to_have_attribute("data-points", "4")
     data = await chart_data(page)
     history = (await alice.call("history", name="alice"))["entries"]
-    assert data["backgammon"] == expected("backgammon")
+    assert check_start(data["backgammon"], "backgammon") == expected("backgammon")
 
 
 async def test_admin_creates_imports_and_closes_an_event_from_the_page(
         site: LobbyServer, page: Page) -> None:
     watcher = await site.client()
-    await login_on_page(page, ADMIN, ADMIN_PASSWORD)
+    await log_in(page, ADMIN, ADMIN_PASSWORD)
     await expect(page.locator("#admin")).to_be_visible()
 
     await page.fill("#event-create-form input[name=name]", "Brno Open")
     await page.select_option("#event-ladder", "scrabble")
     await page.click("#event-create-form button[type=submit]")
-    await expect(page.locator("#status")).to_have_text("Event #1 “Brno Open” is open on scrabble.")
+    # the feedback is next to the form the director used, not only at the top of the page
+    await expect(page.locator("#event-create-form .feedback")).to_have_text(
+        "Event #1 “Brno Open” is open on scrabble.")
     await expect(page.locator("#event-select")).to_have_value("1")
 
     form = page.locator("#event-result-form")
@@ -133,25 +137,75 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
                          ("score_b", "389")):
         await form.locator(f"input[name={field}]").fill(value)
     await form.locator("button[type=submit]").click()
-    await expect(page.locator("#status")).to_have_text("Recorded in event #1: alice 412–389 bob.")
+    await expect(form.locator(".feedback")).to_have_text("Recorded in event #1: alice 412–389 bob.")
+    await form.locator("input[name=side_a]").fill("alice")
+    await form.locator("button[type=submit]").click()  # side B missing: the browser says so
+    await expect(form.locator(".feedback")).to_have_text("Recorded in event #1: alice 412–389 bob.")
+    await form.locator("input[name=side_b]").fill("alice")
+    for field, value in (("score_a", "1"), ("score_b", "0")):
+        await form.locator(f"input[name={field}]").fill(value)
+    await form.locator("button[type=submit]").click()  # the server refuses: shown by the form
+    await expect(form.locator(".feedback")).to_have_class(re.compile(r"\berror\b"))
+    await expect(form.locator(".feedback")).to_contain_text("both sides")
 
     csv = f"{HEADER}\nBrno Open,2026-03-14,carol,dave,350,371,,\nBrno Open,2026-03-14,alice,carol,398,402,,\n"
     await page.set_input_files("#import-file", files=[
         {"name": "results.csv", "mimeType": "text/csv", "buffer": csv.encode()}])
     await page.click("#event-import-form button[type=submit]")
-    await expect(page.locator("#status")).to_have_text("Imported 2 games into event #1.")
+    await expect(page.locator("#event-import-form .feedback")).to_have_text(
+        "Imported 2 games into event #1.")
     await expect(page.locator("#event-select option")).to_have_text(
         re.compile(r"#1 Brno Open \(scrabble, .*, 3 games\)"))
 
+    # the open event's results are listed; one removed, one corrected, before the close
+    shown = await watcher.call("event show", event=1)
+    games = page.locator("#event-games tbody tr")
+    await expect(games).to_have_count(3)
+    by_pair = {(g["side_a"], g["side_b"]): g["match"] for g in shown["games"]}
+    wrong, mistaken = by_pair[("carol", "dave")], by_pair[("alice", "bob")]
+    await page.get_by_role("button", name=f"Remove {mistaken}").click()
+    editor = page.locator(f"#game-editor form[data-match='{mistaken}']")
+    await editor.locator("input[name=reason]").fill("entered twice")
+    await editor.get_by_role("button", name="Remove it").click()
+    await expect(page.locator("#desk-feedback")).to_have_text(
+        f"Removed result {mistaken} (alice 412–389 bob) from event #1.")
+    await expect(page.locator(f"#event-games tr[data-match='{mistaken}']")).to_have_attribute(
+        "data-status", "voided")
+    await page.get_by_role("button", name=f"Correct {wrong}").click()
+    editor = page.locator(f"#game-editor form[data-match='{wrong}']")
+    await expect(editor.locator("input[name=score_a]")).to_have_value("350")
+    await editor.locator("input[name=score_a]").fill("380")
+    await editor.get_by_role("button", name="Save the correction").click()
+    await expect(page.locator("#desk-feedback")).to_contain_text(
+        f"Corrected result {wrong}: now carol 380–371 dave")
+    shown = await watcher.call("event show", event=1)
+    status = {(g["side_a"], g["score_a"], g["side_b"], g["score_b"]): g["status"]
+              for g in shown["games"]}
+    assert status == {("alice", 412, "bob", 389): "voided", ("carol", 350, "dave", 371): "voided",
+                      ("alice", 398, "carol", 402): "finished",
+                      ("carol", 380, "dave", 371): "finished"}
+    await expect(games).to_have_count(4)
+
+    # closing asks first and says what will be rated; Cancel closes nothing
     await page.click("#event-close")
-    await expect(page.locator("#status")).to_have_text("Event #1 closed; scrabble is rated.")
-    await expect(page.locator("#event-log li")).to_have_count(4)
+    confirm = page.locator("#close-confirm")
+    await expect(confirm).to_contain_text(
+        "Closing #1 Brno Open rates 2 games on scrabble for 3 players: alice, carol, dave.")
+    await expect(confirm).to_contain_text("2 games voided or unrated will not count.")
+    await confirm.get_by_role("button", name="Cancel").click()
+    await expect(confirm).to_be_empty()
+    assert (await watcher.call("events", status="open"))["events"][0]["id"] == 1
+    await page.click("#event-close")
+    await confirm.get_by_role("button", name="Yes, close #1 and rate it").click()
+    await expect(page.locator("#desk-feedback")).to_have_text("Event #1 closed; scrabble is rated.")
+    await expect(page.locator("#event-log li")).to_have_count(3)
+    await expect(page.locator("#event-log li[data-played='true']")).to_have_count(3)
     await expect(page.locator("#event-close")).to_be_disabled()
 
     table = await watcher.call("ladder", ladder="scrabble", all=True)
-    assert len(table["players"]) == 4
+    assert len(table["players"]) == 3
     rows = page.locator("section[data-ladder='scrabble'] tbody tr")
-    await expect(rows).to_have_count(4)
+    await expect(rows).to_have_count(3)
     for i, p in enumerate(table["players"]):
         r = rows.nth(i)
         await expect(r).to_have_attribute("data-player", p["player"])
@@ -160,7 +214,7 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
             str(p["rank"]), str(p["rating"]), str(p["paluba"]), str(p["dansa"]),
             f"{p['peklo']:.1f}", str(p["games"]), "yes"]
     events = await watcher.call("events", status="closed")
-    assert [(e["id"], e["games"]) for e in events["events"]] == [(1, 3)]
+    assert [(e["id"], e["games"]) for e in events["events"]] == [(1, 2)]
 
 
 async def test_server_errors_are_shown_on_the_page(site: LobbyServer, page: Page) -> None:
@@ -177,7 +231,7 @@ async def test_server_errors_are_shown_on_the_page(site: LobbyServer, page: Page
     await expect(status).to_have_text("Wrong name or password.")
     await expect(page.locator("#signed-in")).to_be_hidden()
 
-    await login_on_page(page, "eve", PASSWORD, register=True)
+    await log_in(page, "eve", PASSWORD, register=True)
     await page.fill("#invite-name", "ghost")
     await page.click("#invite-form button[type=submit]")
     await expect(status).to_have_text("No player named 'ghost'.")
@@ -186,7 +240,7 @@ async def test_server_errors_are_shown_on_the_page(site: LobbyServer, page: Page
 
 async def test_a_player_invites_plays_and_answers_claims_from_the_page(
         site: LobbyServer, page: Page) -> None:
-    await login_on_page(page, "alice", PASSWORD, register=True)
+    await log_in(page, "alice", PASSWORD, register=True)
     await expect(page.locator("#play")).to_be_visible()
     bob = await site.player("bob")  # the page hears player_online and lists bob
     invite_bob = page.get_by_role("button", name="Invite bob")
@@ -240,7 +294,9 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
     await panel.get_by_role("button", name="Dispute").click()
     disputed = (await bob.next_push("result_disputed"))["data"]
     assert disputed == {"match": third["match"], "status": "disputed", "by": "alice"}
-    await expect(panel).to_contain_text("Disputed: a director will decide this match.")
+    await expect(panel.locator(".dispute-state")).to_have_text(
+        "Disputed by you: an admin will decide it, by giving the win to one of you or by "
+        "voiding the match. Until then it cannot be resigned, claimed or aborted.")
 
     # 4: alice reports a win on the page; bob confirms; the page shows the change it receives
     admin = await site.admin()
@@ -271,7 +327,7 @@ async def test_keyboard_only_login_and_profile(site: LobbyServer, page: Page) ->
 
     # Tab from the top: skip link, name, password; Enter logs in
     await page.keyboard.press("Tab")
-    await expect(page.locator("a.skip")).to_be_focused()
+    await expect(page.locator("#skip-ladders")).to_be_focused()
     await page.keyboard.press("Tab")
     await expect(page.locator("#login-name")).to_be_focused()
     await page.keyboard.type(ADMIN)
@@ -279,13 +335,14 @@ async def test_keyboard_only_login_and_profile(site: LobbyServer, page: Page) ->
     await page.keyboard.type(ADMIN_PASSWORD)
     await page.keyboard.press("Enter")
     await expect(page.locator("#me-name")).to_have_text(ADMIN)
+    await expect(page.locator("#play-heading")).to_be_focused()  # where a player goes next
 
-    # Tab on to bob's name in the ladder (focus is visible) and open the profile with Enter
+    # back (Shift+Tab) to bob's name in the ladder (focus is visible); Enter opens the profile
     link = row(page, "backgammon", "bob").locator("a")
     for _ in range(30):
         if await link.evaluate("a => a === document.activeElement"):
             break
-        await page.keyboard.press("Tab")
+        await page.keyboard.press("Shift+Tab")
     await expect(link).to_be_focused()
     outline = await link.evaluate("a => getComputedStyle(a).outlineStyle")
     assert outline not in ("", "none")
@@ -316,7 +373,7 @@ async def test_phone_width_has_no_horizontal_overflow(
     page = await open_page(browser, site.http_url + "#player=Maximilian_Longname", width=375,
                            height=740, errors=page_errors)
     await page.wait_for_selector("figure.history canvas")
-    await login_on_page(page, ADMIN, ADMIN_PASSWORD)
+    await log_in(page, ADMIN, ADMIN_PASSWORD)
     await expect(page.locator("#admin")).to_be_visible()
     sizes = await page.evaluate("""() => ({
         doc: document.documentElement.scrollWidth, body: document.body.scrollWidth,
@@ -332,7 +389,7 @@ async def test_phone_width_has_no_horizontal_overflow(
 
 
 async def test_page_reconnects_and_logs_in_again(site: LobbyServer, page: Page) -> None:
-    await login_on_page(page, "alice", PASSWORD, register=True)
+    await log_in(page, "alice", PASSWORD, register=True)
     await site.restart()
     await expect(page.locator("#connection")).to_have_text(re.compile("Connected"), timeout=10000)
     await expect(page.locator("#status")).to_have_text("Reconnected.")

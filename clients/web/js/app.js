@@ -2,63 +2,62 @@
 // playing matches and directing events. All text reaches the DOM through
 // text nodes (el/append), never through innerHTML.
 
+import { Alerts } from "./alerts.js";
+import { $, el, fmtExpiry, plural } from "./dom.js";
+import { setUpEvents } from "./events.js";
+import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
+import { forgetSession, saveSession, savedSession } from "./session.js";
+import { stakeTable } from "./stake.js";
+import { watchTables } from "./tables.js";
 
 const HIGHLIGHT_MS = 4000;
-const $ = (id) => document.getElementById(id);
+const WHO_REFRESH_MS = 10000; // "Online now" is asked again this often: no push says who starts playing
 const lobby = new Lobby(lobbyUrl());
+const alerts = new Alerts();
 const state = {
   me: null,
   role: null,
-  credentials: null, // kept in memory only, to log in again after a reconnect
+  token: null, // this page's session token (also in localStorage, to resume after a reload)
   ladders: new Map(), // name -> {name, system, title, live, columns, rows, movedUntil, section, tbody, count}
   profile: null,
   profileToken: 0,
   charts: {},
   match: null,
   claim: null,
-  invitations: new Map(),
+  invitations: new Map(), // received, by inviter
+  sent: new Map(), // sent, by invited player
+  disputes: new Map(), // match id -> {match, by, summary}; what an admin has to decide
+  who: [],
   connectedOnce: false,
   replaced: false,
 };
-window.matchlobby = { lobby, state, charts: state.charts };
+window.matchlobby = { lobby, state, alerts, charts: state.charts };
 
 // ---- small helpers ------------------------------------------------------------------------
 
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "class") node.className = value;
-    else if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value === true ? "" : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined && child !== false) node.append(child);
-  }
-  return node;
+// A message in the status line at the top, or in `where` (a form's own feedback line, next
+// to what the user is looking at).
+function say(text, kind = "info", where = null) {
+  const box = where || $("status");
+  box.textContent = text;
+  box.className = `${where ? "feedback" : "status"} ${kind}`;
 }
 
-function say(text, kind = "info") {
-  const status = $("status");
-  status.textContent = text;
-  status.className = `status ${kind}`;
-}
-
-// Run an action; a refusal from the server (or a lost connection) becomes a message on the page.
-// Background refreshes (quiet) say nothing about a lost connection: the header shows it, and
-// everything is loaded again on reconnecting.
-async function act(fn, { quiet = false } = {}) {
+// Run an action; a refusal from the server (or a lost connection) becomes a message on the page
+// (in `where` when given). Background refreshes (quiet) say nothing about a lost connection:
+// the header shows it, and everything is loaded again on reconnecting.
+async function act(fn, { quiet = false, where = null } = {}) {
   try {
     return await fn();
   } catch (err) {
     if (!(err instanceof LobbyError)) console.error(err);
     else if (quiet && err.code === "disconnected") return undefined;
-    say(err.message || String(err), "error");
+    say(err.message || String(err), "error", where);
     return undefined;
   }
 }
+
 
 const timers = new Map();
 function soon(key, fn, ms = 60) {
@@ -125,6 +124,14 @@ function legend(columns) {
     el("dl", {}, explained.flatMap((c) => [el("dt", {}, c.label), el("dd", {}, c.help)])));
 }
 
+// What the ladder's rating is, said in words where it is shown (its column's help, from the
+// server: a ČAS strength is rescaled 0–1000 at each close, so it moves without playing).
+function helpOf(column) {
+  return column && column.help ? el("p", { class: "hint rating-help" }, `${column.label}: ${column.help}`) : null;
+}
+
+const ratingHelp = (ladder) => helpOf(ratingColumn(ladder));
+
 function fmtLength(length) {
   return length === "unlimited" ? "unlimited (unrated)" : `${length} point${length === 1 ? "" : "s"}`;
 }
@@ -145,7 +152,7 @@ function buildLadder(info) {
     el("h3", { id: headingId }, info.ladder, " ",
       el("span", { class: "tag" }, info.system_title || info.system), " ",
       el("small", { class: "hint" }, `${info.format}, rated ${info.updated}`), " ", count),
-    el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-labelledby": headingId },
+    el("div", { class: "table-wrap", role: "region", "aria-labelledby": headingId },
       el("table", { class: "ladder-table" },
         el("thead", {}, el("tr", {},
           el("th", { scope: "col", class: "num" }, "Rank"),
@@ -154,6 +161,7 @@ function buildLadder(info) {
           el("th", { scope: "col" }, "Active"))),
         tbody)),
     empty,
+    helpOf(columns.find((c) => c.key === "rating")),
     legend(columns));
   const ladder = {
     name: info.ladder, system: info.system, title: info.system_title || info.system, live: Boolean(info.live),
@@ -197,6 +205,8 @@ function renderLadder(ladder, rows) {
   });
   ladder.tbody.replaceChildren(...trs);
   ladder.empty.hidden = rows.length > 0;
+  ladder.tbody.closest(".table-wrap").hidden = rows.length === 0;
+  watchTables(ladder.section);
   ladder.count.textContent = rows.length ? `· ${rows.length} player${rows.length === 1 ? "" : "s"}` : "";
   if (soonest !== Infinity) setTimeout(() => renderLadder(ladder, ladder.rows), soonest - now + 20);
   updateKnownPlayers();
@@ -281,6 +291,12 @@ function detailsOf(r) {
       `${c.label} ${fmtValue(c, r[c.key])}`)]);
 }
 
+// "3–1" (won–lost), with draws when there were some: "3–1, 2 drawn".
+function fmtRecord(rec) {
+  if (!rec) return "–";
+  return `${rec.won}–${rec.lost}${rec.drawn ? `, ${rec.drawn} drawn` : ""}`;
+}
+
 function renderProfile(who, entries) {
   for (const chart of Object.values(state.charts)) chart.destroy();
   for (const key of Object.keys(state.charts)) delete state.charts[key];
@@ -295,18 +311,26 @@ function renderProfile(who, entries) {
   if (who.match) {
     body.push(el("p", {}, `Playing match ${who.match.match} on ${who.match.ladder}: ${who.match.a} vs ${who.match.b}.`));
   }
+  const record = who.record || {};
   if (who.ratings.length) {
-    body.push(el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `Ratings of ${who.player}` },
+    body.push(el("div", { class: "table-wrap", role: "region", "aria-label": `Ratings of ${who.player}` },
       el("table", { class: "ratings-table" },
         el("caption", {}, "Ratings"),
-        el("thead", {}, el("tr", {}, ["Ladder", "Rank", "Rating", "Details", "Games", "Active"].map((t) => el("th", { scope: "col" }, t)))),
+        el("thead", {}, el("tr", {}, ["Ladder", "Rank", "Rating", "Won–lost", "Details", "Games", "Active"].map((t) => el("th", { scope: "col" }, t)))),
         el("tbody", {}, who.ratings.map((r) => el("tr", { dataset: { ladder: r.ladder } },
           el("th", { scope: "row" }, r.ladder),
           el("td", { class: "num" }, `${r.rank} of ${r.of}`),
           ratingCell(r),
+          el("td", { class: "num", dataset: { key: "record" } }, fmtRecord(record[r.ladder])),
           el("td", { class: "wrap" }, detailsOf(r)),
           el("td", { class: "num" }, String(r.games ?? "–")),
           el("td", {}, r.active ? "yes" : "no")))))));
+    const helps = new Map();
+    for (const r of who.ratings) {
+      const column = ratingColumn(r.ladder);
+      if (column.help) helps.set(`${column.label}: ${column.help}`, r.ladder);
+    }
+    for (const [text, ladder] of helps) body.push(el("p", { class: "hint rating-help", dataset: { ladder } }, text));
   } else {
     body.push(el("p", { class: "hint" }, "No ratings yet."));
   }
@@ -334,11 +358,20 @@ function renderProfile(who, entries) {
       plot,
       el("details", {},
         el("summary", {}, `The numbers for ${ladder}`),
-        el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `History on ${ladder}` },
+        el("div", { class: "table-wrap", role: "region", "aria-label": `History on ${ladder}` },
           numbers))));
     pending.push([ladder, column, list, plot]);
   }
+  if (entries.length) {
+    const name = who.player;
+    body.push(el("div", { class: "buttons exports" }, el("span", {}, "Export the rating history:"),
+      el("button", { type: "button", class: "small secondary", onclick: () => download(
+        `${fileName(name, "history")}.csv`, historyCsv(name, entries), "text/csv") }, "CSV"),
+      el("button", { type: "button", class: "small secondary", onclick: () => download(
+        `${fileName(name, "history")}.json`, historyJson(name, entries), "application/json") }, "JSON")));
+  }
   $("profile-body").replaceChildren(...body);
+  watchTables($("profile-body"));
   for (const [ladder, column, list, plot] of pending) state.charts[ladder] = drawChart(ladder, column, list, plot);
 }
 
@@ -357,9 +390,22 @@ function axisTicks(vals) {
   return vals.map((v) => (v === null || v === undefined ? "" : v.toFixed(digits)));
 }
 
-function drawChart(ladder, column, entries, node) {
+// The points of a history chart: the rating before the first change (the starting rating),
+// then the rating after each change. A newcomer without a rating (ČAS) starts at the first.
+function chartPoints(entries) {
   const xs = entries.map((e) => Date.parse(e.at) / 1000);
   const ys = entries.map((e) => e.after);
+  const first = entries[0];
+  if (first && first.before !== null && first.before !== undefined) {
+    const span = xs[xs.length - 1] - xs[0];
+    xs.unshift(xs[0] - Math.max(span / 20, 3600));
+    ys.unshift(first.before);
+  }
+  return [xs, ys];
+}
+
+function drawChart(ladder, column, entries, node) {
+  const [xs, ys] = chartPoints(entries);
   const lone = xs.every((x) => x === xs[0]);
   const opts = {
     width: chartWidth(node),
@@ -423,60 +469,104 @@ $("search-form").addEventListener("submit", (ev) => {
 
 // ---- account --------------------------------------------------------------------------------
 
-function signedIn(data) {
+// After a login or a resume: `data` is the reply (with a new `session` after a login).
+function signedIn(data, { focus = false } = {}) {
   state.me = data.player;
   state.role = data.role;
+  if (data.session) {
+    state.token = data.session.token;
+    saveSession(data.player, data.session);
+  }
   $("me-name").textContent = data.player;
   $("me-role").textContent = data.role;
   $("login-form").hidden = true;
   $("signed-in").hidden = false;
   $("play").hidden = false;
+  $("skip-play").hidden = false;
   $("admin").hidden = data.role !== "admin";
+  $("sound-on").checked = alerts.soundOn;
+  renderNotifyState();
   state.match = data.match || null;
   renderMatch();
   soon("who", loadWho, 0);
-  if (data.role === "admin") soon("events", loadEvents, 0);
+  soon("invitations", loadInvitations, 0);
+  soon("stake", previewStake, 0);
+  if (data.role === "admin") {
+    soon("events", loadEvents, 0);
+    soon("disputes", findDisputes, 0);
+  }
+  if (focus) $("play-heading").focus();
 }
 
 function signedOut() {
   state.me = null;
   state.role = null;
+  state.token = null;
   state.match = null;
   state.claim = null;
   state.invitations.clear();
+  state.sent.clear();
+  state.disputes.clear();
   $("login-form").hidden = false;
   $("signed-in").hidden = true;
   $("play").hidden = true;
+  $("skip-play").hidden = true;
   $("admin").hidden = true;
   renderInvitations();
   renderMatch();
   soon("who", loadWho, 0);
 }
 
+const MIN_PASSWORD = 8;
+
 $("login-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   const cmd = ev.submitter && ev.submitter.value === "register" ? "register" : "login";
   const name = $("login-name").value.trim();
   const password = $("login-password").value;
+  const repeat = $("login-password2");
+  if (cmd === "register") {
+    // A new account asks for its password twice; the first press shows the second field.
+    if ($("repeat-label").hidden) {
+      $("repeat-label").hidden = false;
+      $("register-hint").hidden = false;
+      say("Type the password again to make the account, then press Register.");
+      repeat.focus();
+      return;
+    }
+    if (password.length < MIN_PASSWORD) {
+      say(`A password needs at least ${MIN_PASSWORD} characters.`, "error");
+      $("login-password").focus();
+      return;
+    }
+    if (repeat.value !== password) {
+      say("The two passwords differ; type them again.", "error");
+      repeat.value = "";
+      repeat.focus();
+      return;
+    }
+  }
   act(async () => {
     const data = await lobby.call(cmd, { name, password });
-    state.credentials = { name, password };
     $("login-password").value = "";
-    signedIn(data);
+    repeat.value = "";
+    $("repeat-label").hidden = true;
+    $("register-hint").hidden = true;
+    signedIn(data, { focus: true });
     say(cmd === "register" ? `Welcome, ${data.player}: your account is made and you are logged in.` : `Logged in as ${data.player}.`);
   });
 });
 
 $("logout").addEventListener("click", () => act(async () => {
+  forgetSession(state.token);
   await lobby.call("logout");
-  state.credentials = null;
   signedOut();
   say("Logged out.");
   $("login-name").focus();
 }));
 
 lobby.on("logged_out", (data) => {
-  state.credentials = null;
+  forgetSession(state.token); // unless another tab has saved its own since
   state.replaced = true; // the server closes this connection next; keep the reason on screen
   signedOut();
   say(data.reason, "error");
@@ -484,66 +574,185 @@ lobby.on("logged_out", (data) => {
 
 // ---- who is online --------------------------------------------------------------------------
 
+// The ladder whose ratings "Online now" shows: the one chosen to invite on.
+const chosenLadder = () => $("invite-ladder").value;
+
 async function loadWho() {
   const data = await lobby.call("who");
-  const items = data.players.map((p) => el("li", {},
-    playerLink(p.player), " ", el("span", { class: `tag ${p.status}` }, p.status),
-    state.me && p.player !== state.me && p.status === "ready"
-      ? [" ", el("button", { type: "button", class: "small", onclick: () => {
-        $("invite-name").value = p.player;
-        $("invite-ladder").focus();
-      } }, `Invite ${p.player}`)]
-      : null));
+  state.who = data.players;
+  renderWho(data.spectators);
+}
+
+function renderWho(spectators = null) {
+  const ladder = chosenLadder();
+  const column = ladder ? ratingColumn(ladder) : RATING;
+  const items = state.who.map((p) => {
+    const rating = ladder && p.ratings ? p.ratings[ladder] : undefined;
+    return el("li", { dataset: { player: p.player, status: p.status } },
+      playerLink(p.player), " ", el("span", { class: `tag ${p.status}` }, p.status),
+      ladder ? el("span", { class: "online-rating", dataset: { rating: rating === undefined ? "" : String(rating) } },
+        ` ${rating === undefined ? "unrated" : fmtValue(column, rating)}`) : null,
+      state.me && p.player !== state.me && p.status !== "playing"
+        ? [" ", el("button", { type: "button", class: "small", onclick: () => {
+          $("invite-name").value = p.player;
+          soon("stake", previewStake, 0);
+          $("invite-ladder").focus();
+        } }, `Invite ${p.player}`)]
+        : null);
+  });
   $("online").replaceChildren(...(items.length ? items : [el("li", { class: "hint" }, "Nobody is logged in.")]));
-  $("spectators").textContent = `${data.spectators} spectator${data.spectators === 1 ? "" : "s"} watching.`;
-  $("online-players").replaceChildren(...data.players.filter((p) => p.player !== state.me)
+  $("online-ladder").textContent = ladder ? `Ratings on ${ladder}.` : "";
+  if (spectators !== null) $("spectators").textContent = `${plural(spectators, "spectator")} watching.`;
+  $("online-players").replaceChildren(...state.who.filter((p) => p.player !== state.me)
     .map((p) => el("option", { value: p.player })));
 }
 
 lobby.on("player_online", () => soon("who", loadWho));
 lobby.on("player_offline", (data) => {
-  if (state.invitations.delete(data.player)) renderInvitations();
+  const gone = state.invitations.delete(data.player) | state.sent.delete(data.player);
+  if (gone) renderInvitations();
   soon("who", loadWho);
 });
+setInterval(() => {
+  if (lobby.ready && document.visibilityState === "visible") soon("who", loadWho, 0);
+}, WHO_REFRESH_MS);
 
 // ---- playing --------------------------------------------------------------------------------
 
-$("invite-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const name = $("invite-name").value.trim();
-  const ladder = $("invite-ladder").value;
-  const length = $("invite-length").value.trim() || "1";
-  act(async () => {
-    const data = await lobby.call("invite", { name, ladder, length });
-    say(`Invited ${data.to} to ${data.ladder}, ${fmtLength(data.length)}; waiting for an answer.`);
-  });
-});
+function stakeOf(stake, caption) {
+  const column = ratingColumn(stake ? stake.ladder : chosenLadder());
+  return stakeTable(stake, { fmt: (v) => fmtValue(column, v), fmtChange: (v) => fmtChange(column, v), caption });
+}
 
-function renderInvitations() {
-  const box = $("invitations");
-  if (state.invitations.size === 0) {
+function inviteArgs() {
+  return {
+    name: $("invite-name").value.trim(),
+    ladder: $("invite-ladder").value,
+    length: $("invite-length").value.trim() || "1",
+  };
+}
+
+// What the invitation in the form would put at stake, asked before it is sent.
+async function previewStake() {
+  const box = $("invite-stake");
+  const { name, ladder, length } = inviteArgs();
+  if (!state.me || !name || !ladder || name === state.me) {
     box.replaceChildren();
     return;
   }
-  box.replaceChildren(el("h3", {}, "Invitations"), el("ul", { class: "plain-list" },
-    [...state.invitations.values()].map((inv) => el("li", { class: "invitation" },
-      `${inv.from} invites you to ${inv.ladder}, ${fmtLength(inv.length)}. `,
-      el("button", { type: "button", onclick: () => act(async () => {
-        const match = await lobby.call("join", { name: inv.from });
-        state.invitations.clear();
-        renderInvitations();
-        state.match = match;
-        state.claim = null;
-        renderMatch();
-        say(`Match ${match.match} started: ${match.a} vs ${match.b} on ${match.ladder}.`);
-      }) }, `Join ${inv.from}`), " ",
-      el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
-        await lobby.call("decline", { name: inv.from });
-        state.invitations.delete(inv.from);
-        renderInvitations();
-        say(`Declined ${inv.from}'s invitation.`);
-      }) }, `Decline ${inv.from}`)))));
+  if (length === "unlimited") {
+    box.replaceChildren(stakeOf(null));
+    return;
+  }
+  try {
+    const stake = await lobby.call("stake", { name, ladder, length });
+    const now = inviteArgs();
+    if (now.name === name && now.ladder === ladder && now.length === length) box.replaceChildren(stakeOf(stake, "At stake"));
+  } catch (err) {
+    if (!(err instanceof LobbyError) || err.code === "disconnected") throw err;
+    box.replaceChildren(el("p", { class: "hint" }, err.message));
+  }
 }
+
+for (const id of ["invite-name", "invite-length"]) $(id).addEventListener("input", () => soon("stake", previewStake, 300));
+$("invite-ladder").addEventListener("change", () => {
+  soon("stake", previewStake, 0);
+  renderWho();
+});
+
+$("invite-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  act(async () => {
+    const data = await lobby.call("invite", inviteArgs());
+    state.sent.set(data.to, data);
+    renderInvitations();
+    say(`${data.replaced ? "Invited again" : "Invited"} ${data.to} to ${data.ladder}, ${fmtLength(data.length)}; waiting for an answer.`);
+  });
+});
+
+async function loadInvitations() {
+  const { sent, received } = await lobby.call("invitations");
+  state.sent = new Map(sent.map((i) => [i.to, i]));
+  state.invitations = new Map(received.map((i) => [i.from, i]));
+  renderInvitations();
+}
+
+function renderInvitations() {
+  alerts.setWaiting(state.invitations.size);
+  const received = [...state.invitations.values()];
+  $("invitations").replaceChildren(...(received.length ? [el("h3", {}, "Invitations to you"), el("ul", { class: "plain-list" },
+    received.map((inv) => el("li", { class: "invitation", dataset: { from: inv.from } },
+      el("span", {}, `${inv.from} invites you to ${inv.ladder}, ${fmtLength(inv.length)}; `,
+        el("span", { class: "expiry" }, fmtExpiry(inv.expires_at)), "."),
+      stakeOf(inv.stake),
+      el("div", { class: "buttons" },
+        el("button", { type: "button", onclick: () => act(async () => {
+          const match = await lobby.call("join", { name: inv.from });
+          state.invitations.clear();
+          state.sent.clear();
+          renderInvitations();
+          state.match = match;
+          state.claim = null;
+          renderMatch();
+          say(`Match ${match.match} started: ${match.a} vs ${match.b} on ${match.ladder}.`);
+        }) }, `Join ${inv.from}`),
+        el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
+          await lobby.call("decline", { name: inv.from });
+          state.invitations.delete(inv.from);
+          renderInvitations();
+          say(`Declined ${inv.from}'s invitation.`);
+        }) }, `Decline ${inv.from}`)))))] : []));
+  const sent = [...state.sent.values()];
+  $("sent-invitations").replaceChildren(...(sent.length ? [el("h3", {}, "Your invitations"), el("ul", { class: "plain-list" },
+    sent.map((inv) => el("li", { class: "invitation", dataset: { to: inv.to } },
+      el("span", {}, `To ${inv.to}: ${inv.ladder}, ${fmtLength(inv.length)}; `,
+        el("span", { class: "expiry" }, fmtExpiry(inv.expires_at)), ". "),
+      el("button", { type: "button", class: "small secondary", onclick: () => act(async () => {
+        await lobby.call("uninvite", { name: inv.to });
+        state.sent.delete(inv.to);
+        renderInvitations();
+        say(`Withdrew your invitation to ${inv.to}.`);
+      }) }, `Withdraw ${inv.to}`))))] : []));
+  watchTables($("play"));
+}
+
+// The expiry times count down while invitations stand.
+setInterval(() => {
+  if (state.invitations.size || state.sent.size) {
+    for (const node of document.querySelectorAll("#play li.invitation")) {
+      const inv = node.dataset.from ? state.invitations.get(node.dataset.from) : state.sent.get(node.dataset.to);
+      const expiry = node.querySelector(".expiry");
+      if (inv && expiry) expiry.textContent = fmtExpiry(inv.expires_at);
+    }
+  }
+}, 1000);
+
+function renderNotifyState() {
+  const button = $("notify-on");
+  const text = $("notify-state");
+  if (!alerts.notificationsSupported()) {
+    button.hidden = true;
+    text.textContent = "";
+  } else if (window.Notification.permission === "granted") {
+    button.hidden = true;
+    text.textContent = "Browser notifications are on.";
+  } else if (window.Notification.permission === "denied") {
+    button.hidden = true;
+    text.textContent = "Browser notifications are blocked for this page.";
+  } else {
+    button.hidden = false;
+    text.textContent = "";
+  }
+}
+
+$("sound-on").addEventListener("change", (ev) => {
+  alerts.soundOn = ev.target.checked;
+  if (ev.target.checked) alerts.tone(); // let the player hear it (and the browser allow audio)
+});
+$("notify-on").addEventListener("click", () => act(async () => {
+  await alerts.askNotifications();
+  renderNotifyState();
+}));
 
 function renderMatch() {
   const panel = $("match-panel");
@@ -558,6 +767,7 @@ function renderMatch() {
     el("h3", {}, "Your match"),
     el("p", {}, `Match ${m.match}: ${m.a} vs ${m.b} on ${m.ladder}, ${fmtLength(m.length)} — ${m.status}.`),
   ];
+  if (m.stake !== undefined) parts.push(stakeOf(m.stake, "At stake"));
   const claim = state.claim && state.claim.match === m.match ? state.claim : null;
   if (m.status === "claimed" && claim && claim.by !== state.me) {
     const scores = claim.scores ? ` (${claim.scores[0]}–${claim.scores[1]})` : "";
@@ -567,13 +777,17 @@ function renderMatch() {
         el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
           const data = await lobby.call("dispute", { match: m.match });
           m.status = data.status;
+          m.disputedBy = data.by;
           renderMatch();
-          say(`You disputed match ${m.match}; a director will decide it.`);
+          say(`You disputed match ${m.match}; an admin will decide it.`);
         }) }, "Dispute")));
   } else if (m.status === "claimed") {
     parts.push(el("p", { class: "hint" }, `Waiting for ${opponent} to confirm or dispute your win.`));
   } else if (m.status === "disputed") {
-    parts.push(el("p", { class: "hint" }, "Disputed: a director will decide this match."));
+    const by = m.disputedBy ? ` by ${m.disputedBy === state.me ? "you" : m.disputedBy}` : "";
+    parts.push(el("p", { class: "notice dispute-state" },
+      `Disputed${by}: an admin will decide it, by giving the win to one of you or by voiding the match. `
+      + "Until then it cannot be resigned, claimed or aborted."));
   }
   if (m.status === "playing") {
     const mine = el("input", { id: "score-mine", inputmode: "numeric", pattern: "[0-9]*", size: "4" });
@@ -605,6 +819,7 @@ function renderMatch() {
         }) }, "Abort (both must agree)")));
   }
   panel.replaceChildren(el("div", { class: "match" }, parts));
+  watchTables(panel);
 }
 
 function showFinished(data) {
@@ -613,6 +828,8 @@ function showFinished(data) {
     state.claim = null;
     renderMatch();
   }
+  if (state.disputes.delete(data.match)) renderDisputes();
+  soon("who", loadWho, 0);
   const mine = state.me && (data.winner === state.me || data.loser === state.me);
   if (!mine) return;
   const column = ratingColumn(data.ladder);
@@ -629,15 +846,35 @@ function showFinished(data) {
 lobby.on("invited", (data) => {
   state.invitations.set(data.from, data);
   renderInvitations();
-  say(`${data.from} invites you to ${data.ladder}, ${fmtLength(data.length)}.`);
+  const text = `${data.from} invites you to ${data.ladder}, ${fmtLength(data.length)}.`;
+  alerts.invited(text);
+  say(text);
 });
-lobby.on("declined", (data) => say(`${data.by} declined your invitation.`));
+lobby.on("invitation_withdrawn", (data) => {
+  state.invitations.delete(data.from);
+  renderInvitations();
+  say(`${data.from} withdrew their invitation.`);
+});
+lobby.on("invitation_expired", (data) => {
+  const mine = data.from === state.me;
+  if (mine) state.sent.delete(data.to);
+  else state.invitations.delete(data.from);
+  renderInvitations();
+  say(mine ? `Your invitation to ${data.to} expired unanswered.` : `${data.from}'s invitation expired.`);
+});
+lobby.on("declined", (data) => {
+  state.sent.delete(data.by);
+  renderInvitations();
+  say(`${data.by} declined your invitation.`);
+});
 lobby.on("match_started", (data) => {
   state.match = data;
   state.claim = null;
   state.invitations.clear();
+  state.sent.clear();
   renderInvitations();
   renderMatch();
+  soon("who", loadWho, 0);
   say(`Match ${data.match} started: ${data.a} vs ${data.b} on ${data.ladder}.`);
 });
 lobby.on("result_claimed", (data) => {
@@ -647,30 +884,87 @@ lobby.on("result_claimed", (data) => {
   say(`${data.by} claims a win in match ${data.match}: confirm or dispute it.`);
 });
 lobby.on("result_disputed", (data) => {
-  if (state.match && state.match.match === data.match) state.match.status = "disputed";
-  renderMatch();
-  say(`Match ${data.match} is disputed by ${data.by}; a director will decide.`);
+  if (state.match && state.match.match === data.match) {
+    state.match.status = "disputed";
+    state.match.disputedBy = data.by;
+    renderMatch();
+    say(`Match ${data.match} is disputed by ${data.by}; an admin will decide.`);
+  }
+  if (state.role === "admin") soon("disputes", findDisputes, 0);
 });
 lobby.on("abort_requested", (data) => say(`${data.by} proposes to abort match ${data.match}; press “Abort” to agree.`));
 lobby.on("match_aborted", (data) => {
   if (state.match && state.match.match === data.match) state.match = null;
   renderMatch();
+  soon("who", loadWho, 0);
   say(`Match ${data.match} was aborted, unrated.`);
 });
 lobby.on("match_finished", showFinished);
 lobby.on("match_corrected", (data) => {
   if (state.match && state.match.match === data.match && data.status !== "finished") state.match = null;
   renderMatch();
-  say(`A director corrected match ${data.match}: ${data.status}${data.winner ? `, won by ${data.winner}` : ""}.`);
+  soon("who", loadWho, 0);
+  say(`An admin decided match ${data.match}: ${data.status}${data.winner ? `, won by ${data.winner}` : ""}${data.reason ? ` (${data.reason})` : ""}.`);
 });
+
+// ---- disputes (admins) ----------------------------------------------------------------------
+
+// The disputed matches of the players online (an admin online when a dispute starts is told
+// at once; one who comes later finds it through the players' profiles).
+async function findDisputes() {
+  const { players } = await lobby.call("who");
+  const found = new Map();
+  for (const p of players.filter((x) => x.status === "playing")) {
+    const who = await lobby.call("whois", { name: p.player });
+    if (who.match && who.match.status === "disputed") found.set(who.match.match, who.match);
+  }
+  state.disputes = new Map([...state.disputes, ...found]);
+  renderDisputes();
+}
+
+function renderDisputes() {
+  const box = $("disputes");
+  if (state.disputes.size === 0) {
+    box.replaceChildren();
+    return;
+  }
+  box.replaceChildren(el("h3", {}, "Disputed matches"), el("ul", { class: "plain-list" },
+    [...state.disputes.values()].map((m) => {
+      const feedback = el("p", { class: "feedback", role: "status" });
+      const reason = el("input", { name: "reason", maxlength: "200", required: true });
+      const decide = (winner) => act(async () => {
+        const data = await lobby.call("adjudicate", { match: m.match, winner });
+        state.disputes.delete(m.match);
+        renderDisputes();
+        say(`Match ${data.match} decided: ${data.winner} wins.`, "info", $("desk-feedback"));
+      }, { where: feedback });
+      return el("li", { class: "dispute", dataset: { match: String(m.match) } },
+        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`),
+        el("div", { class: "buttons" },
+          el("button", { type: "button", class: "small", onclick: () => decide(m.a) }, `${m.a} wins`),
+          el("button", { type: "button", class: "small", onclick: () => decide(m.b) }, `${m.b} wins`)),
+        el("form", { class: "inline-form", onsubmit: (ev) => {
+          ev.preventDefault();
+          act(async () => {
+            const data = await lobby.call("void", { match: m.match, reason: reason.value.trim() });
+            state.disputes.delete(m.match);
+            renderDisputes();
+            say(`Match ${data.match} voided: ${data.reason}.`, "info", $("desk-feedback"));
+          }, { where: feedback });
+        } }, el("label", {}, "Reason to void", reason), el("button", { type: "submit", class: "small danger" }, "Void")),
+        feedback);
+    })));
+}
 
 // ---- live ladder pushes ---------------------------------------------------------------------
 
 lobby.on("rating_changed", (data) => {
   if (state.ladders.get(data.ladder)?.rows) soon(`ladder:${data.ladder}`, () => loadLadder(data.ladder));
   if (state.profile && state.profile === data.player) soon("profile", () => openProfile(state.profile, { focus: false }), 120);
+  soon("who-ratings", loadWho, 200);
 });
 lobby.on("ladder_updated", (data) => {
+  if (data.event) soon("browse", loadBrowse, 0); // an event closed: browse it
   const ladder = state.ladders.get(data.ladder);
   if (!ladder || !ladder.rows) return;
   clearTimeout(timers.get(`ladder:${data.ladder}`));
@@ -682,91 +976,33 @@ lobby.on("ladder_updated", (data) => {
 
 $("ladder-filter").addEventListener("change", () => act(watchShown));
 
-// ---- directing events -----------------------------------------------------------------------
+// ---- events: the director's desk and browsing ------------------------------------------------
 
-function selectedEvent() {
-  const value = $("event-select").value;
-  if (!value) throw new LobbyError("bad_request", "Create or choose an open event first.");
-  return Number(value);
-}
-
-async function loadEvents(select) {
-  const { events } = await lobby.call("events", { status: "open" });
-  const box = $("event-select");
-  const keep = select ?? box.value;
-  box.replaceChildren(...events.map((e) => el("option", { value: String(e.id) },
-    `#${e.id} ${e.name} (${e.ladder}, ${e.date}, ${e.games} game${e.games === 1 ? "" : "s"})`)));
-  if (keep && events.some((e) => String(e.id) === String(keep))) box.value = String(keep);
-  $("no-events").hidden = events.length > 0;
-  $("event-close").disabled = events.length === 0;
-}
-
-function formArgs(form) {
-  const args = {};
-  for (const [k, v] of new FormData(form)) if (typeof v === "string" && v.trim()) args[k] = v.trim();
-  return args;
-}
-
-function logEvent(...nodes) {
-  $("event-log").replaceChildren(...nodes);
-}
-
-$("event-create-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const form = ev.target;
-  act(async () => {
-    const e = await lobby.call("event create", formArgs(form));
-    form.reset();
-    await loadEvents(e.id);
-    say(`Event #${e.id} “${e.name}” is open on ${e.ladder}.`);
-  });
+const { loadEvents, loadBrowse } = setUpEvents({
+  lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink,
 });
-
-$("event-result-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const form = ev.target;
-  act(async () => {
-    const data = await lobby.call("event result", { event: selectedEvent(), ...formArgs(form) });
-    form.reset();
-    await loadEvents();
-    say(`Recorded in event #${data.event}: ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b}${data.rated ? "" : " (unrated)"}.`);
-    form.querySelector("input").focus();
-  });
-});
-
-$("event-import-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const form = ev.target;
-  const file = $("import-file").files[0];
-  act(async () => {
-    const event = selectedEvent();
-    if (!file) throw new LobbyError("bad_request", "Choose a CSV file to import.");
-    const csv = await new Promise((resolve, reject) => {
-      const reader = new FileReader();
-      reader.onload = () => resolve(reader.result);
-      reader.onerror = () => reject(new LobbyError("bad_request", `Could not read ${file.name}.`));
-      reader.readAsText(file);
-    });
-    const data = await lobby.call("event import", { event, csv });
-    form.reset();
-    await loadEvents();
-    say(`Imported ${data.imported} game${data.imported === 1 ? "" : "s"} into event #${data.event}.`);
-  });
-});
-
-$("event-close").addEventListener("click", () => act(async () => {
-  const data = await lobby.call("event close", { event: selectedEvent() });
-  await loadEvents();
-  const column = ratingColumn(data.ladder);
-  logEvent(el("h3", {}, `Event #${data.id} “${data.name}” closed`),
-    data.changes.length
-      ? el("ul", { class: "plain-list" }, data.changes.map((c) => el("li", {},
-        playerLink(c.player), `: ${c.before === null ? "new" : fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)})`)))
-      : el("p", { class: "hint" }, "No ratings changed."));
-  say(`Event #${data.id} closed; ${data.ladder} is rated.`);
-}));
 
 // ---- connection -----------------------------------------------------------------------------
+
+// Log in again with a session token: the saved one after a reload, this page's own after a
+// reconnect. A token the server no longer knows is forgotten.
+async function resumeSession(token) {
+  if (!token) return false;
+  try {
+    const data = await lobby.call("resume", { token });
+    state.token = token;
+    signedIn(data);
+    return true;
+  } catch (err) {
+    if (err instanceof LobbyError && err.code === "forbidden") {
+      forgetSession(token);
+      signedOut();
+      say(err.message, "error");
+      return false;
+    }
+    throw err;
+  }
+}
 
 lobby.on("open", (hello) => {
   $("connection").textContent = `Connected to ${hello.server} ${hello.version}.`;
@@ -774,21 +1010,14 @@ lobby.on("open", (hello) => {
   const again = state.connectedOnce;
   state.connectedOnce = true;
   act(async () => {
-    if (again && state.credentials) {
-      try {
-        signedIn(await lobby.call("login", state.credentials));
-      } catch (err) {
-        state.credentials = null;
-        signedOut();
-        throw err;
-      }
-    } else if (again) {
-      signedOut();
-    }
+    const resumed = await resumeSession(again ? state.token : savedSession()?.token);
+    if (again && !resumed) signedOut();
     await loadLadders();
     await loadWho();
+    await loadBrowse();
     const wanted = profileFromHash() || (again ? state.profile : null);
     if (wanted) await openProfile(wanted, { focus: false });
+    document.body.dataset.loaded = "true"; // what tests and screenshots wait for
     if (again && !state.replaced) say("Reconnected.");
     state.replaced = false;
   });

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.async_api import Browser, Page, Playwright
+from playwright.async_api import Browser, Page, Playwright, expect
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -24,7 +24,8 @@ async def launch(playwright: Playwright) -> Browser:
 
 async def open_page(browser: Browser, url: str, width: int = 1280, height: int = 900,
                     errors: list[str] | None = None) -> Page:
-    """A page in a fresh context, loaded and connected (its ladders shown).
+    """A page in a fresh context, loaded and connected (its ladders, the players online and
+    the events listed, the session resumed when one was saved).
 
     Script errors and console errors go to ``errors``, except the browser's own notes of a
     failed WebSocket attempt while the server is down (the page retries).
@@ -37,5 +38,16 @@ async def open_page(browser: Browser, url: str, width: int = 1280, height: int =
                 if m.type == "error" and "WebSocket connection to" not in m.text else None)
     await page.goto(url)
     await page.wait_for_selector(".connection.ok")
-    await page.wait_for_selector("section.ladder table")
+    await page.wait_for_selector("body[data-loaded]", state="attached")
     return page
+
+
+async def log_in(page: Page, name: str, password: str, register: bool = False) -> None:
+    """Log in (or register: the password typed twice) through the page's form."""
+    await page.fill("#login-name", name)
+    await page.fill("#login-password", password)
+    if register:
+        await page.click("#login-form button[value=register]")
+        await page.fill("#login-password2", password)
+    await page.click(f"#login-form button[value={'register' if register else 'login'}]")
+    await expect(page.locator("#me-name")).to_have_text(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,5 +82,21 @@ def log_rows(db: Path, ladder: str) -> list[str]:
                 out.append(f"unit {unit['seq']},{g['played_on']},{g['side_a']},{g['side_b']},"
                            f"{sa},{sb},{length},{rated}")
         return out
+    finally:
+        conn.close()
+
+
+def spread_history(db: Path, hours: float = 31) -> None:
+    """Demo data for charts: one history row every ``hours``, the last one now (matches a
+    test plays all fall within seconds). Only while the server is stopped."""
+    conn = sqlite3.connect(db)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT id FROM history ORDER BY id")]
+        end = datetime.now(UTC).replace(microsecond=0)
+        for i, hid in enumerate(ids):
+            at = end - timedelta(hours=hours * (len(ids) - 1 - i))
+            conn.execute("UPDATE history SET at = ? WHERE id = ?",
+                         (at.strftime("%Y-%m-%dT%H:%M:%SZ"), hid))
+        conn.commit()
     finally:
         conn.close()

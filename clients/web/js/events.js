@@ -1,0 +1,253 @@
+// Events: the director's desk (create, enter, import, list an open event's results with
+// Remove and Correct, close after a confirmation, what the close moved) and the events
+// anyone can browse and export. Messages go next to the form the director used.
+
+import { $, el, plural } from "./dom.js";
+import { download, eventJson, fileName, resultsCsv } from "./exports.js";
+import { LobbyError } from "./lobby.js";
+import { watchTables } from "./tables.js";
+
+// The page's own helpers come in `ctx`; returns what the rest of the page calls.
+export function setUpEvents(ctx) {
+  const { lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink } = ctx;
+  const feedbackOf = (node) => node.querySelector(".feedback");
+  let openGames = null; // the chosen open event, as `event show` gives it
+
+  // ---- directing events -----------------------------------------------------------------------
+
+  function selectedEvent() {
+    const value = $("event-select").value;
+    if (!value) throw new LobbyError("bad_request", "Create or choose an open event first.");
+    return Number(value);
+  }
+
+  async function loadEvents(select) {
+    const { events } = await lobby.call("events", { status: "open" });
+    const box = $("event-select");
+    const keep = select ?? box.value;
+    box.replaceChildren(...events.map((e) => el("option", { value: String(e.id) },
+      `#${e.id} ${e.name} (${e.ladder}, ${e.date}, ${plural(e.games, "game")})`)));
+    if (keep && events.some((e) => String(e.id) === String(keep))) box.value = String(keep);
+    $("no-events").hidden = events.length > 0;
+    $("event-close").disabled = events.length === 0;
+    await loadOpenGames();
+    soon("browse", loadBrowse, 0);
+  }
+
+  function formArgs(form) {
+    const args = {};
+    for (const [k, v] of new FormData(form)) if (typeof v === "string" && v.trim()) args[k] = v.trim();
+    return args;
+  }
+
+  function logEvent(...nodes) {
+    $("event-log").replaceChildren(...nodes);
+  }
+
+  const fmtGameLength = (g) => (g.length === null || g.length === undefined ? "unlimited" : String(g.length));
+
+  const fmtRated = (g) => (g.status === "voided" ? "voided" : g.rated ? "yes" : `no${g.unrated ? `: ${g.unrated}` : ""}`);
+
+  // A table of an event's games. With `actions(game)` (the desk, in a narrow column): one
+  // compact row a game, its buttons next to its number.
+  function gamesTable(event, actions = null) {
+    const heads = actions ? ["Match", "Game", "", "Length", "Rated"] : ["Match", "Date", "Side A", "Side B", "Score", "Length", "Rated"];
+    const cells = (g) => (actions ? [
+      el("td", { class: "game" }, `${g.side_a} ${g.score_a}–${g.score_b} ${g.side_b}`),
+      el("td", {}, g.status === "finished" ? actions(g) : null),
+    ] : [
+      el("td", {}, g.date || event.date),
+      el("td", {}, g.side_a),
+      el("td", {}, g.side_b),
+      el("td", { class: "num" }, `${g.score_a}–${g.score_b}`),
+    ]);
+    return el("div", { class: "table-wrap", role: "region", "aria-label": `Games of ${event.name}` },
+      el("table", { class: "games-table" },
+        el("caption", {}, `Games of #${event.id} ${event.name} (${plural(event.total ?? event.games.length, "game")})`),
+        el("thead", {}, el("tr", {}, heads.map((t) => el("th", { scope: "col" }, t)))),
+        el("tbody", {}, event.games.map((g) => el("tr", { class: g.status === "voided" ? "inactive" : null, dataset: { match: String(g.match), status: g.status } },
+          el("td", { class: "num" }, String(g.match)),
+          cells(g),
+          el("td", { class: "num" }, fmtGameLength(g)),
+          el("td", {}, fmtRated(g)))))));
+  }
+
+  // The chosen open event's results, each with Remove and Correct.
+  async function loadOpenGames() {
+    const box = $("event-games");
+    const value = $("event-select").value;
+    $("game-editor").replaceChildren();
+    $("close-confirm").replaceChildren();
+    if (!value) {
+      openGames = null;
+      box.replaceChildren();
+      return;
+    }
+    const event = await lobby.callAll("event show", { event: Number(value) });
+    openGames = event;
+    box.replaceChildren(event.games.length ? gamesTable(event, (g) => el("span", { class: "row-buttons" },
+      el("button", { type: "button", class: "small secondary", "aria-label": `Remove ${g.match}`, onclick: () => editGame(g, "remove") }, "Remove"), " ",
+      el("button", { type: "button", class: "small secondary", "aria-label": `Correct ${g.match}`, onclick: () => editGame(g, "correct") }, "Correct")))
+      : el("p", { class: "hint" }, "No results entered yet."));
+    watchTables(box);
+  }
+
+  // Remove a result (void it, with a reason) or correct it (void it, then enter the right one).
+  function editGame(g, how) {
+    const event = openGames;
+    const feedback = el("p", { class: "feedback", role: "status" });
+    const field = (name, label, value, attrs = {}) => el("label", {}, label, el("input", { name, value, ...attrs }));
+    const reason = field("reason", "Reason", how === "remove" ? "" : "corrected", { required: true, maxlength: "200" });
+    const fields = how === "correct" ? [
+      field("side_a", "Side A", g.side_a, { required: true, maxlength: "41" }),
+      field("side_b", "Side B", g.side_b, { required: true, maxlength: "41" }),
+      field("score_a", "Score A", String(g.score_a), { required: true, inputmode: "numeric", pattern: "[0-9]+" }),
+      field("score_b", "Score B", String(g.score_b), { required: true, inputmode: "numeric", pattern: "[0-9]+" }),
+      field("length", "Length", fmtGameLength(g), { maxlength: "9" }),
+    ] : [];
+    const form = el("form", { class: "stack-form pairs game-editor", dataset: { match: String(g.match) }, onsubmit: (ev) => {
+      ev.preventDefault();
+      act(async () => {
+        const args = formArgs(form);
+        await lobby.call("void", { match: g.match, reason: args.reason });
+        let text = `Removed result ${g.match} (${g.side_a} ${g.score_a}–${g.score_b} ${g.side_b}) from event #${event.id}.`;
+        if (how === "correct") {
+          const { reason: _, ...game } = args;
+          const data = await lobby.call("event result", { event: event.id, ...game });
+          text = `Corrected result ${g.match}: now ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b} (match ${data.match}).`;
+        }
+        await loadEvents(event.id);
+        say(text, "info", $("desk-feedback"));
+      }, { where: feedback });
+    } },
+    el("h4", {}, how === "remove" ? `Remove result ${g.match}` : `Correct result ${g.match}`),
+    fields, reason,
+    el("div", { class: "buttons" },
+      el("button", { type: "submit", class: how === "remove" ? "danger" : null }, how === "remove" ? "Remove it" : "Save the correction"),
+      el("button", { type: "button", class: "secondary", onclick: () => $("game-editor").replaceChildren() }, "Cancel")),
+    feedback);
+    $("game-editor").replaceChildren(form);
+    form.querySelector("input").focus();
+  }
+
+  $("event-select").addEventListener("change", () => act(loadOpenGames, { where: $("desk-feedback") }));
+
+  $("event-create-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const form = ev.target;
+    act(async () => {
+      const e = await lobby.call("event create", formArgs(form));
+      form.reset();
+      await loadEvents(e.id);
+      say(`Event #${e.id} “${e.name}” is open on ${e.ladder}.`, "info", feedbackOf(form));
+    }, { where: feedbackOf(form) });
+  });
+
+  $("event-result-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const form = ev.target;
+    act(async () => {
+      const data = await lobby.call("event result", { event: selectedEvent(), ...formArgs(form) });
+      form.reset();
+      await loadEvents();
+      say(`Recorded in event #${data.event}: ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b}${data.rated ? "" : " (unrated)"}.`, "info", feedbackOf(form));
+      form.querySelector("input").focus();
+    }, { where: feedbackOf(form) });
+  });
+
+  $("event-import-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const form = ev.target;
+    const file = $("import-file").files[0];
+    act(async () => {
+      const event = selectedEvent();
+      if (!file) throw new LobbyError("bad_request", "Choose a CSV file to import.");
+      const csv = await new Promise((resolve, reject) => {
+        const reader = new FileReader();
+        reader.onload = () => resolve(reader.result);
+        reader.onerror = () => reject(new LobbyError("bad_request", `Could not read ${file.name}.`));
+        reader.readAsText(file);
+      });
+      const data = await lobby.call("event import", { event, csv });
+      form.reset();
+      await loadEvents();
+      say(`Imported ${plural(data.imported, "game")} into event #${data.event}.`, "info", feedbackOf(form));
+    }, { where: feedbackOf(form) });
+  });
+
+  // Closing asks first, showing what will be rated: the rated games and their players.
+  $("event-close").addEventListener("click", () => act(async () => {
+    const id = selectedEvent();
+    const event = await lobby.callAll("event show", { event: id });
+    const rated = event.games.filter((g) => g.status === "finished" && g.rated);
+    const players = [...new Set(rated.flatMap((g) => [...g.side_a.split("+"), ...g.side_b.split("+")]))].sort();
+    const confirm = el("button", { type: "button", class: "danger", onclick: () => act(() => closeEvent(id), { where: $("desk-feedback") }) },
+      `Yes, close #${id} and rate it`);
+    $("close-confirm").replaceChildren(el("div", { class: "confirm", role: "group", "aria-label": `Close event #${id}` },
+      el("p", { class: "notice" }, `Closing #${id} ${event.name} rates ${plural(rated.length, "game")} on ${event.ladder} `
+        + `for ${plural(players.length, "player")}: ${players.join(", ") || "nobody"}. `
+        + "Results cannot be removed or corrected once it is closed."),
+      rated.length < event.games.length ? el("p", { class: "hint" }, `${plural(event.games.length - rated.length, "game")} voided or unrated will not count.`) : null,
+      el("div", { class: "buttons" }, confirm,
+        el("button", { type: "button", class: "secondary", onclick: () => $("close-confirm").replaceChildren() }, "Cancel"))));
+    confirm.focus();
+  }, { where: $("desk-feedback") }));
+
+  async function closeEvent(id) {
+    const data = await lobby.call("event close", { event: id });
+    $("close-confirm").replaceChildren();
+    await loadEvents();
+    const column = ratingColumn(data.ladder);
+    const others = data.changes.filter((c) => c.played === false).length;
+    logEvent(el("h3", {}, `Event #${data.id} “${data.name}” closed`),
+      data.changes.length
+        ? el("ul", { class: "plain-list close-changes" }, data.changes.map((c) => el("li", { dataset: { player: c.player, played: String(c.played !== false) } },
+          playerLink(c.player), `: ${c.before === null ? "new" : fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)}) `,
+          el("span", { class: `tag ${c.played === false ? "moved-only" : "played"}` }, c.played === false ? "moved by normalisation" : "played"))))
+        : el("p", { class: "hint" }, "No ratings changed."),
+      others ? ratingHelp(data.ladder) : null);
+    say(`Event #${data.id} closed; ${data.ladder} is rated${others ? ` (${plural(others, "player")} moved without playing)` : ""}.`, "info", $("desk-feedback"));
+  }
+
+  // ---- browsing events (everyone) -------------------------------------------------------------
+
+  async function loadBrowse() {
+    const { events } = await lobby.call("events");
+    const box = $("browse-event");
+    const keep = box.value;
+    const shown = [...events].reverse(); // newest first
+    box.replaceChildren(el("option", { value: "" }, "Choose an event"), ...shown.map((e) => el("option", { value: String(e.id) },
+      `#${e.id} ${e.name} (${e.ladder}, ${e.date}, ${e.status}, ${plural(e.games, "game")})`)));
+    if (keep && events.some((e) => String(e.id) === keep)) box.value = keep;
+    $("no-browse-events").hidden = events.length > 0;
+  }
+
+  async function showBrowsed() {
+    const value = $("browse-event").value;
+    const body = $("browse-body");
+    if (!value) {
+      body.replaceChildren();
+      return;
+    }
+    const event = await lobby.callAll("event show", { event: Number(value) });
+    const base = fileName(event.name, event.date);
+    body.replaceChildren(
+      el("p", { class: "hint" }, `${event.name} on ${event.ladder}, ${event.date}: ${event.status}.`),
+      el("div", { class: "buttons exports" }, el("span", {}, "Export:"),
+        el("button", { type: "button", class: "small secondary", onclick: () => download(`${base}.csv`, resultsCsv(event), "text/csv") }, "Results file (CSV)"),
+        el("button", { type: "button", class: "small secondary", onclick: () => download(`${base}.json`, eventJson(event), "application/json") }, "JSON")),
+      event.games.length ? gamesTable(event) : el("p", { class: "hint" }, "No games."),
+      event.standings.length ? el("div", { class: "table-wrap", role: "region", "aria-label": `Standings of ${event.name}` },
+        el("table", { class: "standings-table" },
+          el("caption", {}, "Standings"),
+          el("thead", {}, el("tr", {}, ["Player", "Played", "Won", "Drawn", "Lost", "Points"].map((t) => el("th", { scope: "col" }, t)))),
+          el("tbody", {}, event.standings.map((r) => el("tr", { dataset: { player: r.player } },
+            el("th", { scope: "row" }, playerLink(r.player)),
+            ...[r.played, r.won, r.drawn, r.lost, r.points].map((v) => el("td", { class: "num" }, String(v)))))))) : null);
+    watchTables(body);
+  }
+
+  $("browse-event").addEventListener("change", () => act(showBrowsed));
+
+  return { loadEvents, loadBrowse };
+}
