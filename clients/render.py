@@ -628,6 +628,9 @@ PUSHES: dict[str, Renderer] = {
         f"Ladder {d['ladder']} updated ({_count(len(d['players']), 'player')})."),
     "player_online": lambda d, ladders, viewer: f"{d['player']} logged in.",
     "player_offline": lambda d, ladders, viewer: f"{d['player']} left.",
+    "player_status": lambda d, ladders, viewer: (
+        f"{d['player']} is playing a match." if d.get("status") == "playing"
+        else f"{d['player']} is free to play."),
     "logged_out": lambda d, ladders, viewer: str(d["reason"]),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",

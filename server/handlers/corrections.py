@@ -79,6 +79,7 @@ async def void(call: Call) -> Any:
         finally:
             live.busy = False
         lobby.end_live(live)
+        call.tell_status(live.a, live.b)
         return data
     row = await stored.get(lobby.db, mid)
     if row is None:

@@ -106,6 +106,7 @@ async def finish(call: Call, m: LiveMatch, winner: str, how: str,
     call.push((set(lobby.sessions_of((m.a, m.b))) | set(lobby.watchers(m.ladder)))
               - {call.session}, push("match_finished", data))
     call.committed(effects)
+    call.tell_status(m.a, m.b)
     return data
 
 
@@ -202,6 +203,7 @@ async def join(call: Call) -> Any:
     lobby.invitations.drop_sent(me.key)
     lobby.invitations.drop_received(inviter.key)
     call.push(lobby.sessions_of([inviter.name]), push("match_started", summary))
+    call.tell_status(inviter.name, me.name)
     return summary
 
 
@@ -354,6 +356,7 @@ async def abort(call: Call) -> Any:
         raise
     call.lobby.end_live(m)
     call.push(call.lobby.sessions_of([other]), push("match_aborted", data))
+    call.tell_status(m.a, m.b)
     return data
 
 

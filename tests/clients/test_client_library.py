@@ -43,7 +43,8 @@ async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: LobbySe
     await bob.resign()  # alice hears match_finished (the resigner has it as its reply)
     await asyncio.wait_for(reader, 5)
     assert [p["event"] for p in iterated] == [
-        "player_online", "player_online", "invited", "invited", "match_finished",
+        "player_online", "player_online", "invited", "invited",
+        "player_status", "player_status", "match_finished",  # the match began, then ended
     ]
     assert every[:len(iterated)] == iterated  # the same objects, in the same order
     assert named == [p for p in iterated if p["event"] == "invited"]

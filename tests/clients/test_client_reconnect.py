@@ -92,8 +92,12 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     pushes = await settle(alice)
     assert [p["data"]["player"] for p in pushes if p["event"] == "player_online"] == [
         "bob", "carol"]
-    assert [p["event"] for p in pushes if p["event"] != "player_online"] == [
+    presence = ("player_online", "player_status")
+    assert [p["event"] for p in pushes if p["event"] not in presence] == [
         "match_finished", "rating_changed", "rating_changed"]
+    assert [(p["data"]["player"], p["data"]["status"]) for p in pushes
+            if p["event"] == "player_status"] == [
+        ("bob", "playing"), ("carol", "playing"), ("bob", "ready"), ("carol", "ready")]
     assert [p["data"]["match"] for p in pushes if p["event"] == "match_finished"] == [mid]
     # ... and an event closed by the director
     admin = await lobby.admin()

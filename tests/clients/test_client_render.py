@@ -409,6 +409,10 @@ def test_errors_and_odd_replies() -> None:
      "** Ladder scrabble updated (2 players)."),
     ({"event": "player_online", "data": {"player": "bob"}}, "** bob logged in."),
     ({"event": "player_offline", "data": {"player": "bob"}}, "** bob left."),
+    ({"event": "player_status", "data": {"player": "bob", "status": "playing"}},
+     "** bob is playing a match."),
+    ({"event": "player_status", "data": {"player": "bob", "status": "ready"}},
+     "** bob is free to play."),
     ({"event": "logged_out", "data": {"reason": "Replaced."}}, "** Replaced."),
     ({"event": "declined", "data": {"by": "bob"}}, "** bob declined your invitation."),
     ({"event": "declined", "data": {}}, "** declined: "),  # incomplete

@@ -201,7 +201,7 @@ async def test_online_now_shows_playing_and_ratings_on_the_chosen_ladder(
     match = await start_match(bob, carol)
     for name in ("bob", "carol"):
         item = online.locator(f"li[data-player='{name}']")
-        await expect(item).to_have_attribute("data-status", "playing", timeout=15000)
+        await expect(item).to_have_attribute("data-status", "playing", timeout=5000)
         await expect(item.locator(".tag")).to_have_text("playing")
         await expect(page.get_by_role("button", name=f"Invite {name}")).to_have_count(0)
     await expect(page.get_by_role("button", name="Invite dave")).to_be_visible()
@@ -210,7 +210,7 @@ async def test_online_now_shows_playing_and_ratings_on_the_chosen_ladder(
     assert done["match"] == match
     new = {c["player"]: c["after"] for c in done["changes"]}
     item = online.locator("li[data-player='bob']")
-    await expect(item).to_have_attribute("data-status", "ready", timeout=15000)
+    await expect(item).to_have_attribute("data-status", "ready", timeout=5000)
     await expect(item.locator(".online-rating")).to_have_text(f" {new['bob']:.2f}")
     await expect(page.get_by_role("button", name="Invite bob")).to_be_visible()
     assert (await dave.call("who"))["players"][1]["status"] == "ready"

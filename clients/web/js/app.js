@@ -12,7 +12,6 @@ import { stakeTable } from "./stake.js";
 import { watchTables } from "./tables.js";
 
 const HIGHLIGHT_MS = 4000;
-const WHO_REFRESH_MS = 10000; // "Online now" is asked again this often: no push says who starts playing
 const lobby = new Lobby(lobbyUrl());
 const alerts = new Alerts();
 const state = {
@@ -613,9 +612,12 @@ lobby.on("player_offline", (data) => {
   if (gone) renderInvitations();
   soon("who", loadWho);
 });
-setInterval(() => {
-  if (lobby.ready && document.visibilityState === "visible") soon("who", loadWho, 0);
-}, WHO_REFRESH_MS);
+lobby.on("player_status", (data) => {
+  const row = state.who.find((p) => p.player === data.player);
+  if (!row) return soon("who", loadWho);
+  row.status = data.status;
+  renderWho();
+});
 
 // ---- playing --------------------------------------------------------------------------------
 
