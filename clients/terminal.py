@@ -32,6 +32,7 @@ LOCAL_EXIT = {"quit", "exit", "bye"}
 UNREACHABLE = (OSError, ConnectionError, TimeoutError, WebSocketException)
 """What connecting may raise: refused, timed out, not a WebSocket endpoint (HTTP 404), a bad URL."""
 BELL = "\a"
+HISTORY_NAME = ".matchlobby_history"
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 """Set (to anything but empty or 0) to keep the terminal from ringing on an invitation."""
 
@@ -312,10 +313,13 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     output = _Session(client, as_json, None, width=lambda: shutil.get_terminal_size().columns,
                       bell=bell_wanted(bell))
     client.on("*", output.push)
-    try:
-        history: Any = FileHistory(str(Path.home() / ".matchlobby_history"))
-    except OSError:
-        history = InMemoryHistory()
+    history: Any = InMemoryHistory()
+    path = history_file()
+    if path is None:
+        print("Command history is kept for this session only: no writable home folder "
+              f"for {HISTORY_NAME}.")
+    else:
+        history = FileHistory(str(path))
     session: PromptSession[str] = PromptSession(history=history, completer=LobbyCompleter())
     with patch_stdout():
         while True:
@@ -338,6 +342,18 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
                 names.players.add(output.me)  # never told of oneself, nor back after a replaced login
     await output.close()
     return 0
+
+
+def history_file() -> Path | None:
+    """Where the command history is kept, if the home folder lets it be written: prompt_toolkit
+    would otherwise fail at every command it tries to save."""
+    try:
+        path = Path.home() / HISTORY_NAME
+        with path.open("a", encoding="utf-8"):
+            pass
+    except (OSError, RuntimeError):  # RuntimeError: no home folder can be found
+        return None
+    return path
 
 
 def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> None:

@@ -176,3 +176,26 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
     await keys("quit", "Enter")
     lines = await until_screen(tmux, "alice> quit", "exit=0")
     assert not any("Traceback" in line or "disconnected" in line for line in lines)
+
+
+async def test_no_writable_home_keeps_the_history_in_memory(lobby: LobbyServer, tmp_path: Path
+                                                            ) -> None:
+    missing = tmp_path / "no-such-home"
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(missing))
+    try:
+        await term.expect(r"Command history is kept for this session only: no writable home "
+                          r"folder for \.matchlobby_history\.\n")
+        await term.expect(r"matchlobby>")
+        term.type("who\r")
+        await term.expect(r"Nobody is logged in \(1 spectator\)\.\n")
+        term.type("whois nobody\r")
+        await term.expect(r"Error \(not_found\)")
+        await term.expect(r"matchlobby>")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    everything = screen_text(term.raw)
+    assert "Traceback" not in everything and everything.count(".matchlobby_history") == 1
+    assert not missing.exists()
