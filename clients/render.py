@@ -142,9 +142,16 @@ def legend(columns: Sequence[Column]) -> list[str]:
                                       initial_indent="  ", subsequent_indent="    ")]
 
 
+def system_title(ladder: Any, system: Any, ladders: Ladders) -> str:
+    """A ladder's rating system as the ``ladders`` reply names it (FIBS), else its short name."""
+    info = ladders.get(ladder) if isinstance(ladder, str) else None
+    return info.system_title if info is not None else _s(system)
+
+
 def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
            viewer: Viewer = NOBODY) -> str:
-    head = f"{data['ladder']} ({data['system']}): {data['total']} players"
+    head = (f"{data['ladder']} ({system_title(data['ladder'], data['system'], ladders)}): "
+            f"{data['total']} players")
     if not data["players"]:
         return head + "\n  (nobody yet)"
     known = ladders.get(data["ladder"])
@@ -153,14 +160,34 @@ def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     return "\n".join([head, ladder_rows(columns, data["players"]), *legend(columns)])
 
 
+def rating_sentence(row: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+    """``backgammon (FIBS): rating 1523.41, experience 812; rank 3 of 40 after 112 games.``:
+    each ladder's own columns, so ladders of different systems read alike."""
+    columns = _columns(ladders, row)
+    values = ", ".join(f"{word(c.label)} {c.text(row.get(c.key))}"
+                       for c in columns if c.key != "games")
+    inactive = "" if row.get("active", True) else " (inactive)"
+    played = next((word(c.label) for c in columns if c.key == "games"), "games")
+    return (f"{row['ladder']} ({system_title(row['ladder'], row.get('system'), ladders)}): "
+            f"{values}; rank {row['rank']} of {row['of']}{inactive}; "
+            f"{_tally(row['games'], played)}.")
+
+
+def _tally(n: Any, label: str) -> str:
+    """``112 matches``, ``1 match``; ``played 7`` for a label that is not a plural noun."""
+    if not label.endswith("s"):
+        return f"{label} {_s(n)}"
+    if n != 1:
+        return f"{_s(n)} {label}"
+    return f"1 {label[:-2] if label.endswith(('ches', 'shes', 'sses', 'xes')) else label[:-1]}"
+
+
 def rating(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
            viewer: Viewer = NOBODY) -> str:
     if not data["ratings"]:
         return f"{data['player']} has no ratings yet."
-    rows = [[r["ladder"], rating_text(r, ladders), rank_text(r), r["games"]]
-            for r in data["ratings"]]
-    return f"Ratings of {data['player']}:\n" + table(["ladder", "rating", "rank", "games"], rows,
-                                                    right={"games"})
+    return "\n".join([f"Ratings of {data['player']}:",
+                      *(f"  {rating_sentence(r, ladders)}" for r in data["ratings"])])
 
 
 def _cause(c: dict[str, Any]) -> str:

@@ -97,16 +97,19 @@ async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path
          str(fibs.players[name].games), "yes"]
         for i, name in enumerate(fibs.ranking(), 1)]
     legend = "  experience: The lengths of every rated match added up."
-    expected_ladder = ["backgammon (fibs): 3 players",
+    expected_ladder = ["backgammon (FIBS): 3 players",
                        *columns(ladder_rows, right={0, 2, 3, 4}), legend]
-    expected_page = ["backgammon (fibs): 3 players",
+    expected_page = ["backgammon (FIBS): 3 players",
                      *columns([ladder_rows[0], ladder_rows[2]], right={0, 2, 3, 4}), legend]
-    expected_rating = ["Ratings of alice:", *columns([
-        ["ladder", "rating", "rank", "games"],
-        ["backgammon", fibs_text, "rank 2 of 3", "2"],
-        ["scrabble", cas_text, f"rank {s['rank']} of 3", str(s["games"])],
-        ["foosball-doubles", p4p_text, f"rank {d['rank']} of 4", "1"],
-    ], right={3})]
+    # one sentence a ladder: no header repeated inside a cell
+    expected_rating = [
+        "Ratings of alice:",
+        f"  backgammon (FIBS): {fibs_text.replace('   ', ', ')}; rank 2 of 3; 2 matches.",
+        f"  scrabble (ČAS): {cas_text.replace('   ', ', ')}; rank {s['rank']} of 3; "
+        f"{s['games']} games.",
+        f"  foosball-doubles (P4P): {p4p_text.replace('   ', ', ')}; rank {d['rank']} of 4; "
+        "1 game.",
+    ]
     (b1, a1), (b2, a2) = a.history
     stamp = [e["at"].replace("T", " ").removesuffix("Z") for e in history]
     expected_history = ["Rating history of alice:", *columns([
@@ -194,7 +197,7 @@ async def test_a_system_no_client_knows_is_shown_by_its_description(db_path: Pat
          "yes" if fibs.players[name].rating > 1500 else "no",
          "upper" if fibs.players[name].rating >= 1500 else "lower", "2", "yes"]
         for i, name in enumerate(fibs.ranking(), 1)]
-    start = done.lines.index(f"{LADDER} (zeta): 2 players")
+    start = done.lines.index(f"{LADDER} (Zeta (made up)): 2 players")
     assert done.lines[start + 1:start + 7] == [
         *columns(table, right={0, 2, 3, 6}),
         "  score: Whole points of the rating.", "  elo: The rating with one place.",

@@ -354,7 +354,7 @@ async def test_tab_completes_players_ladders_and_sub_commands(lobby: LobbyServer
     await term.expect(r"You invited bob to a 3-point backgammon match")
     await complete("ladder foosball-d", "foosball-doubles")
     term.type("\r")
-    await term.expect(r"foosball-doubles \(p4p\): 0 players\n")
+    await term.expect(r"foosball-doubles \(P4P\): 0 players\n")
     await complete("help event cl", "close")
     term.type("\r")
     await says(term, "event close EVENT")
