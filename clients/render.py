@@ -369,16 +369,25 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 def help_listing(commands: Sequence[dict[str, Any]], width: int | None) -> str:
     """Usage, role and summary in columns; on a screen too narrow for the longest lines, the
-    usage and the summary wrap within their columns (the summary keeps at least
-    :data:`HELP_SUMMARY_MIN` columns)."""
+    usage and the summary wrap within their columns, split where the listing takes the fewest
+    lines (the summary keeps at least :data:`HELP_SUMMARY_MIN` columns)."""
     rows = [[c["usage"], c["who"], c["summary"]] for c in commands]
     plain = table(["usage", "who", "what"], rows)
     if width is None or max(len(line) for line in plain.splitlines()) <= width:
         return plain
     who_w = max(len(r[1]) for r in [["who", "who"], *rows])
-    usage_w = max(len(r[0]) for r in [["usage"], *rows])
-    usage_w = max(12, min(usage_w, width - who_w - 4 - HELP_SUMMARY_MIN))
-    what_w = max(HELP_SUMMARY_MIN, width - usage_w - who_w - 4)
+    longest = max(len(r[0]) for r in [["usage"], *rows])
+    widest = max(12, min(longest, width - who_w - 4 - HELP_SUMMARY_MIN))
+    best: list[str] = []
+    for usage_w in range(12, widest + 1):
+        out = _help_lines(rows, usage_w, who_w, max(HELP_SUMMARY_MIN, width - usage_w - who_w - 4))
+        if not best or len(out) < len(best):
+            best = out
+    return "\n".join(best)
+
+
+def _help_lines(rows: Sequence[Sequence[str]], usage_w: int, who_w: int, what_w: int
+                ) -> list[str]:
     out = []
     for usage, who_, what in [["usage", "who", "what"], *rows]:
         left, right = _wrap(usage, usage_w, "  "), _wrap(what, what_w)
@@ -386,7 +395,7 @@ def help_listing(commands: Sequence[dict[str, Any]], width: int | None) -> str:
             cells = [left[i] if i < len(left) else "", who_ if i == 0 else "",
                      right[i] if i < len(right) else ""]
             out.append(f"{cells[0]:<{usage_w}}  {cells[1]:<{who_w}}  {cells[2]}".rstrip())
-    return "\n".join(out)
+    return out
 
 
 def help_(data: dict[str, Any], ladders: Ladders = NO_LADDERS,

@@ -33,6 +33,8 @@ UNREACHABLE = (OSError, ConnectionError, TimeoutError, WebSocketException)
 """What connecting may raise: refused, timed out, not a WebSocket endpoint (HTTP 404), a bad URL."""
 BELL = "\a"
 HISTORY_NAME = ".matchlobby_history"
+PIPE_WIDTH = 80
+"""The width replies are wrapped to when the output is not a terminal."""
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 LOGINS = {"login", "register", "resume"}
 PRESENCE = {"player_online", "player_offline", "player_status"}
@@ -302,12 +304,13 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
     return status
 
 
-def _columns(out: TextIO) -> int | None:
-    """The width of the terminal ``out`` writes to; ``None`` (no wrapping) for a file or pipe."""
+def _columns(out: TextIO) -> int:
+    """The width of the terminal ``out`` writes to; :data:`PIPE_WIDTH` for a file or pipe, as
+    text meant to be read there is (a mail, a log)."""
     try:
-        return shutil.get_terminal_size().columns if out.isatty() else None
+        return shutil.get_terminal_size().columns if out.isatty() else PIPE_WIDTH
     except (OSError, ValueError):
-        return None
+        return PIPE_WIDTH
 
 
 async def run_interactive(url: str, as_json: bool = False, bell: bool = True) -> int:

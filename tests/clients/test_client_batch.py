@@ -20,6 +20,7 @@ from testkit.fibs import FibsModel, fibs_changes
 from testkit.probes import wait_until
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
+from testkit.terminal import help_rows
 from testkit.zeta import LADDER, with_zeta
 
 
@@ -357,3 +358,17 @@ async def test_an_unreachable_server_exits_2_with_a_message(lobby: LobbyServer) 
     done = await run_cli_async(["client", f"ws://127.0.0.1:{port}/ws", "--batch", "--json"],
                                 stdin="who\n")
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+async def test_help_into_a_pipe_is_wrapped_to_80_columns(lobby: LobbyServer) -> None:
+    served = (await (await lobby.client()).call("help"))["commands"]
+    done = await run_batch(lobby.url, ["help", "help event result"])
+    assert (done.returncode, done.stderr) == (0, "")
+    assert max(len(line) for line in done.lines) <= 80, done.lines
+    one = next(c for c in served if c["command"] == "event result")
+    # the one command's help: its first line is the last one not indented
+    start = max(i for i, line in enumerate(done.lines) if not line.startswith("  "))
+    assert help_rows(done.lines[:start]) == [[c["usage"], c["who"], c["summary"]]
+                                             for c in served]
+    assert " ".join(line.strip() for line in done.lines[start:]) == (
+        f"{one['usage']} {one['summary']} For: {one['who']}")
