@@ -353,10 +353,27 @@ def match_summary(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     return _with_stake(match_line(data, "Match", " started"), data.get("stake"), ladders)
 
 
+def result_sentence(data: dict[str, Any]) -> str:
+    """How a match ended, in words: ``bob resigned; alice wins match 4 (backgammon, 1
+    point).``"""
+    winner, loser, how = data["winner"], data.get("loser"), data.get("how")
+    match = f"match {data['match']} ({data['ladder']}, {_length(data['length'])})"
+    if how == "adjudicate":
+        return f"An admin decided {match}: {winner} wins."
+    if loser is None:
+        return f"{winner} wins {match} ({how})."
+    if how == "resign":
+        return f"{loser} resigned; {winner} wins {match}."
+    if how == "confirm":
+        return f"{loser} confirmed {winner}'s win in {match}."
+    if how == "claim":
+        return f"{loser} left and did not come back in time; {winner} claimed {match} and wins."
+    return f"{winner} wins {match} ({how})."
+
+
 def match_finished(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                    viewer: Viewer = NOBODY) -> str:
-    head = (f"Match {data['match']} ({data['ladder']}, {_length(data['length'])}) won by "
-            f"{data['winner']} ({data['how']}).")
+    head = result_sentence(data)
     if not data.get("rated", True):
         return head + " Not rated."
     return head + "\n" + changes(data["changes"], data["ladder"], ladders)

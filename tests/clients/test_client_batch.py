@@ -274,7 +274,7 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     await alice.close()  # the match goes on; alice comes back in the batch client
     done = await run_batch(lobby.url, [f"login alice {PASSWORD}", "resign"], "--pushes")
     assert (done.returncode, done.stderr) == (0, "")
-    result = [f"Match {mid} (backgammon, 1 point) won by bob (resign).",
+    result = [f"alice resigned; bob wins match {mid} (backgammon, 1 point).",
               "  alice: 1500.00 -> 1490.02 (-9.98)",
               "  bob: 1500.00 -> 1509.98 (+9.98)"]
     win, loss = fibs_changes(1500.0, 0, 1500.0, 0, 1, True)
@@ -294,7 +294,7 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     quiet = await run_batch(lobby.url, [f"login bob {PASSWORD}", "resign"])
     assert quiet.lines[:2] == ["Logged in as bob.",
                                f"You are in match {mid + 1}: bob vs alice (backgammon, 1 point)."]
-    assert quiet.lines[4] == f"Match {mid + 1} (backgammon, 1 point) won by alice (resign)."
+    assert quiet.lines[4] == f"bob resigned; alice wins match {mid + 1} (backgammon, 1 point)."
     assert len(quiet.lines) == 7 and not any(line.startswith("**") for line in quiet.lines)
 
 

@@ -70,7 +70,7 @@ async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, 
         # a push while idle at the prompt
         await term.expect(r"alice>")
         await bob.resign()
-        await term.expect(rf"\*\* Match {mid} \(backgammon, 1 point\) won by alice \(resign\)\.\n"
+        await term.expect(rf"\*\* bob resigned; alice wins match {mid} \(backgammon, 1 point\)\.\n"
                           r"  alice: 1500\.00 -> 1509\.98 \(\+9\.98\)\n"
                           r"  bob: 1500\.00 -> 1490\.02 \(-9\.98\)\n")
         await term.expect(r"alice>")

@@ -326,10 +326,17 @@ FINISHED = {"match": 17, "ladder": "backgammon", "length": 5, "winner": "alice",
                 {"player": "bob", "before": 1500.0, "after": 1477.864, "change": -22.136}]}
 
 
-@pytest.mark.parametrize("cmd", ["resign", "confirm", "claim", "adjudicate"])
-def test_a_finished_match(cmd: str) -> None:
+@pytest.mark.parametrize(("cmd", "sentence"), [
+    ("resign", "bob resigned; alice wins match 17 (backgammon, 5 points)."),
+    ("confirm", "bob confirmed alice's win in match 17 (backgammon, 5 points)."),
+    ("claim", "bob left and did not come back in time; alice claimed match 17 (backgammon, "
+              "5 points) and wins."),
+    ("adjudicate", "An admin decided match 17 (backgammon, 5 points): alice wins."),
+])
+def test_a_finished_match(cmd: str, sentence: str) -> None:
+    """How the match ended, in words (the server's ``how`` is a command's name)."""
     assert render_reply(ok(cmd, {**FINISHED, "how": cmd})).splitlines() == [
-        f"Match 17 (backgammon, 5 points) won by alice ({cmd}).",
+        sentence,
         "  alice: 1500.00 -> 1522.14 (+22.14)",
         "  bob: 1500.00 -> 1477.86 (-22.14)",
     ]
@@ -338,9 +345,9 @@ def test_a_finished_match(cmd: str) -> None:
 def test_an_unrated_or_short_match() -> None:
     assert render.match_finished({**FINISHED, "length": "unlimited", "rated": False,
                                   "changes": []}) == (
-        "Match 17 (backgammon, unlimited) won by alice (resign). Not rated.")
+        "bob resigned; alice wins match 17 (backgammon, unlimited). Not rated.")
     assert render.match_finished({**FINISHED, "length": 1}).splitlines()[0] == (
-        "Match 17 (backgammon, 1 point) won by alice (resign).")
+        "bob resigned; alice wins match 17 (backgammon, 1 point).")
 
 
 def test_a_correction_is_not_a_finished_match() -> None:
@@ -398,7 +405,7 @@ def test_errors_and_odd_replies() -> None:
                                          "a": "bob", "b": "alice", "status": "playing"}},
      "** Match 4 started: bob vs alice (backgammon, 5 points)."),
     ({"event": "match_finished", "data": FINISHED},
-     "** Match 17 (backgammon, 5 points) won by alice (resign).\n"
+     "** bob resigned; alice wins match 17 (backgammon, 5 points).\n"
      "  alice: 1500.00 -> 1522.14 (+22.14)\n  bob: 1500.00 -> 1477.86 (-22.14)"),
     ({"event": "rating_changed", "data": {"ladder": "scrabble", "player": "amy", "before": None,
                                           "after": 1000, "change": None,

@@ -264,7 +264,7 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
                              "decide it.")
     await admin.call("adjudicate", match=mid, winner="alice")
     rated = FibsModel().play("alice", "bob", 1)
-    await says(term, f"** Match {mid} (backgammon, 1 point) won by alice (adjudicate).",
+    await says(term, f"** An admin decided match {mid} (backgammon, 1 point): alice wins.",
                *(f"  {p}: 1500.00 -> {rated[p][1]:.2f} ({rated[p][1] - 1500:+.2f})"
                  for p in ("alice", "bob")))
 
@@ -293,7 +293,7 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
     m3 = (await bob.next_push("match_started"))["data"]["match"]
     await term.expect(rf"Match {m3} started: .*\n(?:  .*\n){{2}}")
     term.type("resign\r")
-    shown = await term.expect(rf"Match {m3} \(backgammon, 1 point\) won by bob \(resign\)\.\n"
+    shown = await term.expect(rf"alice resigned; bob wins match {m3} \(backgammon, 1 point\)\.\n"
                               r"(?:  .*\n){2}")
     after = await run(term, "frobnicate",
                       "Error (unknown_command): Unknown command 'frobnicate'; try 'help'.")
