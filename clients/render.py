@@ -142,9 +142,16 @@ def legend(columns: Sequence[Column]) -> list[str]:
                                       initial_indent="  ", subsequent_indent="    ")]
 
 
+def system_title(ladder: Any, system: Any, ladders: Ladders) -> str:
+    """A ladder's rating system as the ``ladders`` reply names it (FIBS), else its short name."""
+    info = ladders.get(ladder) if isinstance(ladder, str) else None
+    return info.system_title if info is not None else _s(system)
+
+
 def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
            viewer: Viewer = NOBODY) -> str:
-    head = f"{data['ladder']} ({data['system']}): {data['total']} players"
+    head = (f"{data['ladder']} ({system_title(data['ladder'], data['system'], ladders)}): "
+            f"{data['total']} players")
     if not data["players"]:
         return head + "\n  (nobody yet)"
     known = ladders.get(data["ladder"])
@@ -153,14 +160,34 @@ def ladder(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     return "\n".join([head, ladder_rows(columns, data["players"]), *legend(columns)])
 
 
+def rating_sentence(row: dict[str, Any], ladders: Ladders = NO_LADDERS) -> str:
+    """``backgammon (FIBS): rating 1523.41, experience 812; rank 3 of 40 after 112 games.``:
+    each ladder's own columns, so ladders of different systems read alike."""
+    columns = _columns(ladders, row)
+    values = ", ".join(f"{word(c.label)} {c.text(row.get(c.key))}"
+                       for c in columns if c.key != "games")
+    inactive = "" if row.get("active", True) else " (inactive)"
+    played = next((word(c.label) for c in columns if c.key == "games"), "games")
+    return (f"{row['ladder']} ({system_title(row['ladder'], row.get('system'), ladders)}): "
+            f"{values}; rank {row['rank']} of {row['of']}{inactive}; "
+            f"{_tally(row['games'], played)}.")
+
+
+def _tally(n: Any, label: str) -> str:
+    """``112 matches``, ``1 match``; ``played 7`` for a label that is not a plural noun."""
+    if not label.endswith("s"):
+        return f"{label} {_s(n)}"
+    if n != 1:
+        return f"{_s(n)} {label}"
+    return f"1 {label[:-2] if label.endswith(('ches', 'shes', 'sses', 'xes')) else label[:-1]}"
+
+
 def rating(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
            viewer: Viewer = NOBODY) -> str:
     if not data["ratings"]:
         return f"{data['player']} has no ratings yet."
-    rows = [[r["ladder"], rating_text(r, ladders), rank_text(r), r["games"]]
-            for r in data["ratings"]]
-    return f"Ratings of {data['player']}:\n" + table(["ladder", "rating", "rank", "games"], rows,
-                                                    right={"games"})
+    return "\n".join([f"Ratings of {data['player']}:",
+                      *(f"  {rating_sentence(r, ladders)}" for r in data["ratings"])])
 
 
 def _cause(c: dict[str, Any]) -> str:
@@ -326,10 +353,27 @@ def match_summary(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     return _with_stake(match_line(data, "Match", " started"), data.get("stake"), ladders)
 
 
+def result_sentence(data: dict[str, Any]) -> str:
+    """How a match ended, in words: ``bob resigned; alice wins match 4 (backgammon, 1
+    point).``"""
+    winner, loser, how = data["winner"], data.get("loser"), data.get("how")
+    match = f"match {data['match']} ({data['ladder']}, {_length(data['length'])})"
+    if how == "adjudicate":
+        return f"An admin decided {match}: {winner} wins."
+    if loser is None:
+        return f"{winner} wins {match} ({how})."
+    if how == "resign":
+        return f"{loser} resigned; {winner} wins {match}."
+    if how == "confirm":
+        return f"{loser} confirmed {winner}'s win in {match}."
+    if how == "claim":
+        return f"{loser} left and did not come back in time; {winner} claimed {match} and wins."
+    return f"{winner} wins {match} ({how})."
+
+
 def match_finished(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                    viewer: Viewer = NOBODY) -> str:
-    head = (f"Match {data['match']} ({data['ladder']}, {_length(data['length'])}) won by "
-            f"{data['winner']} ({data['how']}).")
+    head = result_sentence(data)
     if not data.get("rated", True):
         return head + " Not rated."
     return head + "\n" + changes(data["changes"], data["ladder"], ladders)
@@ -342,16 +386,25 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 def help_listing(commands: Sequence[dict[str, Any]], width: int | None) -> str:
     """Usage, role and summary in columns; on a screen too narrow for the longest lines, the
-    usage and the summary wrap within their columns (the summary keeps at least
-    :data:`HELP_SUMMARY_MIN` columns)."""
+    usage and the summary wrap within their columns, split where the listing takes the fewest
+    lines (the summary keeps at least :data:`HELP_SUMMARY_MIN` columns)."""
     rows = [[c["usage"], c["who"], c["summary"]] for c in commands]
     plain = table(["usage", "who", "what"], rows)
     if width is None or max(len(line) for line in plain.splitlines()) <= width:
         return plain
     who_w = max(len(r[1]) for r in [["who", "who"], *rows])
-    usage_w = max(len(r[0]) for r in [["usage"], *rows])
-    usage_w = max(12, min(usage_w, width - who_w - 4 - HELP_SUMMARY_MIN))
-    what_w = max(HELP_SUMMARY_MIN, width - usage_w - who_w - 4)
+    longest = max(len(r[0]) for r in [["usage"], *rows])
+    widest = max(12, min(longest, width - who_w - 4 - HELP_SUMMARY_MIN))
+    best: list[str] = []
+    for usage_w in range(12, widest + 1):
+        out = _help_lines(rows, usage_w, who_w, max(HELP_SUMMARY_MIN, width - usage_w - who_w - 4))
+        if not best or len(out) < len(best):
+            best = out
+    return "\n".join(best)
+
+
+def _help_lines(rows: Sequence[Sequence[str]], usage_w: int, who_w: int, what_w: int
+                ) -> list[str]:
     out = []
     for usage, who_, what in [["usage", "who", "what"], *rows]:
         left, right = _wrap(usage, usage_w, "  "), _wrap(what, what_w)
@@ -359,7 +412,7 @@ def help_listing(commands: Sequence[dict[str, Any]], width: int | None) -> str:
             cells = [left[i] if i < len(left) else "", who_ if i == 0 else "",
                      right[i] if i < len(right) else ""]
             out.append(f"{cells[0]:<{usage_w}}  {cells[1]:<{who_w}}  {cells[2]}".rstrip())
-    return "\n".join(out)
+    return out
 
 
 def help_(data: dict[str, Any], ladders: Ladders = NO_LADDERS,

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from websockets.exceptions import WebSocketException
 
 from clients.completion import Names
-from clients.lobby_client import Disconnected, LobbyClient, LobbyError, join_pages
+from clients.lobby_client import REPLACED, Disconnected, LobbyClient, LobbyError, join_pages
 from clients.models import Session
 from clients.render import NO_LADDERS, NOBODY, Ladders, Viewer, render_push, render_reply
 
@@ -32,7 +32,16 @@ LOCAL_EXIT = {"quit", "exit", "bye"}
 UNREACHABLE = (OSError, ConnectionError, TimeoutError, WebSocketException)
 """What connecting may raise: refused, timed out, not a WebSocket endpoint (HTTP 404), a bad URL."""
 BELL = "\a"
+HISTORY_NAME = ".matchlobby_history"
+PIPE_WIDTH = 80
+"""The width replies are wrapped to when the output is not a terminal."""
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
+LOGINS = {"login", "register", "resume"}
+PRESENCE = {"player_online", "player_offline", "player_status"}
+REPLACED_TEXT = ("Not reconnecting: that would close your newer login. Type 'login NAME PASSWORD' "
+                 "to log in here again (the other connection is then closed), or 'quit'.")
+NOT_CONNECTED_TEXT = ("Not connected: you logged in from another connection. Type "
+                      "'login NAME PASSWORD' to log in here again, or 'quit'.")
 """Set (to anything but empty or 0) to keep the terminal from ringing on an invitation."""
 
 
@@ -128,9 +137,12 @@ class _Session:
 
     The library delivers the pushes it has already read before the command awaiting
     its reply wakes up, so a push that arrives after the reply of the command in
-    flight is held until that reply is printed. The client's own closing is not shown,
+    flight is held until that reply is printed; while a login is in flight, every push is
+    held, so that it is read knowing who logged in. The client's own closing is not shown,
     nor a push that repeats what is on the screen already (:class:`Echoes`, the
-    dispute one sent oneself). With ``bell``, an invitation rings the terminal's bell.
+    dispute one sent oneself, one's own comings and goings). A connection replaced by a
+    newer login of the same account logs out here and says how to log in again.
+    With ``bell``, an invitation rings the terminal's bell.
     """
 
     def __init__(self, client: _CountingClient, as_json: bool, out: TextIO | None,
@@ -141,6 +153,8 @@ class _Session:
         self.width = width
         self.bell = bell
         self.sent_at: int | None = None
+        self.logging_in = False
+        self.replaced = False
         self.held: list[dict[str, Any]] = []
         self.closed = False
         self.echoes = Echoes()
@@ -154,7 +168,8 @@ class _Session:
     def push(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        if self.sent_at is not None and self.client.replies_received > self.sent_at:
+        if self.sent_at is not None and (self.logging_in or
+                                         self.client.replies_received > self.sent_at):
             self.held.append(message)
         else:
             self._show_push(message)
@@ -167,6 +182,16 @@ class _Session:
             if message.get("event") == "result_disputed" and isinstance(data, dict) and \
                     self.viewer.mine(data.get("by")):
                 return
+            if message.get("event") in PRESENCE and isinstance(data, dict) and \
+                    self.viewer.mine(data.get("player")):
+                return
+        if message.get("event") == "disconnected" and isinstance(data, dict) and \
+                data.get("code") == REPLACED:
+            self.replaced = True
+            self.me = self.role = None
+            if not self.as_json:
+                _print(REPLACED_TEXT, self.out or sys.stdout)
+                return
         if message.get("event") == "match_finished":
             self.echoes.note(data)
         out = self.out or sys.stdout
@@ -176,6 +201,7 @@ class _Session:
 
     def _release(self) -> None:
         self.sent_at = None
+        self.logging_in = False
         held, self.held = self.held, []
         for message in held:
             self._show_push(message)
@@ -183,6 +209,7 @@ class _Session:
     async def run(self, line: str) -> dict[str, Any]:
         """Send ``line``, print its reply (every page of it), then the pushes held meanwhile."""
         self.sent_at = self.client.replies_received
+        self.logging_in = line.split(maxsplit=1)[0].lower() in LOGINS
         try:
             asked = help_words(line)
             reply = await (self.client.send_line(line) if asked is None
@@ -228,6 +255,13 @@ class _Session:
             await self.client.request("help", {"command": "help"}, timeout=5)
         self._release()
 
+    async def log_in_again(self) -> None:
+        """A new connection after this one was replaced; it logs in only by the command the
+        user types next, so the other connection is closed only by choice."""
+        self.client.credentials = self.client.session = None
+        await self.client.connect()
+        self.replaced = False
+
     async def close(self) -> None:
         self.closed = True
         await self.client.close()
@@ -270,12 +304,13 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
     return status
 
 
-def _columns(out: TextIO) -> int | None:
-    """The width of the terminal ``out`` writes to; ``None`` (no wrapping) for a file or pipe."""
+def _columns(out: TextIO) -> int:
+    """The width of the terminal ``out`` writes to; :data:`PIPE_WIDTH` for a file or pipe, as
+    text meant to be read there is (a mail, a log)."""
     try:
-        return shutil.get_terminal_size().columns if out.isatty() else None
+        return shutil.get_terminal_size().columns if out.isatty() else PIPE_WIDTH
     except (OSError, ValueError):
-        return None
+        return PIPE_WIDTH
 
 
 async def run_interactive(url: str, as_json: bool = False, bell: bool = True) -> int:
@@ -312,32 +347,57 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     output = _Session(client, as_json, None, width=lambda: shutil.get_terminal_size().columns,
                       bell=bell_wanted(bell))
     client.on("*", output.push)
-    try:
-        history: Any = FileHistory(str(Path.home() / ".matchlobby_history"))
-    except OSError:
-        history = InMemoryHistory()
+    history: Any = InMemoryHistory()
+    path = history_file()
+    if path is None:
+        print("Command history is kept for this session only: no writable home folder "
+              f"for {HISTORY_NAME}.")
+    else:
+        history = FileHistory(str(path))
     session: PromptSession[str] = PromptSession(history=history, completer=LobbyCompleter())
     with patch_stdout():
         while True:
-            who = output.me or "matchlobby"
-            try:
-                line = (await session.prompt_async(f"{who}> ")).strip()
+            try:  # the prompt is redrawn with who is logged in when a push changes that
+                line = (await session.prompt_async(
+                    lambda: f"{output.me or 'matchlobby'}> ")).strip()
             except (EOFError, KeyboardInterrupt):
                 break
             if not line:
                 continue
             if line.lower() in LOCAL_EXIT:
                 break
+            if output.replaced:
+                if line.split()[0].lower() not in LOGINS:
+                    print(NOT_CONNECTED_TEXT)
+                    continue
+                try:
+                    await output.log_in_again()
+                except UNREACHABLE as e:
+                    print(f"Cannot connect to {url}: {e}")
+                    continue
             try:
                 reply = await output.run(line)
             except (Disconnected, TimeoutError):
-                print("Connection lost; reconnecting…")
+                if not output.replaced:
+                    print("Connection lost; reconnecting…")
                 continue
             _remember_login(client, line, reply)
             if output.me:
                 names.players.add(output.me)  # never told of oneself, nor back after a replaced login
     await output.close()
     return 0
+
+
+def history_file() -> Path | None:
+    """Where the command history is kept, if the home folder lets it be written: prompt_toolkit
+    would otherwise fail at every command it tries to save."""
+    try:
+        path = Path.home() / HISTORY_NAME
+        with path.open("a", encoding="utf-8"):
+            pass
+    except (OSError, RuntimeError):  # RuntimeError: no home folder can be found
+        return None
+    return path
 
 
 def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> None:

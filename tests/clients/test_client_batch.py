@@ -20,6 +20,7 @@ from testkit.fibs import FibsModel, fibs_changes
 from testkit.probes import wait_until
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
+from testkit.terminal import help_rows
 from testkit.zeta import LADDER, with_zeta
 
 
@@ -97,16 +98,19 @@ async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path
          str(fibs.players[name].games), "yes"]
         for i, name in enumerate(fibs.ranking(), 1)]
     legend = "  experience: The lengths of every rated match added up."
-    expected_ladder = ["backgammon (fibs): 3 players",
+    expected_ladder = ["backgammon (FIBS): 3 players",
                        *columns(ladder_rows, right={0, 2, 3, 4}), legend]
-    expected_page = ["backgammon (fibs): 3 players",
+    expected_page = ["backgammon (FIBS): 3 players",
                      *columns([ladder_rows[0], ladder_rows[2]], right={0, 2, 3, 4}), legend]
-    expected_rating = ["Ratings of alice:", *columns([
-        ["ladder", "rating", "rank", "games"],
-        ["backgammon", fibs_text, "rank 2 of 3", "2"],
-        ["scrabble", cas_text, f"rank {s['rank']} of 3", str(s["games"])],
-        ["foosball-doubles", p4p_text, f"rank {d['rank']} of 4", "1"],
-    ], right={3})]
+    # one sentence a ladder: no header repeated inside a cell
+    expected_rating = [
+        "Ratings of alice:",
+        f"  backgammon (FIBS): {fibs_text.replace('   ', ', ')}; rank 2 of 3; 2 matches.",
+        f"  scrabble (ČAS): {cas_text.replace('   ', ', ')}; rank {s['rank']} of 3; "
+        f"{s['games']} games.",
+        f"  foosball-doubles (P4P): {p4p_text.replace('   ', ', ')}; rank {d['rank']} of 4; "
+        "1 game.",
+    ]
     (b1, a1), (b2, a2) = a.history
     stamp = [e["at"].replace("T", " ").removesuffix("Z") for e in history]
     expected_history = ["Rating history of alice:", *columns([
@@ -194,7 +198,7 @@ async def test_a_system_no_client_knows_is_shown_by_its_description(db_path: Pat
          "yes" if fibs.players[name].rating > 1500 else "no",
          "upper" if fibs.players[name].rating >= 1500 else "lower", "2", "yes"]
         for i, name in enumerate(fibs.ranking(), 1)]
-    start = done.lines.index(f"{LADDER} (zeta): 2 players")
+    start = done.lines.index(f"{LADDER} (Zeta (made up)): 2 players")
     assert done.lines[start + 1:start + 7] == [
         *columns(table, right={0, 2, 3, 6}),
         "  score: Whole points of the rating.", "  elo: The rating with one place.",
@@ -270,7 +274,7 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     await alice.close()  # the match goes on; alice comes back in the batch client
     done = await run_batch(lobby.url, [f"login alice {PASSWORD}", "resign"], "--pushes")
     assert (done.returncode, done.stderr) == (0, "")
-    result = [f"Match {mid} (backgammon, 1 point) won by bob (resign).",
+    result = [f"alice resigned; bob wins match {mid} (backgammon, 1 point).",
               "  alice: 1500.00 -> 1490.02 (-9.98)",
               "  bob: 1500.00 -> 1509.98 (+9.98)"]
     win, loss = fibs_changes(1500.0, 0, 1500.0, 0, 1, True)
@@ -290,7 +294,7 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     quiet = await run_batch(lobby.url, [f"login bob {PASSWORD}", "resign"])
     assert quiet.lines[:2] == ["Logged in as bob.",
                                f"You are in match {mid + 1}: bob vs alice (backgammon, 1 point)."]
-    assert quiet.lines[4] == f"Match {mid + 1} (backgammon, 1 point) won by alice (resign)."
+    assert quiet.lines[4] == f"bob resigned; alice wins match {mid + 1} (backgammon, 1 point)."
     assert len(quiet.lines) == 7 and not any(line.startswith("**") for line in quiet.lines)
 
 
@@ -354,3 +358,17 @@ async def test_an_unreachable_server_exits_2_with_a_message(lobby: LobbyServer) 
     done = await run_cli_async(["client", f"ws://127.0.0.1:{port}/ws", "--batch", "--json"],
                                 stdin="who\n")
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+async def test_help_into_a_pipe_is_wrapped_to_80_columns(lobby: LobbyServer) -> None:
+    served = (await (await lobby.client()).call("help"))["commands"]
+    done = await run_batch(lobby.url, ["help", "help event result"])
+    assert (done.returncode, done.stderr) == (0, "")
+    assert max(len(line) for line in done.lines) <= 80, done.lines
+    one = next(c for c in served if c["command"] == "event result")
+    # the one command's help: its first line is the last one not indented
+    start = max(i for i, line in enumerate(done.lines) if not line.startswith("  "))
+    assert help_rows(done.lines[:start]) == [[c["usage"], c["who"], c["summary"]]
+                                             for c in served]
+    assert " ".join(line.strip() for line in done.lines[start:]) == (
+        f"{one['usage']} {one['summary']} For: {one['who']}")

@@ -70,7 +70,7 @@ async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, 
         # a push while idle at the prompt
         await term.expect(r"alice>")
         await bob.resign()
-        await term.expect(rf"\*\* Match {mid} \(backgammon, 1 point\) won by alice \(resign\)\.\n"
+        await term.expect(rf"\*\* bob resigned; alice wins match {mid} \(backgammon, 1 point\)\.\n"
                           r"  alice: 1500\.00 -> 1509\.98 \(\+9\.98\)\n"
                           r"  bob: 1500\.00 -> 1490\.02 \(-9\.98\)\n")
         await term.expect(r"alice>")
@@ -176,3 +176,67 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
     await keys("quit", "Enter")
     lines = await until_screen(tmux, "alice> quit", "exit=0")
     assert not any("Traceback" in line or "disconnected" in line for line in lines)
+
+
+async def test_no_writable_home_keeps_the_history_in_memory(lobby: LobbyServer, tmp_path: Path
+                                                            ) -> None:
+    missing = tmp_path / "no-such-home"
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(missing))
+    try:
+        await term.expect(r"Command history is kept for this session only: no writable home "
+                          r"folder for \.matchlobby_history\.\n")
+        await term.expect(r"matchlobby>")
+        term.type("who\r")
+        await term.expect(r"Nobody is logged in \(1 spectator\)\.\n")
+        term.type("whois nobody\r")
+        await term.expect(r"Error \(not_found\)")
+        await term.expect(r"matchlobby>")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    everything = screen_text(term.raw)
+    assert "Traceback" not in everything and everything.count(".matchlobby_history") == 1
+    assert not missing.exists()
+
+
+async def test_a_login_elsewhere_logs_this_terminal_out_without_reconnecting(
+        lobby: LobbyServer, tmp_path: Path) -> None:
+    first = await lobby.player("bob")
+    await first.call("who")  # presence pushes, so that it would hear of the terminal's login
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    try:
+        await term.expect(r"matchlobby>")
+        term.type(f"login bob {PASSWORD}\r")
+        # the login replaced the first connection: no word of "bob left" about oneself
+        shown = await term.expect(r"Logged in as bob\.\n(.*\n)*?bob>")
+        assert "** bob" not in shown
+        assert "another connection" in (await first.next_push("logged_out"))["data"]["reason"]
+
+        second = await lobby.login("bob")
+        await term.expect(r"\*\* You logged in from another connection; this one has been "
+                          r"closed\.\n")
+        await term.expect(r"Not reconnecting: that would close your newer login\. Type "
+                          r"'login NAME PASSWORD' to log in here again \(the other connection "
+                          r"is then closed\), or 'quit'\.\n")
+        await term.expect(r"matchlobby>")  # the prompt no longer names bob
+        term.type("who\r")
+        await term.expect(r"Not connected: you logged in from another connection\. Type "
+                          r"'login NAME PASSWORD' to log in here again, or 'quit'\.\n")
+        await term.expect(r"matchlobby>")
+        assert (await second.whois("bob")).online
+        assert not [p for p in second.drain_pushes() if p["event"] == "logged_out"]
+
+        term.type(f"login bob {PASSWORD}\r")  # by choice: the other connection is closed
+        await term.expect(r"Logged in as bob\.\n")
+        await term.expect(r"bob>")
+        assert "another connection" in (await second.next_push("logged_out"))["data"]["reason"]
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    everything = screen_text(term.raw)
+    assert "Traceback" not in everything and "Connection lost" not in everything
+    assert everything.count("Not reconnecting") == 1

@@ -28,7 +28,7 @@ async def test_the_terminal_client_prints_every_page(lobby: LobbyServer) -> None
     done = await run_batch(lobby.url, ["ladder backgammon 1 1000 --all", f"event show {eid}"])
     assert done.returncode == 0, done.stderr
     table, event = done.stdout.split(f"Event {eid}: Big")
-    assert table.startswith(f"backgammon (fibs): {PLAYERS} players\n")
+    assert table.startswith(f"backgammon (FIBS): {PLAYERS} players\n")
     assert re.findall(r"\bp\d{4}\b", table) == ladder[:1000]
     games, standings = event.split("\nplayer ")
     assert re.findall(r"^ *(\d+)  p", games, re.MULTILINE) == \

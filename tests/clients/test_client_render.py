@@ -96,11 +96,10 @@ def test_an_unknown_system_everywhere() -> None:
     ]
     rating = {"player": "alice", "ratings": whois["ratings"][:1]}
     assert render_reply(ok("rating", rating), LADDERS).splitlines()[1:] == [
-        "ladder  rating                                                              rank         "
-        "games",
-        "go      score 1613   elo 1613.0   streak yes   mood calm   seen 2026-12-01  rank 1 of 2"
-        "      7",
+        "  go (Zeta): score 1613, elo 1613.0, streak yes, mood calm, seen 2026-12-01; "
+        "rank 1 of 2; played 7.",
     ]
+    assert render_reply(ok("ladder", ladder), LADDERS).splitlines()[0] == "go (Zeta): 2 players"
     history = {"player": "alice", "ladder": "go", "entries": [
         {"ladder": "go", "at": "2026-12-01T08:00:00Z", "before": 1500, "after": 1613,
          "change": 113, "cause": {"match": 4}}]}
@@ -198,8 +197,11 @@ def test_ladder_tables_per_system() -> None:
     # a reply without columns (an older server): the ladder as described by the ladders reply,
     # else by the rows' own fields
     bare = {k: v for k, v in fibs.items() if k != "columns"}
-    assert render_reply(ok("ladder", bare), LADDERS).splitlines() == render_reply(
-        ok("ladder", fibs)).splitlines()
+    assert render_reply(ok("ladder", bare), LADDERS).splitlines()[1:] == render_reply(
+        ok("ladder", fibs)).splitlines()[1:]
+    # the system as the ladders reply titles it
+    assert render_reply(ok("ladder", fibs), LADDERS).splitlines()[0] == (
+        "backgammon (FIBS): 12 players")
     assert render_reply(ok("ladder", bare)).splitlines()[1:3] == [
         "rank  player   rating  experience  games  active",
         "   1  carol   1612.00          21      3  yes"]
@@ -207,14 +209,15 @@ def test_ladder_tables_per_system() -> None:
 
 def test_rating() -> None:
     data = {"player": "alice", "ratings": ALICE["ratings"][:2]}
-    cas = "strength 745   paluba 120   dansa 1560   peklo 1580.2"
-    fibs = "rating 1523.41   experience 812"
     assert render_reply(ok("rating", data), LADDERS).splitlines() == [
         "Ratings of alice:",
-        f"ladder      {'rating':{len(cas)}}  rank          games",
-        f"backgammon  {fibs:{len(cas)}}  rank 3 of 40    112",
-        f"scrabble    {cas}  rank 5 of 31     60",
+        "  backgammon (FIBS): rating 1523.41, experience 812; rank 3 of 40; 112 matches.",
+        "  scrabble (ČAS): strength 745, paluba 120, dansa 1560, peklo 1580.2; rank 5 of 31; "
+        "60 games.",
     ]
+    one = {"player": "alice", "ratings": [dict(ALICE["ratings"][0], active=False, games=1)]}
+    assert render_reply(ok("rating", one)).splitlines()[1] == (  # no ladders described
+        "  backgammon (fibs): rating 1523.41, experience 812; rank 3 of 40 (inactive); 1 game.")
     assert render_reply(ok("rating", {"player": "bob", "ratings": []})) == (
         "bob has no ratings yet.")
 
@@ -323,10 +326,17 @@ FINISHED = {"match": 17, "ladder": "backgammon", "length": 5, "winner": "alice",
                 {"player": "bob", "before": 1500.0, "after": 1477.864, "change": -22.136}]}
 
 
-@pytest.mark.parametrize("cmd", ["resign", "confirm", "claim", "adjudicate"])
-def test_a_finished_match(cmd: str) -> None:
+@pytest.mark.parametrize(("cmd", "sentence"), [
+    ("resign", "bob resigned; alice wins match 17 (backgammon, 5 points)."),
+    ("confirm", "bob confirmed alice's win in match 17 (backgammon, 5 points)."),
+    ("claim", "bob left and did not come back in time; alice claimed match 17 (backgammon, "
+              "5 points) and wins."),
+    ("adjudicate", "An admin decided match 17 (backgammon, 5 points): alice wins."),
+])
+def test_a_finished_match(cmd: str, sentence: str) -> None:
+    """How the match ended, in words (the server's ``how`` is a command's name)."""
     assert render_reply(ok(cmd, {**FINISHED, "how": cmd})).splitlines() == [
-        f"Match 17 (backgammon, 5 points) won by alice ({cmd}).",
+        sentence,
         "  alice: 1500.00 -> 1522.14 (+22.14)",
         "  bob: 1500.00 -> 1477.86 (-22.14)",
     ]
@@ -335,9 +345,9 @@ def test_a_finished_match(cmd: str) -> None:
 def test_an_unrated_or_short_match() -> None:
     assert render.match_finished({**FINISHED, "length": "unlimited", "rated": False,
                                   "changes": []}) == (
-        "Match 17 (backgammon, unlimited) won by alice (resign). Not rated.")
+        "bob resigned; alice wins match 17 (backgammon, unlimited). Not rated.")
     assert render.match_finished({**FINISHED, "length": 1}).splitlines()[0] == (
-        "Match 17 (backgammon, 1 point) won by alice (resign).")
+        "bob resigned; alice wins match 17 (backgammon, 1 point).")
 
 
 def test_a_correction_is_not_a_finished_match() -> None:
@@ -395,7 +405,7 @@ def test_errors_and_odd_replies() -> None:
                                          "a": "bob", "b": "alice", "status": "playing"}},
      "** Match 4 started: bob vs alice (backgammon, 5 points)."),
     ({"event": "match_finished", "data": FINISHED},
-     "** Match 17 (backgammon, 5 points) won by alice (resign).\n"
+     "** bob resigned; alice wins match 17 (backgammon, 5 points).\n"
      "  alice: 1500.00 -> 1522.14 (+22.14)\n  bob: 1500.00 -> 1477.86 (-22.14)"),
     ({"event": "rating_changed", "data": {"ladder": "scrabble", "player": "amy", "before": None,
                                           "after": 1000, "change": None,

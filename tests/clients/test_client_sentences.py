@@ -21,7 +21,7 @@ from testkit.constants import ADMIN, ADMIN_PASSWORD, PASSWORD
 from testkit.fibs import FibsModel, fibs_chance, fibs_changes
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
-from testkit.terminal import Terminal
+from testkit.terminal import Terminal, help_rows
 
 from server.commands import COMMANDS
 
@@ -114,22 +114,31 @@ async def test_help_of_multi_word_commands_and_the_listing_fits_80_columns(
     listing = (await term.expect(r"\nabort +player +Propose.*\n(?:   .*\n)*"))
     lines = listing[listing.index("usage"):].rstrip("\n").splitlines()
     assert max(len(line) for line in lines) <= 80, lines
-    who_at, what_at = lines[0].index("who"), lines[0].index("what")
-    assert lines[0] == "usage".ljust(who_at) + "who".ljust(what_at - who_at) + "what"
-    # each command's row, its wrapped cells joined again, is the server's own table
-    rows: list[list[str]] = []
-    for line in lines[1:]:
-        usage, who, what = (line[:who_at].strip(), line[who_at:what_at].strip(),
-                            line[what_at:].strip())
-        if who:
-            rows.append([usage, who, what])
-        else:
-            rows[-1] = [" ".join(filter(None, (rows[-1][0], usage))), rows[-1][1],
-                        " ".join(filter(None, (rows[-1][2], what)))]
+    rows = help_rows(lines)
+    what_at = lines[0].index("what")
     listed = {usage: (who, what) for usage, who, what in rows}
     for spec in list(COMMANDS.values())[:list(COMMANDS).index("abort") + 1]:
         assert listed[spec.usage] == (spec.role, spec.summary), spec.name
     assert any(not line[:what_at].strip() for line in lines)  # some summary did wrap
+
+
+async def test_help_at_100_columns_balances_usage_and_summary(lobby: LobbyServer,
+                                                               spawn: Spawner) -> None:
+    """The usage column is no wider than it needs for the listing to take the fewest lines:
+    the long usages wrap, not most of the summaries."""
+    alice = await lobby.player("alice")
+    served = (await alice.call("help"))["commands"]
+    term = await spawn("alice", columns=100)
+    term.type("help\r")
+    listing = await term.expect(r"usage +who +what\n(?:.*\n)*?alice>")
+    lines = listing[listing.index("usage"):].splitlines()[:-1]
+    assert max(len(line) for line in lines) <= 100, lines
+    rows = help_rows(lines)
+    assert rows == [[c["usage"], c["who"], c["summary"]] for c in served]
+    usage_w = lines[0].index("who") - 2
+    assert usage_w < max(len(c["usage"]) for c in served)  # the longest usages wrap
+    # at most one wrapped line for every second command: the summaries have the room
+    assert len(lines) - 1 <= 1.5 * len(served), "\n".join(lines)
 
 
 # ---- invitations: the stake, the bell, the listing, withdrawing ----------------------------
@@ -255,7 +264,7 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
                              "decide it.")
     await admin.call("adjudicate", match=mid, winner="alice")
     rated = FibsModel().play("alice", "bob", 1)
-    await says(term, f"** Match {mid} (backgammon, 1 point) won by alice (adjudicate).",
+    await says(term, f"** An admin decided match {mid} (backgammon, 1 point): alice wins.",
                *(f"  {p}: 1500.00 -> {rated[p][1]:.2f} ({rated[p][1] - 1500:+.2f})"
                  for p in ("alice", "bob")))
 
@@ -284,7 +293,7 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
     m3 = (await bob.next_push("match_started"))["data"]["match"]
     await term.expect(rf"Match {m3} started: .*\n(?:  .*\n){{2}}")
     term.type("resign\r")
-    shown = await term.expect(rf"Match {m3} \(backgammon, 1 point\) won by bob \(resign\)\.\n"
+    shown = await term.expect(rf"alice resigned; bob wins match {m3} \(backgammon, 1 point\)\.\n"
                               r"(?:  .*\n){2}")
     after = await run(term, "frobnicate",
                       "Error (unknown_command): Unknown command 'frobnicate'; try 'help'.")
@@ -354,7 +363,7 @@ async def test_tab_completes_players_ladders_and_sub_commands(lobby: LobbyServer
     await term.expect(r"You invited bob to a 3-point backgammon match")
     await complete("ladder foosball-d", "foosball-doubles")
     term.type("\r")
-    await term.expect(r"foosball-doubles \(p4p\): 0 players\n")
+    await term.expect(r"foosball-doubles \(P4P\): 0 players\n")
     await complete("help event cl", "close")
     term.type("\r")
     await says(term, "event close EVENT")

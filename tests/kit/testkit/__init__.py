@@ -24,7 +24,8 @@ packages in place of ``server`` and ``clients``).
 - :mod:`~testkit.probes`: a timing client, a bystander, a socket that stops reading, waiting
   for a condition; :mod:`~testkit.logs`: log capture; :mod:`~testkit.figures`: measured
   figures reported after the run.
-- :mod:`~testkit.terminal`: a pseudo-terminal; :mod:`~testkit.browser`: Chromium;
-  :mod:`~testkit.powercut`: a power cut simulated from a record of writes and syncs.
+- :mod:`~testkit.terminal`: a pseudo-terminal (and help's listing read back);
+  :mod:`~testkit.browser`: Chromium; :mod:`~testkit.powercut`: a power cut simulated from a
+  record of writes and syncs.
 - :mod:`~testkit.fixtures`: the shared fixtures (loaded by the repository's ``conftest.py``).
 """

@@ -93,3 +93,20 @@ class Terminal:
             await self.proc.wait()
         with contextlib.suppress(OSError):
             os.close(self.master)
+
+
+def help_rows(lines: Sequence[str]) -> list[list[str]]:
+    """``help``'s listing (from its ``usage who what`` header on) read back into rows of
+    usage, role and summary, the cells that wrapped joined again."""
+    who_at, what_at = lines[0].index("who"), lines[0].index("what")
+    assert lines[0] == "usage".ljust(who_at) + "who".ljust(what_at - who_at) + "what"
+    rows: list[list[str]] = []
+    for line in lines[1:]:
+        usage, who, what = (line[:who_at].strip(), line[who_at:what_at].strip(),
+                            line[what_at:].strip())
+        if who:
+            rows.append([usage, who, what])
+        else:
+            rows[-1] = [" ".join(filter(None, (rows[-1][0], usage))), rows[-1][1],
+                        " ".join(filter(None, (rows[-1][2], what)))]
+    return rows
