@@ -10,6 +10,6 @@ usable), ``clock`` (timestamps), ``legacy`` (aiosqlite-shaped jobs).
 
 from server.store.clock import now, today
 from server.store.database import Database
-from server.store.faults import CommitFailed, StorageFailed
+from server.store.faults import CommitFailed, DatabaseUnavailable, StorageFailed
 
-__all__ = ["CommitFailed", "Database", "StorageFailed", "now", "today"]
+__all__ = ["CommitFailed", "Database", "DatabaseUnavailable", "StorageFailed", "now", "today"]
