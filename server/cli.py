@@ -52,6 +52,17 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
                              "version is refused.")
     _db_options(migrate)
 
+    copy = sub.add_parser("copy", help="copy a whole lobby into another, empty database",
+                          description="Copy every table of one database into another, new "
+                          "one: between SQLite files and PostgreSQL in either direction "
+                          "(sqlite:///FILE or a file's path; postgresql://…). Stop the "
+                          "server first. Check the copy with `matchlobby replay --check "
+                          "--db DESTINATION`.")
+    copy.add_argument("--from", dest="source", required=True, metavar="DATABASE")
+    copy.add_argument("--to", dest="destination", required=True, metavar="DATABASE")
+    copy.add_argument("--config", metavar="FILE", help="TOML configuration file (its ladders "
+                      "and plugins)")
+
     for command in commands:
         p = sub.add_parser(command.name, help=command.help, description=command.description)
         command.configure(p)
@@ -74,7 +85,7 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
 
 def _config(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
-    if args.db:
+    if getattr(args, "db", None):
         config = dataclasses.replace(config, database=args.db)
     return config
 
@@ -186,6 +197,34 @@ def _plugin_command(command: CliCommand, args: argparse.Namespace, config: Confi
         raise problem(config.database, e, f"running {command.name}") from None
 
 
+async def _copy(config: Config, source: str, destination: str) -> int:
+    from server.plugins import load_plugins
+    from server.store.backends import is_postgres
+    from server.store.copy import CopyRefused, copy_database, database_of, describe
+    from server.store.dbcheck import check_database
+
+    source, destination = database_of(source), database_of(destination)
+    if not is_postgres(source):
+        from pathlib import Path
+
+        if not Path(source).is_file():
+            print(f"matchlobby copy: {source}: no such database file", file=sys.stderr)
+            return 2
+        await check_database(source, quick_check=True, writable=False)
+    if not is_postgres(destination):
+        await check_database(destination, quick_check=False)
+    config = dataclasses.replace(config, database=destination)
+    try:
+        counted = await copy_database(source, destination,
+                                      [plugin.schema for plugin in load_plugins(config)])
+    except CopyRefused as e:
+        print(f"matchlobby copy: {describe(destination)}: {e}", file=sys.stderr)
+        return 2
+    rows = ", ".join(f"{n} {table}" for table, n in counted.items() if n)
+    print(f"copied {describe(source)} to {describe(destination)}: {rows or 'no rows'}")
+    return 0
+
+
 async def _migrate(config: Config) -> int:
     from server.plugins import open_database
     from server.store.backends import is_postgres, shown
@@ -217,6 +256,8 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
             return 2
     if args.command == "migrate":
         return asyncio.run(_migrate(config))
+    if args.command == "copy":
+        return asyncio.run(_copy(config, args.source, args.destination))
     if args.command == "user":
         from server.users import add_user
 

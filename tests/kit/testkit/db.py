@@ -7,9 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from testkit import postgres
+from testkit.postgres import PgDb
+
 
 def sql(db: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Every row of ``query``, from a connection of its own."""
+    """Every row of ``query``, from a connection of its own (on either backend)."""
+    if isinstance(db, PgDb):
+        return postgres.query(db, query, params)
     conn = sqlite3.connect(db)
     try:
         return list(conn.execute(query, params).fetchall())
@@ -18,7 +23,9 @@ def sql(db: Path, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...
 
 
 def execute(db: Path, statement: str, params: Sequence[Any] = ()) -> int:
-    """Run one writing statement and commit it; the rows it changed."""
+    """Run one writing statement and commit it; the rows it changed (on either backend)."""
+    if isinstance(db, PgDb):
+        return postgres.execute(db, statement, params)
     conn = sqlite3.connect(db)
     try:
         with conn:
@@ -55,31 +62,35 @@ def log_rows(db: Path, ladder: str) -> list[str]:
     Written from the tables with plain SQL (not with the server's log reader): a
     live or FIBS-event match is its own unit; a closed event's games are one unit.
     """
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        units = conn.execute(
-            """SELECT seq, 'match' AS kind, id FROM matches
-               WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished'
-               UNION ALL SELECT seq, 'event' AS kind, id FROM events
-               WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL ORDER BY 1""",
-            (ladder, ladder)).fetchall()
-        out: list[str] = []
-        for unit in units:
-            if unit["kind"] == "match":
-                games = conn.execute("SELECT * FROM matches WHERE id = ?", (unit["id"],)).fetchall()
-            else:
-                games = conn.execute(
-                    "SELECT * FROM matches WHERE event_id = ? AND status = 'finished' "
-                    "AND seq IS NULL ORDER BY id", (unit["id"],)).fetchall()
-            for g in games:
-                sa, sb = g["score_a"], g["score_b"]
-                if sa is None or sb is None:
-                    sa, sb = {"a": (1, 0), "b": (0, 1)}.get(g["winner"], (0, 0))
-                length = "unlimited" if g["length"] is None else g["length"]
-                rated = f"no:{g['unrated_reason']}" if g["unrated_reason"] else ""
-                out.append(f"unit {unit['seq']},{g['played_on']},{g['side_a']},{g['side_b']},"
-                           f"{sa},{sb},{length},{rated}")
-        return out
-    finally:
-        conn.close()
+    def rows(query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        if isinstance(db, PgDb):
+            return postgres.query_dicts(db, query, params)
+        conn = sqlite3.connect(db)
+        conn.row_factory = sqlite3.Row
+        try:
+            return [dict(r) for r in conn.execute(query, params).fetchall()]
+        finally:
+            conn.close()
+
+    units = rows(
+        """SELECT seq, 'match' AS kind, id FROM matches
+           WHERE ladder = ? AND seq IS NOT NULL AND status = 'finished'
+           UNION ALL SELECT seq, 'event' AS kind, id FROM events
+           WHERE ladder = ? AND status = 'closed' AND seq IS NOT NULL ORDER BY 1""",
+        (ladder, ladder))
+    out: list[str] = []
+    for unit in units:
+        if unit["kind"] == "match":
+            games = rows("SELECT * FROM matches WHERE id = ?", (unit["id"],))
+        else:
+            games = rows("SELECT * FROM matches WHERE event_id = ? AND status = 'finished' "
+                         "AND seq IS NULL ORDER BY id", (unit["id"],))
+        for g in games:
+            sa, sb = g["score_a"], g["score_b"]
+            if sa is None or sb is None:
+                sa, sb = {"a": (1, 0), "b": (0, 1)}.get(g["winner"], (0, 0))
+            length = "unlimited" if g["length"] is None else g["length"]
+            rated = f"no:{g['unrated_reason']}" if g["unrated_reason"] else ""
+            out.append(f"unit {unit['seq']},{g['played_on']},{g['side_a']},{g['side_b']},"
+                       f"{sa},{sb},{length},{rated}")
+    return out

@@ -47,7 +47,7 @@ class PgDb(str):
 
     @property
     def name(self) -> str:
-        return self.rsplit("/", 1)[1].split("?", 1)[0]
+        return self.partition("?")[0].rsplit("/", 1)[1]
 
 
 def _binaries() -> Path | None:
@@ -170,20 +170,29 @@ def new_database(server: str, template: str | None = None) -> str:
     return url_of(server, name)
 
 
-def query(url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Every row of ``sql`` (``?`` placeholders), as tuples, from a connection of its own."""
+def _fetch(url: str, sql: str, params: Sequence[Any]) -> list[Any]:
     import asyncpg
 
     from server.store.pg.sql import pg_sql
 
-    async def go() -> list[tuple[Any, ...]]:
+    async def go() -> list[Any]:
         conn = await asyncpg.connect(url)
         try:
-            return [tuple(r) for r in await conn.fetch(pg_sql(sql), *params)]
+            return list(await conn.fetch(pg_sql(sql), *params))
         finally:
             await conn.close()
 
     return run(go())
+
+
+def query(url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` (``?`` placeholders), as tuples, from a connection of its own."""
+    return [tuple(r) for r in _fetch(url, sql, params)]
+
+
+def query_dicts(url: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The same, each row as a dict by column name."""
+    return [dict(r) for r in _fetch(url, sql, params)]
 
 
 def execute(url: str, sql: str, params: Sequence[Any] = ()) -> int:
