@@ -140,7 +140,7 @@ async def _logout(lobby: LobbyServer, tmp: Path) -> None:
 
 
 @case("resume")
-async def _resume(lobby: Lobby, tmp: Path) -> None:
+async def _resume(lobby: LobbyServer, tmp: Path) -> None:
     first = await lobby.client()
     token = (await first.register("alice", PASSWORD))["session"]["token"]
     await first.close()
@@ -467,7 +467,7 @@ async def _decline(lobby: LobbyServer, tmp: Path) -> None:
 
 
 @case("stake")
-async def _stake(lobby: Lobby, tmp: Path) -> None:
+async def _stake(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     at_stake = await alice.call("stake", name="bob", ladder="backgammon", length=3)
     assert (at_stake["ladder"], at_stake["length"]) == ("backgammon", 3)
@@ -485,7 +485,7 @@ async def _stake(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("invitations")
-async def _invitations(lobby: Lobby, tmp: Path) -> None:
+async def _invitations(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     assert await alice.call("invitations") == {"sent": [], "received": []}
     sent = await alice.call("invite", name="bob", ladder="backgammon", length=7)
@@ -498,7 +498,7 @@ async def _invitations(lobby: Lobby, tmp: Path) -> None:
 
 
 @case("uninvite")
-async def _uninvite(lobby: Lobby, tmp: Path) -> None:
+async def _uninvite(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     await alice.call("invite", name="bob", ladder="backgammon")
     await bob.next_push("invited")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratings_cli_helpers import HEADER, run_matchlobby
+from testkit.cli import run_cli
+from testkit.results import HEADER
 
 from server.api.results_file import ResultsError, parse_results
 
@@ -33,7 +34,7 @@ def test_the_message_names_the_problem_and_its_line(tmp_path: Path, system: str,
                                                     rows: list[str], where: int,
                                                     problem: str) -> None:
     (tmp_path / "results.csv").write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
-    done = run_matchlobby(["rate", system, "results.csv"], tmp_path)
+    done = run_cli(["rate", system, "results.csv"], tmp_path)
     assert done.returncode == 2, done
     assert done.stdout == ""
     assert done.stderr.strip() == f"matchlobby rate: results.csv:{where}: {problem}"

@@ -3,7 +3,8 @@ by the ladder's normalisation; P4P closes list only who played."""
 
 from __future__ import annotations
 
-from lobbykit import Harness, results_text, today
+from testkit.results import results_text, today
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 
@@ -17,7 +18,7 @@ async def close_event(admin: LobbyClient, ladder: str, name: str,
     return closed
 
 
-async def test_a_cas_close_lists_who_played_and_who_moved_without_playing(lobby: Harness
+async def test_a_cas_close_lists_who_played_and_who_moved_without_playing(lobby: LobbyServer
                                                                           ) -> None:
     # the players who will sit out day 2 are logged in: they hear of their move too
     sitting_out = {n: await lobby.player(n) for n in ("eva", "fay")}
@@ -66,7 +67,7 @@ async def test_a_cas_close_lists_who_played_and_who_moved_without_playing(lobby:
     assert all(p["data"]["played"] is True for p in pushes)
 
 
-async def test_a_p4p_close_lists_only_its_players_all_played(lobby: Harness) -> None:
+async def test_a_p4p_close_lists_only_its_players_all_played(lobby: LobbyServer) -> None:
     admin = await lobby.admin()
     await close_event(admin, "foosball-singles", "League 1",
                       [("ann", "ben", 10, 4), ("cid", "dan", 10, 8)])

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from lobbykit import Harness, expect_error, sql, start_match
+from testkit.clients import expect_error, start_match
+from testkit.db import sql
+from testkit.server_loop import LobbyServer
 
 NOT_AN_OBJECT = "A JSON message must be an object with 'cmd' and optional 'id' and 'args'."
 
@@ -16,7 +18,7 @@ NOT_AN_OBJECT = "A JSON message must be an object with 'cmd' and optional 'id' a
     '"whois alice"', '"who"', ' "who" ', '""', "5", "-3.5", "1e3", "null", "true", "false",
     " null\n", "[]", '[{"cmd": "who"}]', '["who"]',
 ])
-async def test_a_json_value_that_is_not_an_object_is_refused(lobby: Harness, frame: str) -> None:
+async def test_a_json_value_that_is_not_an_object_is_refused(lobby: LobbyServer, frame: str) -> None:
     c = await lobby.player("alice")
     reply = await c.send_raw(frame)
     assert reply == {"id": None, "ok": False, "cmd": None,
@@ -24,7 +26,7 @@ async def test_a_json_value_that_is_not_an_object_is_refused(lobby: Harness, fra
     assert (await c.call("whois", name="alice"))["online"] is True  # the connection carries on
 
 
-async def test_command_names_are_read_in_any_case_plain_or_json(lobby: Harness) -> None:
+async def test_command_names_are_read_in_any_case_plain_or_json(lobby: LobbyServer) -> None:
     c = await lobby.player("alice")
     admin = await lobby.admin()
     event = (await admin.call("event create", name="Cup", ladder="scrabble"))["id"]
@@ -43,7 +45,7 @@ async def test_command_names_are_read_in_any_case_plain_or_json(lobby: Harness) 
     assert reply["cmd"] == "ladder" and reply["error"]["code"] == "not_found"
 
 
-async def disputed(lobby: Harness) -> tuple[int, list[object]]:
+async def disputed(lobby: LobbyServer) -> tuple[int, list[object]]:
     alice, bob = await lobby.players("alice", "bob")
     admin = await lobby.admin()
     mid = await start_match(alice, bob, length=3)
@@ -59,7 +61,7 @@ async def disputed(lobby: Harness) -> tuple[int, list[object]]:
     return mid, [alice, bob, admin]
 
 
-async def test_a_disputed_match_cannot_be_aborted_resigned_or_claimed(lobby: Harness) -> None:
+async def test_a_disputed_match_cannot_be_aborted_resigned_or_claimed(lobby: LobbyServer) -> None:
     mid, (alice, bob, admin) = await disputed(lobby)
     before = sql(lobby.db, "SELECT status, winner, finished_at FROM matches WHERE id = ?", (mid,))
     assert before == [("disputed", None, None)]
@@ -80,7 +82,7 @@ async def test_a_disputed_match_cannot_be_aborted_resigned_or_claimed(lobby: Har
     assert (await alice.next_push("match_finished"))["data"] == decided
 
 
-async def test_an_admin_may_void_a_disputed_match(lobby: Harness) -> None:
+async def test_an_admin_may_void_a_disputed_match(lobby: LobbyServer) -> None:
     mid, (alice, bob, admin) = await disputed(lobby)
     voided = await admin.call("void", match=mid, reason="no agreement")
     assert (voided["status"], voided["recomputed"]) == ("voided", False)
@@ -90,7 +92,7 @@ async def test_an_admin_may_void_a_disputed_match(lobby: Harness) -> None:
     await expect_error(alice.call("abort"), "conflict")  # nothing left to abort
 
 
-async def test_an_undisputed_match_is_still_aborted_by_agreement(lobby: Harness) -> None:
+async def test_an_undisputed_match_is_still_aborted_by_agreement(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     mid = await start_match(alice, bob)
     assert (await alice.call("abort"))["status"] == "abort_requested"

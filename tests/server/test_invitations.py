@@ -9,22 +9,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from lobbykit import FAST_HASHING, Harness, expect_error
+from testkit.clients import expect_error
+from testkit.server_loop import LobbyServer
 
 from server.config import Config, ConfigError, load_config
 
 
-def lobby_config(harness: Harness, invitation_timeout: float) -> Config:
-    return Config(database=str(harness.db), password=FAST_HASHING, limits=harness.limits,
-                  invitation_timeout=invitation_timeout)
+async def start(harness: LobbyServer, invitation_timeout: float) -> None:
+    harness.configure = lambda config: replace(config, invitation_timeout=invitation_timeout)
+    await harness.start()
 
 
 def moment(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-async def test_invitations_are_listed_both_ways(harness: Harness) -> None:
-    await harness.serve(lobby_config(harness, 300))
+async def test_invitations_are_listed_both_ways(harness: LobbyServer) -> None:
+    await start(harness, 300)
     alice, bob, carol = await harness.players("alice", "bob", "carol")
     assert await alice.call("invitations") == {"sent": [], "received": []}
     before = time.time()
@@ -54,7 +55,7 @@ async def test_invitations_are_listed_both_ways(harness: Harness) -> None:
     assert await alice.call("invitations") == {"sent": [], "received": []}
 
 
-async def test_an_invitation_is_withdrawn(harness: Harness) -> None:
+async def test_an_invitation_is_withdrawn(harness: LobbyServer) -> None:
     await harness.start()
     alice, bob = await harness.players("alice", "bob")
     await expect_error(alice.call("uninvite", name="bob"), "not_found")
@@ -75,7 +76,7 @@ async def test_an_invitation_is_withdrawn(harness: Harness) -> None:
     assert (await bob.call("join", name="alice"))["length"] == 3
 
 
-async def test_a_second_invitation_replaces_the_first(harness: Harness) -> None:
+async def test_a_second_invitation_replaces_the_first(harness: LobbyServer) -> None:
     await harness.start()
     alice, bob = await harness.players("alice", "bob")
     first = await alice.call("invite", name="bob", ladder="backgammon", length=3)
@@ -91,8 +92,8 @@ async def test_a_second_invitation_replaces_the_first(harness: Harness) -> None:
     await expect_error(bob.call("join", name="alice"), "not_found")  # one invitation, one match
 
 
-async def test_an_unanswered_invitation_expires(harness: Harness) -> None:
-    await harness.serve(lobby_config(harness, 0.3))
+async def test_an_unanswered_invitation_expires(harness: LobbyServer) -> None:
+    await start(harness, 0.3)
     alice, bob, carol = await harness.players("alice", "bob", "carol")
     invited = await alice.call("invite", name="bob", ladder="backgammon", length=5)
     assert invited["expires_at"] is not None
@@ -122,9 +123,9 @@ async def test_an_unanswered_invitation_expires(harness: Harness) -> None:
     assert again["replaced"] is False
 
 
-async def test_an_answered_or_replaced_invitation_does_not_expire_later(harness: Harness
+async def test_an_answered_or_replaced_invitation_does_not_expire_later(harness: LobbyServer
                                                                         ) -> None:
-    await harness.serve(lobby_config(harness, 2.0))
+    await start(harness, 2.0)
     alice, bob = await harness.players("alice", "bob")
     await alice.call("invite", name="bob", ladder="backgammon")
     await bob.call("decline", name="alice")
@@ -140,8 +141,8 @@ async def test_an_answered_or_replaced_invitation_does_not_expire_later(harness:
         await bob.next_push("invitation_expired", timeout=1.0)
 
 
-async def test_a_timeout_of_0_keeps_invitations_until_answered(harness: Harness) -> None:
-    await harness.serve(lobby_config(harness, 0))
+async def test_a_timeout_of_0_keeps_invitations_until_answered(harness: LobbyServer) -> None:
+    await start(harness, 0)
     alice, bob = await harness.players("alice", "bob")
     invited = await alice.call("invite", name="bob", ladder="backgammon")
     assert invited["expires_at"] is None

@@ -6,21 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from lobbykit import (
-    FAST_HASHING,
-    PASSWORD,
-    Harness,
-    expect_error,
-    run_cli_async,
-    sql,
-    start_match,
-)
-
-from server.config import Config
+from testkit.cli import run_cli_async
+from testkit.clients import expect_error, start_match
+from testkit.constants import PASSWORD
+from testkit.db import execute, sql
+from testkit.server_loop import LobbyServer
 
 ENDED = "This session has ended; log in again."
 TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # 32 bytes, URL-safe base64 without padding
@@ -34,17 +28,7 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def change(db: Path, statement: str, params: tuple[str, ...] = ()) -> None:
-    """A committed change made beside the lobby, as an operator's tool would."""
-    conn = sqlite3.connect(db)
-    try:
-        with conn:
-            conn.execute(statement, params)
-    finally:
-        conn.close()
-
-
-async def test_a_login_is_resumed_with_its_token(harness: Harness) -> None:
+async def test_a_login_is_resumed_with_its_token(harness: LobbyServer) -> None:
     await harness.start()
     first = await harness.client()
     before = datetime.now(UTC).replace(microsecond=0)
@@ -72,7 +56,7 @@ async def test_a_login_is_resumed_with_its_token(harness: Harness) -> None:
         assert (await c.call("resume", token=token))["player"] == "alice"
 
 
-async def test_a_resumed_login_finds_its_live_match(harness: Harness) -> None:
+async def test_a_resumed_login_finds_its_live_match(harness: LobbyServer) -> None:
     await harness.start()
     alice, bob = await harness.player("alice"), await harness.client()
     token = (await bob.register("bob", PASSWORD))["session"]["token"]
@@ -86,7 +70,7 @@ async def test_a_resumed_login_finds_its_live_match(harness: Harness) -> None:
     assert (await again.call("resign"))["winner"] == "alice"
 
 
-async def test_unknown_expired_and_malformed_tokens_are_refused(harness: Harness) -> None:
+async def test_unknown_expired_and_malformed_tokens_are_refused(harness: LobbyServer) -> None:
     await harness.start()
     token = (await (await harness.client()).register("alice", PASSWORD))["session"]["token"]
     c = await harness.client()
@@ -97,7 +81,7 @@ async def test_unknown_expired_and_malformed_tokens_are_refused(harness: Harness
     await expect_error(c.call("resume", token="a\tb"), "bad_request")
     await expect_error(c.call("resume"), "bad_request")
     # expired: the stored expiry has passed
-    change(harness.db, "UPDATE sessions SET expires_at = '2020-01-01T00:00:00Z'")
+    execute(harness.db, "UPDATE sessions SET expires_at = '2020-01-01T00:00:00Z'")
     e = await expect_error(c.call("resume", token=token), "forbidden")
     assert e.message == ENDED
     await expect_error(c.call("invitations"), "not_logged_in")  # none of it logged c in
@@ -105,10 +89,9 @@ async def test_unknown_expired_and_malformed_tokens_are_refused(harness: Harness
 
 
 async def test_the_expiry_follows_session_days_and_ended_sessions_are_forgotten(
-        harness: Harness) -> None:
-    config = Config(database=str(harness.db), password=FAST_HASHING, limits=harness.limits,
-                    session_days=0.5)
-    await harness.serve(config)
+        harness: LobbyServer) -> None:
+    harness.configure = lambda config: replace(config, session_days=0.5)
+    await harness.start()
     before = datetime.now(UTC).replace(microsecond=0)
     alice = await harness.player("alice")
     session = (await alice.login("alice", PASSWORD))["session"]
@@ -116,16 +99,16 @@ async def test_the_expiry_follows_session_days_and_ended_sessions_are_forgotten(
         datetime.now(UTC) + timedelta(hours=12, seconds=1))
     await harness.stop()
     # one of the two ended while the lobby was stopped: it is gone after the next start
-    change(harness.db, "UPDATE sessions SET expires_at = '2020-01-01T00:00:00Z' "
+    execute(harness.db, "UPDATE sessions SET expires_at = '2020-01-01T00:00:00Z' "
                        "WHERE token_hash = ?", (digest(session["token"]),))
     assert sql(harness.db, "SELECT count(*) FROM sessions") == [(2,)]
-    await harness.serve(config)
+    await harness.start()
     assert sql(harness.db, "SELECT count(*) FROM sessions") == [(1,)]
     c = await harness.client()
     await expect_error(c.call("resume", token=session["token"]), "forbidden")
 
 
-async def test_logout_ends_its_own_session_only(harness: Harness) -> None:
+async def test_logout_ends_its_own_session_only(harness: LobbyServer) -> None:
     await harness.start()
     first = await harness.client()
     one = (await first.register("alice", PASSWORD))["session"]["token"]
@@ -145,14 +128,15 @@ async def test_logout_ends_its_own_session_only(harness: Harness) -> None:
     await expect_error((await harness.client()).call("resume", token=one), "forbidden")
 
 
-async def test_a_new_password_ends_every_session_of_the_account(harness: Harness) -> None:
+async def test_a_new_password_ends_every_session_of_the_account(harness: LobbyServer,
+                                                                 fast_config: Path) -> None:
     await harness.start()
     tokens = [(await (await harness.client()).register("alice", PASSWORD))["session"]["token"]]
     for _ in range(2):
         tokens.append((await (await harness.client()).login("alice", PASSWORD))["session"]["token"])
     bob = (await (await harness.client()).register("bob", PASSWORD))["session"]["token"]
     done = await run_cli_async(["user", "add", "alice", "--db", str(harness.db), "--config",
-                                str(harness.config_file)], harness.db.parent, "a-new-secret\n")
+                                str(fast_config)], harness.db.parent, "a-new-secret\n")
     assert done.returncode == 0, done.stderr
     assert "3 of its sessions ended" in done.stdout
     c = await harness.client()
@@ -164,7 +148,7 @@ async def test_a_new_password_ends_every_session_of_the_account(harness: Harness
     assert (await fresh.login("alice", "a-new-secret"))["session"]["token"] not in tokens
 
 
-async def test_the_token_is_stored_only_as_its_hash(harness: Harness) -> None:
+async def test_the_token_is_stored_only_as_its_hash(harness: LobbyServer) -> None:
     await harness.start()
     given = [(await (await harness.client()).register("alice", PASSWORD))["session"]["token"]]
     c = await harness.client()
@@ -186,7 +170,7 @@ async def test_the_token_is_stored_only_as_its_hash(harness: Harness) -> None:
     assert digest(given[1]).encode() in stored
 
 
-async def test_passwords_have_at_least_8_characters(harness: Harness, fast_config: Path) -> None:
+async def test_passwords_have_at_least_8_characters(harness: LobbyServer, fast_config: Path) -> None:
     await harness.start()
     c = await harness.client()
     for short in ("", "a", "seven77", "ñ" * 7):

@@ -1,8 +1,8 @@
 """What a match puts at stake, through a real lobby: the ``stake`` query and the ``stake`` field.
 
 The figures are checked against each system's formula written out here and in
-the test kits, independently of the server (FIBS: RATINGS.md §1 with
-``sharedkit.fibs_changes``; Glicko-2: §5 with ``glickokit``), on random
+the test kit, independently of the server (FIBS: RATINGS.md §1 with
+``testkit.fibs.fibs_changes``; Glicko-2: §5 with ``testkit.glicko``), on random
 ratings, experiences, deviations, days away and match lengths. The standings
 are written into the ratings plugin's table of a stopped lobby, which loads
 them when it starts again, so every pair starts from figures no match could
@@ -15,26 +15,20 @@ import json
 import math
 import random
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from glickokit import PERIODS_PER_DAY, REL, grown_rd, period, win_probability
-from lobbykit import (
-    FAST_HASHING,
-    PASSWORD,
-    Harness,
-    close,
-    expect_error,
-    fibs_changes,
-    name_of,
-    sql,
-    start_match,
-)
+from testkit.clients import expect_error, name_of, start_match
+from testkit.constants import PASSWORD
+from testkit.db import sql
+from testkit.fibs import close, fibs_changes
+from testkit.glicko import PERIODS_PER_DAY, REL, grown_rd, period, win_probability
+from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
-from server.config import Config, default_ladders, ladder_config
+from server.config import default_ladders, ladder_config
 
 GLICKO = ladder_config({"name": "chess", "system": "glicko2"}, "the stakes test")
 NAMES = [f"p{i:02d}" for i in range(12)]
@@ -58,17 +52,18 @@ class Seeded:
     days_away: int = 0
 
 
-def config(harness: Harness, glicko: bool = False) -> Config:
+async def start(harness: LobbyServer, glicko: bool = False) -> None:
+    """Start ``harness`` with the default ladders (and :data:`GLICKO` if ``glicko``)."""
     ladders = (*default_ladders(), GLICKO) if glicko else default_ladders()
-    return Config(database=str(harness.db), password=FAST_HASHING, limits=harness.limits,
-                  ladders=ladders)
+    harness.configure = lambda config: replace(config, ladders=ladders)
+    await harness.start()
 
 
-async def seeded_lobby(harness: Harness, glicko: bool, rng: random.Random
+async def seeded_lobby(harness: LobbyServer, glicko: bool, rng: random.Random
                        ) -> tuple[dict[str, Seeded], dict[str, LobbyClient]]:
     """Accounts for :data:`NAMES`, standings written straight into the table, the lobby
     started again over them and everyone logged in."""
-    await harness.serve(config(harness, glicko))
+    await start(harness, glicko)
     for name in NAMES:
         await (await harness.player(name)).close()
     await harness.stop()
@@ -98,7 +93,7 @@ async def seeded_lobby(harness: Harness, glicko: bool, rng: random.Random
         conn.executemany("INSERT INTO ratings (ladder, player_id, rating, games, last_played, "
                          "state) VALUES (?, ?, ?, ?, ?, ?)", rows)
     conn.close()
-    await harness.serve(config(harness, glicko))
+    await start(harness, glicko)
     clients = {}
     for name in NAMES:
         c = await harness.client()
@@ -119,7 +114,7 @@ def check_fibs(stake: dict[str, Any], a: Seeded, b: Seeded, length: int) -> None
     assert first["win"] > 0 > first["loss"] and second["win"] > 0 > second["loss"]
 
 
-async def test_fibs_stakes_are_the_formula_on_random_ratings_and_lengths(harness: Harness
+async def test_fibs_stakes_are_the_formula_on_random_ratings_and_lengths(harness: LobbyServer
                                                                          ) -> None:
     rng = random.Random(22)
     seeded, clients = await seeded_lobby(harness, glicko=False, rng=rng)
@@ -136,7 +131,7 @@ async def test_fibs_stakes_are_the_formula_on_random_ratings_and_lengths(harness
     check_fibs(one, seeded["p00"], seeded["p01"], 1)
 
 
-async def test_glicko2_stakes_are_the_formula_on_random_ratings(harness: Harness) -> None:
+async def test_glicko2_stakes_are_the_formula_on_random_ratings(harness: LobbyServer) -> None:
     rng = random.Random(5)
     seeded, clients = await seeded_lobby(harness, glicko=True, rng=rng)
     for _ in range(40):
@@ -164,7 +159,7 @@ async def test_glicko2_stakes_are_the_formula_on_random_ratings(harness: Harness
             assert math.isclose(first_or_second["loss"], lost, rel_tol=REL), (me, lost)
 
 
-async def test_the_stake_rides_on_the_invitation_the_match_and_the_profile(harness: Harness
+async def test_the_stake_rides_on_the_invitation_the_match_and_the_profile(harness: LobbyServer
                                                                            ) -> None:
     await harness.start()
     alice, bob, carol = await harness.players("alice", "bob", "carol")
@@ -194,7 +189,7 @@ async def test_the_stake_rides_on_the_invitation_the_match_and_the_profile(harne
     assert (changes["alice"], changes["bob"]) == (first["loss"], second["win"])
 
 
-async def test_no_stake_for_an_unrated_match_or_a_ladder_without_live_matches(harness: Harness
+async def test_no_stake_for_an_unrated_match_or_a_ladder_without_live_matches(harness: LobbyServer
                                                                               ) -> None:
     await harness.start()
     alice, bob = await harness.players("alice", "bob")
@@ -220,10 +215,10 @@ async def test_no_stake_for_an_unrated_match_or_a_ladder_without_live_matches(ha
 
 
 @pytest.mark.parametrize("glicko", [False, True])
-async def test_a_stake_is_what_the_match_then_does(harness: Harness, glicko: bool) -> None:
+async def test_a_stake_is_what_the_match_then_does(harness: LobbyServer, glicko: bool) -> None:
     """Asked just before the match ends, the stake equals the change the match makes (a
     Glicko-2 match's RD grows by the seconds in between, so there to within the kit's bound)."""
-    await harness.serve(config(harness, glicko=True))
+    await start(harness, glicko=True)
     ladder = "chess" if glicko else "backgammon"
     rng = random.Random(3)
     players = await harness.players("ann", "ben", "cid")
