@@ -94,3 +94,32 @@ def log_rows(db: Path, ladder: str) -> list[str]:
             out.append(f"unit {unit['seq']},{g['played_on']},{g['side_a']},{g['side_b']},"
                        f"{sa},{sb},{length},{rated}")
     return out
+
+
+def executemany(db: Path, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Run one writing statement for each of ``rows``, committed together (either backend)."""
+    if isinstance(db, PgDb):
+        postgres.executemany(db, statement, rows)
+        return
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            conn.executemany(statement, rows)
+    finally:
+        conn.close()
+
+
+def columns(db: Path, table: str) -> list[str]:
+    """A table's columns in order (``[]``: no such table), on either backend."""
+    if isinstance(db, PgDb):
+        return [r[0] for r in postgres.query(
+            db, "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                "AND table_schema = current_schema() ORDER BY ordinal_position", (table,))]
+    return [r[1] for r in sql(db, f"PRAGMA table_info({table})")]
+
+
+def schema_version(db: Path) -> int:
+    """The lobby's schema version as stored (``PRAGMA user_version`` on SQLite)."""
+    if isinstance(db, PgDb):
+        return int(sql(db, "SELECT version FROM schema_version")[0][0])
+    return int(sql(db, "PRAGMA user_version")[0][0])

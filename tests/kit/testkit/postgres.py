@@ -45,6 +45,10 @@ class PgDb(str):
         db.parent = folder
         return db
 
+    def with_name(self, name: str) -> Path:
+        """A file of the test's folder (as beside an SQLite file)."""
+        return self.parent / name
+
     @property
     def name(self) -> str:
         return self.partition("?")[0].rsplit("/", 1)[1]
@@ -211,3 +215,20 @@ def execute(url: str, sql: str, params: Sequence[Any] = ()) -> int:
         return int(last) if last.isdigit() else 0
 
     return run(go())
+
+
+def executemany(url: str, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Run one writing statement for each of ``rows``, in one transaction."""
+    import asyncpg
+
+    from server.store.pg.sql import pg_sql
+
+    async def go() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            async with conn.transaction():
+                await conn.executemany(pg_sql(sql), rows)
+        finally:
+            await conn.close()
+
+    run(go())
