@@ -302,6 +302,9 @@ async def test_power_cuts_keep_every_acknowledged_result(
 
 WRITER = """
 import sqlite3, sys
+
+pytestmark = pytest.mark.sqlite_only("simulates power cuts from a record of SQLite's writes "
+                                        "and syncs")
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
 conn.execute("PRAGMA synchronous=" + sys.argv[2])

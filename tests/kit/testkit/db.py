@@ -44,7 +44,10 @@ def dump_db(path: Path) -> str:
 
 
 def integrity(db: Path) -> str:
-    """``PRAGMA integrity_check``'s verdict: ``ok`` for a whole file."""
+    """``PRAGMA integrity_check``'s verdict: ``ok`` for a whole file (on PostgreSQL, every
+    B-tree index checked against its table by ``amcheck``'s ``bt_index_check``)."""
+    if isinstance(db, PgDb):
+        return postgres.integrity(db)
     return "; ".join(str(r[0]) for r in sql(db, "PRAGMA integrity_check"))
 
 
@@ -52,7 +55,7 @@ def seq_gaps(db: Path) -> tuple[int, int, int]:
     """(counter, units holding a seq, distinct seqs): equal when no applied unit was lost."""
     counter = sql(db, "SELECT value FROM counters WHERE name = 'seq'")[0][0]
     used = sql(db, "SELECT count(seq), count(DISTINCT seq) FROM (SELECT seq FROM matches "
-                   "WHERE seq IS NOT NULL UNION ALL SELECT seq FROM events WHERE seq IS NOT NULL)")
+                   "WHERE seq IS NOT NULL UNION ALL SELECT seq FROM events WHERE seq IS NOT NULL) AS u")
     return int(counter), int(used[0][0]), int(used[0][1])
 
 

@@ -232,3 +232,26 @@ def executemany(url: str, sql: str, rows: Sequence[Sequence[Any]]) -> None:
             await conn.close()
 
     run(go())
+
+
+def integrity(url: str) -> str:
+    """``ok`` when ``amcheck`` finds every B-tree index of the lobby's tables whole, each
+    holding exactly its table's rows (``bt_index_check(index, true)``); else what it found."""
+    import asyncpg
+
+    async def go() -> str:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+            checked = await conn.fetch(
+                "SELECT bt_index_check(c.oid::regclass, true) FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE a.amname = 'btree' AND n.nspname = current_schema()")
+            return "ok" if checked else "no indexes"
+        except asyncpg.PostgresError as e:
+            return str(e)
+        finally:
+            await conn.close()
+
+    return run(go())
