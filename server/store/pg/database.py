@@ -61,7 +61,8 @@ class Counters:
 
 class JobTx(PgTx):
     """A job's view of the batch's transaction: the plugin API's ``Tx`` and ``take``. Its
-    savepoint is taken before its first statement (a job that writes nothing needs none)."""
+    savepoint is taken before its first statement (a job that runs none needs none, nor does
+    the first job of a batch: rolling the transaction back undoes it alone)."""
 
     def __init__(self, conn: Any, counters: Counters) -> None:
         super().__init__(conn)
@@ -232,7 +233,7 @@ class PgDatabase(Hooks):
             await conn.execute("BEGIN")
             i = 0
             while i < len(batch):
-                outcomes.append(await self._job(conn, batch[i]))
+                outcomes.append(await self._job(conn, batch[i], first=i == 0))
                 i += 1
                 if i == len(batch) and len(batch) < self.batch_max and not self.queue.empty():
                     nxt = self.queue.get_nowait()
@@ -256,8 +257,11 @@ class PgDatabase(Hooks):
                     item.future.set_result(result)
         return stop
 
-    async def _job(self, conn: Any, item: _Queued) -> tuple[_Queued, Any, BaseException | None]:
+    async def _job(self, conn: Any, item: _Queued, first: bool
+                   ) -> tuple[_Queued, Any, BaseException | None]:
+        """Run one job; the first of a batch needs no savepoint (the transaction is its own)."""
         tx = JobTx(conn, self.counters)
+        tx.saved = first
         before = dict(self.counters.values)
         if self.on_job_start is not None:
             self.on_job_start()
@@ -267,13 +271,16 @@ class PgDatabase(Hooks):
             if lost_connection(e, conn):
                 raise
             self.counters.values = before
-            if tx.saved:
+            if first:
+                await conn.execute("ROLLBACK")
+                await conn.execute("BEGIN")
+            elif tx.saved:
                 await conn.execute("ROLLBACK TO SAVEPOINT job")
                 await conn.execute("RELEASE SAVEPOINT job")
             if self.on_job_failure is not None:
                 await self.on_job_failure()
             return item, None, e
-        if tx.saved:
+        if tx.saved and not first:
             await conn.execute("RELEASE SAVEPOINT job")
         return item, result, None
 

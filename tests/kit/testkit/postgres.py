@@ -255,3 +255,10 @@ def integrity(url: str) -> str:
             await conn.close()
 
     return run(go())
+
+
+def private_cluster() -> Cluster | None:
+    """A cluster of the caller's own (a test that stops PostgreSQL must not stop the others'),
+    stopped when the run ends; ``None`` when PostgreSQL is not installed."""
+    bindir = _binaries()
+    return None if bindir is None else Cluster(bindir)
