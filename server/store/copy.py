@@ -19,6 +19,7 @@ from server.store.backends import is_postgres, open_store
 CORE_TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
                "requests", "sessions")
 SQLITE_PREFIX = "sqlite:///"
+CHUNK_ROWS = 50_000  # rows held in memory at a time
 
 
 class CopyRefused(Exception):
@@ -81,10 +82,16 @@ async def _copy(src: Store, dst: Store, tables: list[str]) -> dict[str, int]:
             columns = await _columns(src, table)
             wanted = set(await _columns(dst, table))
             columns = [c for c in columns if c in wanted]
-            rows = [tuple(r) for r in await src.fetchall(
-                f"SELECT {', '.join(columns)} FROM {table}")]
-            await _write(tx, dst, table, columns, rows)
-            counted[table] = len(rows)
+            counted[table] = 0
+            chunk: list[tuple[Any, ...]] = []
+            async for row in src.stream(f"SELECT {', '.join(columns)} FROM {table}"):
+                chunk.append(tuple(row))
+                if len(chunk) == CHUNK_ROWS:
+                    await _write(tx, dst, table, columns, chunk)
+                    counted[table] += len(chunk)
+                    chunk = []
+            await _write(tx, dst, table, columns, chunk)
+            counted[table] += len(chunk)
             if dst.backend == "postgresql" and "id" in columns:
                 await tx.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "

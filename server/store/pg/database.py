@@ -12,6 +12,13 @@ bench machine this beats a pool of connections each committing its own job:
 every job then pays its own flush, and ordering the rating of one player's
 matches needs row locks the single writer does not.
 
+Every write transaction holds the database's write lock (an advisory lock,
+:data:`~server.store.pg.port.WRITE_LOCK`), as SQLite's ``BEGIN IMMEDIATE``
+does: a ``matchlobby replay`` or ``user add`` in another process waits for the
+batch in hand and the lobby waits for it, so an event close, a correction or
+a replay has the ladders to itself, and the ``seq`` numbers (drawn after the
+lock) follow the order the results are applied in.
+
 If PostgreSQL goes away (a restart, a crash), the jobs of the batch in hand
 fail with :class:`~server.store.faults.DatabaseUnavailable` and nothing of
 them is answered as done; every later job tries to connect again first and
@@ -31,7 +38,7 @@ from server.api import Schema
 from server.store.faults import CommitFailed, DatabaseUnavailable
 from server.store.log import SqliteLog
 from server.store.pg.faults import lost_connection
-from server.store.pg.port import BACKEND, PgTx, PoolReader
+from server.store.pg.port import BACKEND, BEGIN_WRITE, PgTx, PoolReader
 from server.store.pg.schema import migrate, migrate_plugin
 from server.store.pg.sql import pg_sql
 from server.store.writer.pipeline import Hooks
@@ -230,7 +237,7 @@ class PgDatabase(Hooks):
         stop = False
         seq = self.counters.values["seq"]
         try:
-            await conn.execute("BEGIN")
+            await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
             i = 0
             while i < len(batch):
                 outcomes.append(await self._job(conn, batch[i], first=i == 0))
@@ -273,7 +280,7 @@ class PgDatabase(Hooks):
             self.counters.values = before
             if first:
                 await conn.execute("ROLLBACK")
-                await conn.execute("BEGIN")
+                await conn.execute(BEGIN_WRITE)
             elif tx.saved:
                 await conn.execute("ROLLBACK TO SAVEPOINT job")
                 await conn.execute("RELEASE SAVEPOINT job")

@@ -15,11 +15,14 @@ from server.api import Tx
 from server.store.faults import DatabaseUnavailable
 from server.store.log import SqliteLog, with_turns
 from server.store.pg.faults import lost_connection
-from server.store.pg.sql import pg_sql
+from server.store.pg.sql import copy_target, pg_sql
 
 BACKEND = "postgresql"
 Job = Callable[[Tx], Awaitable[Any]]
 STREAM_PREFETCH = 4096  # rows fetched at a time by a cursor
+WRITE_LOCK = 0x6D6C7772  # pg_advisory_xact_lock's key of every write transaction ("mlwr")
+BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+COPY_MIN_ROWS = 256  # rows of one INSERT from which COPY beats executemany (bench/pg_bulk.py)
 
 
 class PgTx:
@@ -39,9 +42,17 @@ class PgTx:
         await self.conn.execute(pg_sql(sql), *params)
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Many rows of a plain ``INSERT`` go through ``COPY`` (a whole ladder rewritten);
+        anything else, and a few rows, through ``executemany``."""
         rows = list(rows)
-        if rows:
-            await self.conn.executemany(pg_sql(sql), rows)
+        if not rows:
+            return
+        target = copy_target(sql) if len(rows) >= COPY_MIN_ROWS else None
+        if target is not None:
+            table, columns = target
+            await self.conn.copy_records_to_table(table, records=rows, columns=columns)
+            return
+        await self.conn.executemany(pg_sql(sql), rows)
 
     async def later(self, sql: str, params: Sequence[Any] = ()) -> None:
         await self.conn.execute(pg_sql(sql), *params)
@@ -99,7 +110,9 @@ class PgStore(PgTx):
     (``server.api.Store``)."""
 
     async def transaction(self, job: Job) -> Any:
+        """``job`` in a transaction holding the write lock (the lobby's writer holds it too)."""
         async with self.conn.transaction():
+            await self.conn.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             return await job(PgTx(self.conn))
 
     async def snapshot(self, job: Job) -> Any:

@@ -34,3 +34,28 @@ def pg_sql(sql: str) -> str:
     if len(_cache) < 4096:
         _cache[sql] = done
     return done
+
+
+# ``INSERT INTO table (columns) VALUES (?, …)``: one row of marks, nothing else (no conflict
+# clause, no RETURNING): the rows can be COPYed in.
+_PLAIN_INSERT = re.compile(
+    r"^\s*INSERT\s+INTO\s+(\w+)\s*\(([\w\s,]+)\)\s*VALUES\s*\((?:\s*\?\s*,)*\s*\?\s*\)\s*$",
+    re.IGNORECASE)
+_copy_cache: dict[str, tuple[str, list[str]] | None] = {}
+
+
+def copy_target(sql: str) -> tuple[str, list[str]] | None:
+    """(table, columns) when ``sql`` is a plain one-row ``INSERT`` of ``?`` marks, one a
+    column; else ``None``."""
+    if sql in _copy_cache:
+        return _copy_cache[sql]
+    found = _PLAIN_INSERT.match(sql)
+    target = None
+    if found is not None:
+        columns = [c.strip() for c in found.group(2).split(",")]
+        marks = sql[found.end(2):].count("?")
+        if marks == len(columns):
+            target = (found.group(1), columns)
+    if len(_copy_cache) < 4096:
+        _copy_cache[sql] = target
+    return target

@@ -66,8 +66,13 @@ def _binaries() -> Path | None:
 class Cluster:
     """A cluster started for this test run, on a Unix socket in a temporary folder."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, durable: bool = False) -> None:
+        """``durable``: PostgreSQL's default settings (fsync on), for benchmarks; the tests run
+        without fsync (they kill processes, never the machine)."""
         self.bindir = bindir
+        self.options = (f"-c listen_addresses='' -c unix_socket_directories='{{folder}}' "
+                        "-c max_connections=300"
+                        + ("" if durable else " -c fsync=off -c full_page_writes=off"))
         self.folder = Path(tempfile.mkdtemp(prefix="matchlobby-pg-"))
         self.data = self.folder / "data"
         self.as_postgres = os.geteuid() == 0
@@ -75,10 +80,7 @@ class Cluster:
             shutil.chown(self.folder, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
                   "--no-sync", "-E", "UTF8", "--locale=C")
-        options = (f"-c listen_addresses='' -c unix_socket_directories='{self.folder}' "
-                   "-c fsync=off -c full_page_writes=off -c max_connections=300")
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w",
-                  "-o", options, "start")
+        self.start()
         self.url = f"postgresql://postgres@/postgres?host={quote(str(self.folder))}"
         atexit.register(self.stop)
 
@@ -99,11 +101,9 @@ class Cluster:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def start(self) -> None:
-        """Start it again after :meth:`kill` (it recovers from its WAL)."""
-        options = (f"-c listen_addresses='' -c unix_socket_directories='{self.folder}' "
-                   "-c fsync=off -c full_page_writes=off -c max_connections=300")
+        """Start the server (again after :meth:`kill`: it recovers from its WAL)."""
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w",
-                  "-o", options, "start")
+                  "-o", self.options.format(folder=self.folder), "start")
 
 
 class _quietly:
@@ -257,8 +257,9 @@ def integrity(url: str) -> str:
     return run(go())
 
 
-def private_cluster() -> Cluster | None:
-    """A cluster of the caller's own (a test that stops PostgreSQL must not stop the others'),
-    stopped when the run ends; ``None`` when PostgreSQL is not installed."""
+def private_cluster(durable: bool = False) -> Cluster | None:
+    """A cluster of the caller's own (a test that stops PostgreSQL must not stop the others';
+    a benchmark's, ``durable``), stopped when the run ends; ``None`` when PostgreSQL is not
+    installed."""
     bindir = _binaries()
-    return None if bindir is None else Cluster(bindir)
+    return None if bindir is None else Cluster(bindir, durable)
