@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from testkit.clients import Gate, expect_error, settle, start_match
+from testkit.clients import Gate, expect_error, given_up, settle, start_match
 from testkit.constants import PASSWORD
 from testkit.server_loop import LobbyServer
 
@@ -159,7 +159,7 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: LobbyServer) -
     gone = await first.next_push("disconnected")
     assert gone["data"]["code"] == REPLACED
     # the replaced client does not log in again (the two would take turns)
-    await asyncio.sleep(0.3)
+    await given_up(first)
     assert (first.connected, first.reconnects) == (False, 0)
     watcher = await lobby.client()
     assert (await watcher.whois("alice")).online

@@ -167,7 +167,7 @@ async def attack(server: ServerProcess, name: str, line: str, reply_size: int) -
             reply = await good.request("help")  # (a round trip first: the bystander is in)
             assert reply["ok"]
             await good.ws.send(line)
-        await asyncio.sleep(0.5)
+        assert (await good.request("help"))["ok"]  # answered after the five: all handled
         before = await settled_rss(server)
         slow = [await slow_reader(server) for _ in range(SLOW_READERS)]
         async with peak_rss(server) as peak:

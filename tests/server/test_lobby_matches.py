@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import websockets.asyncio.client
-from testkit.clients import expect_error, start_match
+from testkit.clients import expect_error, given_up, settle, start_match
 from testkit.db import sql
 from testkit.fibs import FibsModel, check_changes, check_fibs_state, close, fibs_changes
 from testkit.server_loop import LobbyServer
@@ -275,9 +275,9 @@ async def test_reconnecting_clients_do_not_fight_over_one_account(lobby: LobbySe
     await second.login("alice", "pw-secret")
     await first.next_push("logged_out")
     await first.next_push("disconnected")
-    await asyncio.sleep(0.3)  # several back-off periods of the first client
+    await given_up(first)  # it will not come back to replace the second
     assert second.connected
-    assert "logged_out" not in [p["event"] for p in second.drain_pushes()]
+    assert "logged_out" not in [p["event"] for p in await settle(second)]
     assert [p["player"] for p in (await second.call("who"))["players"]] == ["alice"]
 
 
@@ -310,12 +310,10 @@ async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby:
         await reply_of(b, "j")
 
     async def resign_and_read_next(ws: Any) -> dict[str, Any]:
-        await asyncio.sleep(0.05)  # let the join pushes arrive first
-        while True:  # skip frames queued before the resign (player_online, match_started)
-            try:
-                msg = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
-            except TimeoutError:
-                break
+        # skip the frames queued before the resign (match_started, ...): the server answers a
+        # connection's frames in order, so they all come before the reply to this round trip
+        await ws.send(json.dumps({"id": "p", "cmd": "help", "args": {"command": "help"}}))
+        while (msg := json.loads(await ws.recv())).get("id") != "p":
             assert msg.get("event") != "match_finished", msg
         await ws.send(json.dumps({"id": "x", "cmd": "resign"}))
         return dict(json.loads(await ws.recv()))

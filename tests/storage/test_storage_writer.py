@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.probes import wait_until
 
 from server.api import Tx
 from server.store import CommitFailed, Database, StorageFailed
 from server.store.faults import READ_ONLY, current_command
 from server.store.writer.jobs import JobTx
+from server.store.writer.pipeline import GroupWriter
 
 Committed = Callable[[], list[str]]
 
@@ -30,12 +32,31 @@ def _put(value: str) -> Any:
     return job
 
 
+def _writer(db: Database) -> GroupWriter:
+    assert db._group is not None
+    return db._group
+
+
+async def _in_flight(db: Database) -> None:
+    """Until a batch is with the commit thread (there, stuck behind another's lock)."""
+    await wait_until(lambda: _writer(db).flying is not None, what="a batch in flight")
+
+
+async def _filled(db: Database, jobs: int) -> None:
+    """Until ``jobs`` jobs have run into the batch behind the one in flight, and none runs."""
+    def filled() -> bool:
+        w = _writer(db)
+        with w.lock:
+            return w.filling is not None and len(w.filling.items) == jobs and not w.in_job
+    await wait_until(filled, what=f"{jobs} jobs run into the next batch")
+
+
 async def _stalled(tmp_path: Path, db: Database) -> tuple[sqlite3.Connection, asyncio.Task[Any]]:
     """A first batch in flight, stuck on BEGIN IMMEDIATE behind another connection's lock."""
     other = sqlite3.connect(tmp_path / "w.db", isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     first = asyncio.create_task(db.write(_put("first")))
-    await asyncio.sleep(0.2)
+    await _in_flight(db)
     assert not first.done()
     return other, first
 
@@ -112,9 +133,11 @@ async def test_waiting_for_the_write_lock_does_not_block_the_loop(tmp_path: Path
     tick_task = asyncio.create_task(ticker())
     try:
         write = asyncio.create_task(db.write(job))
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: _writer(db).in_job, what="the job waiting for BEGIN")
+        began = ticks
+        # the loop keeps running while BEGIN IMMEDIATE waits
+        await wait_until(lambda: ticks >= began + 10, what="ten ticks of the loop")
         assert not write.done()
-        assert ticks >= 10  # the loop kept running while BEGIN IMMEDIATE waited
         other.execute("COMMIT")
         await asyncio.wait_for(write, 5)
         row = await db.fetchone("SELECT count(*) AS n FROM t")
@@ -131,7 +154,7 @@ async def test_jobs_run_while_the_batch_before_commits_and_answer_after_their_ow
         tmp_path: Path, db: Database, committed: Committed) -> None:
     other, first = await _stalled(tmp_path, db)
     later = [asyncio.create_task(db.write(_put(v))) for v in ("a", "b", "c")]
-    await asyncio.sleep(0.2)
+    await _filled(db, 3)
     assert not any(t.done() for t in later)  # run, but not answered before their commit
     commits = db.commits
     other.execute("COMMIT")
@@ -153,7 +176,7 @@ async def test_a_reading_job_waits_for_the_commit_in_flight_and_sees_it(
 
     other, first = await _stalled(tmp_path, db)
     reader = asyncio.create_task(db.write(read))
-    await asyncio.sleep(0.1)
+    await wait_until(lambda: _writer(db).in_job, what="the reading job waiting for its BEGIN")
     other.execute("COMMIT")
     other.close()
     assert await first == "first"
@@ -171,9 +194,9 @@ async def test_a_failed_commit_fails_the_batch_filled_on_top_of_it(
     other = sqlite3.connect(tmp_path / "w.db", isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     first = asyncio.create_task(db.write(taken_twice))
-    await asyncio.sleep(0.2)
+    await _in_flight(db)
     later = [asyncio.create_task(db.write(_put(v))) for v in ("a", "b")]
-    await asyncio.sleep(0.1)
+    await _filled(db, 2)
     other.execute("COMMIT")
     other.close()
     results = await asyncio.gather(first, *later, return_exceptions=True)

@@ -1,6 +1,6 @@
 """The test's side of a conversation with a server: a client that keeps its replies, a match
-started and played, a refusal expected, a round trip that settles the pushes, a request held
-in flight."""
+started and played, a refusal expected, a round trip that settles the pushes, a client that
+has given up, a request held in flight."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from collections.abc import Awaitable
 from typing import Any
 
 from clients import LobbyClient, LobbyError
-from clients.lobby_client import Push
+from clients.lobby_client import Disconnected, Push
+from testkit.constants import LIVENESS
 
 REQUEST_TIMEOUT = 10.0
 
@@ -88,6 +89,22 @@ async def settle(c: LobbyClient) -> list[Push]:
     """
     await c.call("help", command="help")
     return c.drain_pushes()
+
+
+async def given_up(c: LobbyClient) -> None:
+    """``c`` is down for good, with no reconnect under way or to come.
+
+    A client that will not connect again refuses a request at once; one still
+    reconnecting holds it until it is connected (and then sends it), so this is
+    decided by the client's own state, not by waiting to see whether it comes back.
+    """
+    try:
+        await asyncio.wait_for(c.request("help"), LIVENESS)
+    except Disconnected:
+        return
+    except TimeoutError:
+        raise AssertionError("the client is still trying to connect again") from None
+    raise AssertionError("the client connected again")
 
 
 class Gate:
