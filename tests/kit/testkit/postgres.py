@@ -70,7 +70,7 @@ class Cluster:
         """``durable``: PostgreSQL's default settings (fsync on), for benchmarks; the tests run
         without fsync (they kill processes, never the machine)."""
         self.bindir = bindir
-        self.options = (f"-c listen_addresses='' -c unix_socket_directories='{{folder}}' "
+        self.options = ("-c listen_addresses='' -c unix_socket_directories='{folder}' "
                         "-c max_connections=300"
                         + ("" if durable else " -c fsync=off -c full_page_writes=off"))
         self.folder = Path(tempfile.mkdtemp(prefix="matchlobby-pg-"))
