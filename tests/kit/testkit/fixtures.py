@@ -89,16 +89,19 @@ def pg_template(template_db: Path, config: Path) -> str:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path, template_db: Path, fast_config: Path, backend: str) -> Path:
-    """The test's own copy of ``template_db`` (on PostgreSQL, a database of its own)."""
+def db_path(tmp_path: Path, template_db: Path, fast_config: Path, backend: str) -> Iterator[Path]:
+    """The test's own copy of ``template_db`` (on PostgreSQL, a database of its own, dropped
+    after the test)."""
     if backend == "postgresql":
         server = postgres.server_url()
         assert server is not None
         url = postgres.new_database(server, pg_template(template_db, fast_config))
-        return PgDb(url, tmp_path)  # type: ignore[return-value]
+        yield PgDb(url, tmp_path)  # type: ignore[misc]
+        postgres.drop_database(server, PgDb(url, tmp_path).name)
+        return
     db = tmp_path / "lobby.db"
     shutil.copyfile(template_db, db)
-    return db
+    yield db
 
 
 @pytest.fixture

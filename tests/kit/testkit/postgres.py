@@ -189,6 +189,11 @@ def _fetch(url: str, sql: str, params: Sequence[Any]) -> list[Any]:
     return run(go())
 
 
+def drop_database(server: str, name: str) -> None:
+    """Drop a test's database (its connections, should any be left, are ended)."""
+    run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", server))
+
+
 def query(url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Every row of ``sql`` (``?`` placeholders), as tuples, from a connection of its own."""
     return [tuple(r) for r in _fetch(url, sql, params)]
