@@ -69,7 +69,9 @@ class Counters:
 class JobTx(PgTx):
     """A job's view of the batch's transaction: the plugin API's ``Tx`` and ``take``. Its
     savepoint is taken before its first statement (a job that runs none needs none, nor does
-    the first job of a batch: rolling the transaction back undoes it alone)."""
+    the first job of a batch: rolling the transaction back undoes it alone). Savepoints are
+    not released (a round trip each): ``ROLLBACK TO SAVEPOINT job`` goes back to the latest
+    one of that name, the failing job's, and the commit ends them all."""
 
     def __init__(self, conn: Any, counters: Counters) -> None:
         super().__init__(conn)
@@ -248,10 +250,11 @@ class PgDatabase(Hooks):
                         stop = True
                     else:
                         batch.append(nxt)
-            if self.counters.values["seq"] != seq:
-                await conn.execute("UPDATE counters SET value = $1 WHERE name = 'seq'",
-                                   self.counters.values["seq"])
-            await conn.execute("COMMIT")
+            moved = self.counters.values["seq"]
+            # One round trip: the counter (an int of ours, not text from outside) and COMMIT.
+            await conn.execute("COMMIT" if moved == seq else
+                               f"UPDATE counters SET value = {int(moved)} WHERE name = 'seq'; "
+                               "COMMIT")
         except Exception as e:
             await self._failed(conn, batch, e)
             return stop
@@ -283,12 +286,9 @@ class PgDatabase(Hooks):
                 await conn.execute(BEGIN_WRITE)
             elif tx.saved:
                 await conn.execute("ROLLBACK TO SAVEPOINT job")
-                await conn.execute("RELEASE SAVEPOINT job")
             if self.on_job_failure is not None:
                 await self.on_job_failure()
             return item, None, e
-        if tx.saved and not first:
-            await conn.execute("RELEASE SAVEPOINT job")
         return item, result, None
 
     async def _failed(self, conn: Any, batch: list[_Queued], error: BaseException) -> None:
