@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean browser compiler
+.PHONY: serve test lint bench clean browser compiler postgres
 
 # Plugins only the tests load (tests/plugins/*, each a package of its own): installed apart, in
 # $(TEST_SITE), which conftest.py puts on the path of the tests and of the processes they start.
@@ -15,7 +15,7 @@ TEST_SITE    := $(VENV)/test-plugins
 
 $(STAMP): pyproject.toml $(TEST_PLUGINS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench,postgresql]'
 	rm -rf $(TEST_SITE)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(TEST_SITE) \
 	  $(dir $(TEST_PLUGINS))
@@ -50,8 +50,19 @@ compiler:
 	  fi; \
 	fi
 
-test: lint browser compiler
-	$(BIN)/python -m pytest
+# The storage, server, reliability and plugin tests run on PostgreSQL too: install it on a clean
+# machine (as root); tests/kit/with-postgres.sh starts a cluster of the suite's own.
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && ! command -v pg_ctl >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	  else \
+	    echo "note: PostgreSQL is missing (as root: apt-get install postgresql); its tests will be skipped"; \
+	  fi; \
+	fi
+
+test: lint browser compiler postgres
+	sh tests/kit/with-postgres.sh $(BIN)/python -m pytest
 
 # Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.
 bench: $(STAMP)

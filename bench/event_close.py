@@ -14,7 +14,10 @@ over the protocol, and the bench times ``event close`` round trips: one
 warm-up close first, shown but not counted (the placeholder strengths make it
 re-rate all 20,000 players, which a lobby's closes do not), then ``--repeat``. The
 baseline, in the same run and process: Peklo (aggregate + solve) on the same
-history plus the event's games, read from the same file.
+history plus the event's games, read from the same file. With ``--backend
+both`` (the default when PostgreSQL is installed) the same history is then
+copied to PostgreSQL (``matchlobby copy``) and the closes are timed there too,
+against the same baseline (read from the SQLite file).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench import _postgres  # noqa: E402
 from bench._harness import bench_env, free_port, matchlobby_command  # noqa: E402
 from clients import LobbyClient  # noqa: E402
 from ratings_plugin import store  # noqa: E402
@@ -193,10 +197,39 @@ async def run(args: argparse.Namespace) -> None:
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(db, cached)
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    cluster = _postgres.cluster() if "postgresql" in backends else None
+    if "postgresql" in backends and cluster is None:
+        print("PostgreSQL is not installed: SQLite only")
+        backends = ["sqlite"]
+    try:
+        for backend in backends:
+            served: str = str(db)
+            if backend == "postgresql":
+                assert cluster is not None
+                served = _postgres.new_database(cluster.url)
+                t = time.perf_counter()
+                done = subprocess.run([*matchlobby_command(), "copy", "--from", f"sqlite:///{db}",
+                                       "--to", served, "--config", str(config)], cwd=tmp,
+                                      env=bench_env(), capture_output=True, text=True, check=False)
+                if done.returncode:
+                    raise SystemExit(f"matchlobby copy failed: {done.stderr[-2000:]}")
+                print(f"set-up: copied to PostgreSQL (matchlobby copy): "
+                      f"{time.perf_counter() - t:.1f} s")
+            print(f"-- {backend} --")
+            await _closes(args, tmp, config, db, served, backend)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+async def _closes(args: argparse.Namespace, tmp: Path, config: Path, db: Path, served: str,
+                  backend: str) -> None:
+    """Serve ``served`` and time ``event close`` round trips (the baseline reads ``db``)."""
     port = free_port()
     t = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        *matchlobby_command(), "serve", "--db", str(db), "--port", str(port), "--config", str(config),
+        *matchlobby_command(), "serve", "--db", served, "--port", str(port), "--config", str(config),
         stdout=asyncio.subprocess.PIPE, stderr=open(tmp / "server.log", "wb"),  # noqa: SIM115
         cwd=tmp, env=bench_env())
     assert proc.stdout is not None
@@ -233,8 +266,10 @@ async def run(args: argparse.Namespace) -> None:
                 f"; CPU: server {close_cpu:.2f} s, Peklo alone {solve_cpu:.3f} s, "
                 f"ratio {cpu_ratio:.2f}")
             label = f"close {k}" if k else "warm-up close (not counted)"
+            written = ("n/a" if backend != "sqlite"
+                       else f"{history_rows(db, event['id']):,}")
             print(f"{label}: {count} games, history {history:,}, "
-                  f"{history_rows(db, event['id']):,} history rows: close {close:.3f} s, "
+                  f"{written} history rows: close {close:.3f} s, "
                   f"Peklo alone {solve:.3f} s, ratio {close / solve:.2f}{cpu_text}", flush=True)
         await admin.close()
     finally:
@@ -243,11 +278,11 @@ async def run(args: argparse.Namespace) -> None:
     ratios = [r[3] for r in rows]
     cpu_ratios = [r[4] for r in rows if r[4] is not None]
     print()
-    print("| event games | history games | close s (median) | Peklo alone s (median) | ratio (median) "
-          "| ratios | min close / min Peklo | CPU ratio (median) |")
-    print("|---:|---:|---:|---:|---:|---|---:|---:|")
+    print("| backend | event games | history games | close s (median) | Peklo alone s (median) "
+          "| ratio (median) | ratios | min close / min Peklo | CPU ratio (median) |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
     cpu_median = f"{statistics.median(cpu_ratios):.2f}" if cpu_ratios else "n/a"
-    print(f"| {rows[0][0]} | {args.games:,}+ | {statistics.median(r[1] for r in rows):.3f} | "
+    print(f"| {backend} | {rows[0][0]} | {args.games:,}+ | {statistics.median(r[1] for r in rows):.3f} | "
           f"{statistics.median(r[2] for r in rows):.3f} | {statistics.median(ratios):.2f} | "
           f"{', '.join(f'{r:.2f}' for r in ratios)} | "
           f"{min(r[1] for r in rows) / min(r[2] for r in rows):.2f} | {cpu_median} |")
@@ -267,6 +302,10 @@ def main() -> None:
     p.add_argument("--baseline-runs", type=int, default=3,
                    help="Peklo-alone solves after each close; the median is compared (3)")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both",
+                   help="serve the history from the SQLite file, from a copy of it on a "
+                   "PostgreSQL cluster of the bench's own (fsync on), or both in turn (default, "
+                   "when PostgreSQL is installed)")
     p.add_argument("--tmp", default=None, help="parent of the temporary directory")
     p.add_argument("--cache-dir", default=None,
                    help="keep the built history database here (one file per --games, --players, "

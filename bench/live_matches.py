@@ -24,7 +24,11 @@ count can be read; ``both`` runs one mode after the other. Each lobby run has
 a fresh server and database; the CPU time of the server process and of this
 one is reported per match.
 
-Target: matches/s ≥ 0.8 × baseline tx/s with 50 pairs.
+With ``--backend both`` (the default when PostgreSQL is installed) every run
+is made on an SQLite file and on a PostgreSQL database (a durable cluster the
+bench starts, on a Unix socket), the baseline staying SQLite's.
+
+Target: matches/s ≥ 0.8 × baseline tx/s with 50 pairs (SQLite).
 
 Run from the repository root:  .venv/bin/python bench/live_matches.py
 """
@@ -52,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's install holds
     sys.path.insert(0, str(ROOT))
 
+from bench import _postgres  # noqa: E402
 from bench._harness import Conn, lobby_server, machine  # noqa: E402
 from server.store.connection import PRAGMAS  # noqa: E402
 
@@ -302,7 +307,8 @@ class ModeResult:
         return (self.baselines[i] + self.baselines[i + 1]) / 2
 
 
-async def run_mode(mode: str, tmp: Path, config: Path, args: argparse.Namespace) -> ModeResult:
+async def run_mode(mode: str, tmp: Path, config: Path, args: argparse.Namespace,
+                   backend: str = "sqlite", cluster: Any = None) -> ModeResult:
     base = tmp / "baseline.db"
     expected = args.pairs * args.matches if args.matches is not None else None
     # The baseline runs as many transactions as there were matches; with --seconds
@@ -311,12 +317,14 @@ async def run_mode(mode: str, tmp: Path, config: Path, args: argparse.Namespace)
     baselines = [await baseline(base, n_tx)]
     runs = []
     for r in range(args.repeat):
-        db = tmp / f"lobby-{mode}-{r}.db"
+        db: Any = tmp / f"lobby-{mode}-{r}.db"
+        if backend == "postgresql":
+            db = _postgres.new_database(cluster.url)
         served_cm = (subprocess_server(tmp, config, db) if mode == "subprocess"
                      else inprocess_server(config, db))
         async with served_cm as served:
-            run = await lobby_run(mode, served, args.pairs, args.matches, args.seconds,
-                                  args.warmup, tag=mode[:3])
+            run = await lobby_run(f"{mode}/{backend}", served, args.pairs, args.matches,
+                                  args.seconds, args.warmup, tag=mode[:3])
         runs.append(run)
         if expected is None:
             n_tx = max(run.matches, 1)
@@ -333,12 +341,22 @@ async def main_async(args: argparse.Namespace) -> int:
     print(f"pairs: {args.pairs}; {amount}; warm-up {args.warmup} match(es) per pair; "
           f"runs per server mode: {args.repeat}")
     results: list[ModeResult] = []
-    with tempfile.TemporaryDirectory(prefix="live-matches-", dir=args.tmp) as name:
-        tmp = Path(name)
-        config = tmp / "cfg.toml"
-        config.write_text(config_text(args.pairs))
-        for mode in modes:
-            results.append(await run_mode(mode, tmp, config, args))
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    cluster = _postgres.cluster() if "postgresql" in backends else None
+    if "postgresql" in backends and cluster is None:
+        print("PostgreSQL is not installed: SQLite only")
+        backends = ["sqlite"]
+    try:
+        with tempfile.TemporaryDirectory(prefix="live-matches-", dir=args.tmp) as name:
+            tmp = Path(name)
+            config = tmp / "cfg.toml"
+            config.write_text(config_text(args.pairs))
+            for mode in modes:
+                for backend in backends:
+                    results.append(await run_mode(mode, tmp, config, args, backend, cluster))
+    finally:
+        if cluster is not None:
+            cluster.stop()
     print()
     header = ["server", "pairs", "matches", "seconds", "matches/s", "baseline tx/s", "ratio",
               "commits", "matches/commit", "server CPU ms/match", "client CPU ms/match"]
@@ -403,6 +421,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1, help="untimed matches per pair first (1)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="lobby runs per server mode, with a baseline between each two (3)")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both",
+                        help="the lobby's database: an SQLite file, a PostgreSQL database on a "
+                        "durable cluster of the bench's own (fsync on), or one after the other "
+                        "(default both, when PostgreSQL is installed)")
     parser.add_argument("--tmp", help="parent of the temporary directory (default: the system's)")
     args = parser.parse_args(argv)
     if args.matches is None and args.seconds is None:

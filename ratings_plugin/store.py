@@ -59,6 +59,8 @@ UPSERT = """INSERT INTO ratings (ladder, player_id, rating, games, last_played, 
     VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (ladder, player_id) DO UPDATE SET rating = excluded.rating,
     games = excluded.games, last_played = excluded.last_played, state = excluded.state"""
+INSERT_RATINGS = """INSERT INTO ratings (ladder, player_id, rating, games, last_played, state)
+    VALUES (?, ?, ?, ?, ?, ?)"""
 INSERT_HISTORY = """INSERT INTO history (ladder, player_id, before, after, match_id, event_id, at)
     VALUES (?, ?, ?, ?, ?, ?, ?)"""
 SELECT_RATINGS = """SELECT r.ladder, r.player_id, r.rating, r.games, r.last_played, r.state, p.name
@@ -137,7 +139,7 @@ async def write_ladder(tx: Tx, ladder: LadderConfig, standings: Iterable[Any],
     rows = sorted(rating_rows(ladder, standings, ids))
     await tx.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
     await tx.execute(SHARED_DELETE, (ladder.name,))
-    await tx.executemany(UPSERT, rows)
+    await tx.executemany(INSERT_RATINGS, rows)  # none left to conflict with: a bulk insert
     if ladder.system.shared_field is not None and standings:
         await tx.executemany(SHARED_UPSERT, [shared_row(ladder, standings, ids)])
     return rows

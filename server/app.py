@@ -17,7 +17,9 @@ from server.lobby import Lobby, Router
 from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.store import Database
-from server.store.dbcheck import DatabaseProblem, check_database, problem
+from server.store.backends import is_postgres, lobby_database, shown
+from server.store.dbcheck import DatabaseProblem, check_database, pg_problem, problem
+from server.store.pg.database import PgDatabase
 
 log = logging.getLogger("matchlobby")
 
@@ -25,7 +27,7 @@ log = logging.getLogger("matchlobby")
 @dataclass
 class RunningServer:
     config: Config
-    db: Database
+    db: Database | PgDatabase
     lobby: Lobby
     transport: Transport
 
@@ -48,9 +50,10 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     (an open connection's thread would keep the process alive without serving).
     """
     plugins = load_plugins(config)
-    await check_database(config.database, quick_check=config.startup_check == "quick")
-    db = Database(config.database, batch_max=config.commit_batch,
-                  schemas=[plugin.schema for plugin in plugins])
+    if not is_postgres(config.database):
+        await check_database(config.database, quick_check=config.startup_check == "quick")
+    db = lobby_database(config.database, config.commit_batch,
+                        [plugin.schema for plugin in plugins])
     try:
         await db.open()
         lobby = Lobby(config, db, plugins)
@@ -60,6 +63,10 @@ async def start_server(config: Config, host: str | None = None, port: int | None
         await db.close()
         if isinstance(e, sqlite3.Error):
             raise problem(config.database, e, "loading it") from None
+        if is_postgres(config.database) and not isinstance(e, asyncio.CancelledError):
+            pg = pg_problem(config.database, e)
+            if pg is not None:
+                raise pg from None
         if fault is not None:
             raise DatabaseProblem(f"{config.database}: the database failed while loading it "
                                   f"({fault})") from None
@@ -106,7 +113,7 @@ async def serve_forever(config: Config, host: str | None = None, port: int | Non
         loop.add_signal_handler(sig, stop.set)
     scheme = "wss" if config.tls.enabled else "ws"
     print(f"matchlobby listening on {scheme}://{host or config.host}:{server.port}/ws "
-          f"(database {config.database}; {len(config.ladders)} ladders)", flush=True)
+          f"(database {shown(config.database)}; {len(config.ladders)} ladders)", flush=True)
     await stop.wait()
     log.info("stopping")
     fault = server.db.fault

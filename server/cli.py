@@ -12,11 +12,13 @@ from collections.abc import Sequence
 
 from server.api import CliCommand, LadderConfig, Store
 from server.config import Config, ConfigError, load_config
+from server.store.schema import SCHEMA_VERSION
 
 
 def _db_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML configuration file")
-    p.add_argument("--db", metavar="FILE", help="SQLite database (overrides the config's)")
+    p.add_argument("--db", metavar="DATABASE",
+                   help="an SQLite file or a postgresql:// URL (overrides the config's)")
 
 
 def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser:
@@ -43,6 +45,24 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     add.add_argument("--admin", action="store_true", help="give the account the admin role")
     _db_options(add)
 
+    migrate = sub.add_parser("migrate", help="bring the database's tables up to date",
+                             description="Create the database's tables, or bring them up to "
+                             "date for this version of matchlobby and its plugins (the server "
+                             "does the same when it starts). A database newer than this "
+                             "version is refused.")
+    _db_options(migrate)
+
+    copy = sub.add_parser("copy", help="copy a whole lobby into another, empty database",
+                          description="Copy every table of one database into another, new "
+                          "one: between SQLite files and PostgreSQL in either direction "
+                          "(sqlite:///FILE or a file's path; postgresql://…). Stop the "
+                          "server first. Check the copy with `matchlobby replay --check "
+                          "--db DESTINATION`.")
+    copy.add_argument("--from", dest="source", required=True, metavar="DATABASE")
+    copy.add_argument("--to", dest="destination", required=True, metavar="DATABASE")
+    copy.add_argument("--config", metavar="FILE", help="TOML configuration file (its ladders "
+                      "and plugins)")
+
     for command in commands:
         p = sub.add_parser(command.name, help=command.help, description=command.description)
         command.configure(p)
@@ -68,7 +88,7 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
 
 def _config(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
-    if args.db:
+    if getattr(args, "db", None):
         config = dataclasses.replace(config, database=args.db)
     return config
 
@@ -99,19 +119,13 @@ class Environment:
         return self.config.ladders
 
     async def open(self) -> Store:
-        from server.plugins import migrate_all
-        from server.store.connection import open_connection
+        from server.plugins import open_database
+        from server.store.backends import is_postgres
         from server.store.dbcheck import check_database
-        from server.store.port import SqliteStore
 
-        await check_database(self.database, quick_check=False, writable=self.writable)
-        conn = open_connection(self.database)
-        try:
-            await migrate_all(conn, self.config)
-        except BaseException:
-            conn.close()
-            raise
-        return SqliteStore(conn)
+        if not is_postgres(self.database):
+            await check_database(self.database, quick_check=False, writable=self.writable)
+        return await open_database(self.config)
 
 
 def plugin_cli_commands() -> list[CliCommand]:
@@ -157,6 +171,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DatabaseProblem as e:
         print(f"matchlobby {what}: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        problem = _postgres_problem(config, e)
+        if problem is None:
+            raise
+        print(f"matchlobby {what}: {problem}", file=sys.stderr)
+        return 2
+
+
+def _postgres_problem(config: Config, error: Exception) -> Exception | None:
+    """A PostgreSQL database that could not be used, as one line (``None``: another error)."""
+    from server.store.backends import is_postgres
+    from server.store.dbcheck import pg_problem
+
+    return pg_problem(config.database, error) if is_postgres(config.database) else None
 
 
 def _plugin_command(command: CliCommand, args: argparse.Namespace, config: Config) -> int:
@@ -172,8 +200,55 @@ def _plugin_command(command: CliCommand, args: argparse.Namespace, config: Confi
         raise problem(config.database, e, f"running {command.name}") from None
 
 
+async def _copy(config: Config, source: str, destination: str) -> int:
+    from server.plugins import load_plugins
+    from server.store.backends import is_postgres
+    from server.store.copy import CopyRefused, copy_database, database_of, describe
+    from server.store.dbcheck import check_database
+
+    source, destination = database_of(source), database_of(destination)
+    if not is_postgres(source):
+        from pathlib import Path
+
+        if not Path(source).is_file():
+            print(f"matchlobby copy: {source}: no such database file", file=sys.stderr)
+            return 2
+        await check_database(source, quick_check=True, writable=False)
+    if not is_postgres(destination):
+        await check_database(destination, quick_check=False)
+    config = dataclasses.replace(config, database=destination)
+    try:
+        counted = await copy_database(source, destination,
+                                      [plugin.schema for plugin in load_plugins(config)])
+    except CopyRefused as e:
+        print(f"matchlobby copy: {describe(destination)}: {e}", file=sys.stderr)
+        return 2
+    rows = ", ".join(f"{n} {table}" for table, n in counted.items() if n)
+    print(f"copied {describe(source)} to {describe(destination)}: {rows or 'no rows'}")
+    return 0
+
+
+async def _migrate(config: Config) -> int:
+    from server.plugins import open_database
+    from server.store.backends import is_postgres, shown
+    from server.store.dbcheck import check_database
+
+    if not is_postgres(config.database):
+        await check_database(config.database, quick_check=False)
+    store = await open_database(config)
+    try:
+        rows = await store.fetchall("SELECT name, version FROM plugin_schemas ORDER BY name")
+    finally:
+        await store.close()
+    plugins = ", ".join(f"{row[0]} {row[1]}" for row in rows) or "none"
+    print(f"{shown(config.database)} is up to date (lobby schema {SCHEMA_VERSION}; "
+          f"plugins: {plugins})")
+    return 0
+
+
 def _database_command(args: argparse.Namespace, config: Config) -> int:
-    """``serve`` or ``user add``: a database it cannot use raises ``DatabaseProblem``."""
+    """``serve``, ``migrate`` or ``user add``: a database it cannot use raises
+    ``DatabaseProblem``."""
     if args.command == "serve":
         from server.app import CannotListen, serve_forever
 
@@ -182,6 +257,10 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
         except CannotListen as e:
             print(f"matchlobby serve: cannot listen: {e}", file=sys.stderr)
             return 2
+    if args.command == "migrate":
+        return asyncio.run(_migrate(config))
+    if args.command == "copy":
+        return asyncio.run(_copy(config, args.source, args.destination))
     if args.command == "user":
         from server.users import add_user
 

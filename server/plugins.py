@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import sqlite3
 
-from server.api import LobbyPlugin, PluginSetup
+from server.api import LobbyPlugin, PluginSetup, Store
 from server.api.registry import plugin_factories
 from server.commands import COMMANDS, CommandTable
 from server.config import Config, ConfigError
+from server.store.backends import open_store
 from server.store.schema import migrate, migrate_plugin
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,12 @@ def load_plugins(config: Config) -> list[LobbyPlugin]:
             raise ConfigError(f"plugin entry point {name!r} made a plugin named {plugin.name!r}")
         plugins.append(plugin)
     return plugins
+
+
+async def open_database(config: Config) -> Store:
+    """The configured database as a sub-command's store, the lobby's tables and every installed
+    plugin's brought up to date (the server does the same as it opens the database)."""
+    return await open_store(config.database, [plugin.schema for plugin in load_plugins(config)])
 
 
 async def migrate_all(conn: sqlite3.Connection, config: Config) -> None:

@@ -90,7 +90,8 @@ class Store(Reader, Protocol):
 
     def native(self) -> Any:
         """The backend's own connection, for a plugin's optional fast paths (they must have a
-        way through the port too): a ``sqlite3.Connection`` on SQLite."""
+        way through the port too): a ``sqlite3.Connection`` on SQLite, an ``asyncpg``
+        connection on PostgreSQL."""
 
     async def close(self) -> None: ...
 

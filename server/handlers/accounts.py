@@ -130,7 +130,7 @@ async def resume(call: Call) -> Any:
     """A login by session token: the same reply as ``login``'s, without a new token."""
     lobby = call.lobby
     digest = token_hash(call.args["token"])
-    row = sessions.find(lobby.db, digest)
+    row = await sessions.find(lobby.db, digest)
     if row is None or row[1] <= now():
         raise fail("forbidden", ENDED)
     player = await refresh_player(call, row[2])

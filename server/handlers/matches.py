@@ -196,6 +196,7 @@ async def join(call: Call) -> Any:
     except BaseException:
         lobby.match_of.pop(me.name, None)
         lobby.match_of.pop(inviter.name, None)
+        lobby.invitations.restore(inv)  # nothing was saved: it may be answered again
         raise
     m = LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name)
     lobby.matches[mid] = m

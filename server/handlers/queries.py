@@ -39,7 +39,7 @@ async def whois(call: Call) -> Any:
     player = lobby.player(call.args["name"])
     online = player.key in lobby.online
     mid = lobby.match_of.get(player.name)
-    played, disputed = stored.match_counts(lobby.db, player.id)
+    played, disputed = await stored.match_counts(lobby.db, player.id)
     return {
         "player": player.name,
         "online": online,

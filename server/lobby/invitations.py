@@ -9,6 +9,7 @@ there is none; listings leave it out.
 from __future__ import annotations
 
 import asyncio
+import calendar
 import time
 from collections.abc import Callable
 
@@ -53,6 +54,22 @@ class Invitations:
             invitation.timer.cancel()
             invitation.timer = None
         return invitation
+
+    def restore(self, invitation: Invitation) -> None:
+        """Put back an invitation taken by an answer that could not be saved, with the expiry
+        it had (unless it has expired meanwhile, or a newer one stands in its place)."""
+        invitee, inviter = invitation.invitee.casefold(), invitation.inviter.casefold()
+        if invitation.expired or self.get(invitee, inviter) is not None:
+            return
+        if invitation.expires_at is not None:
+            left = calendar.timegm(time.strptime(invitation.expires_at, "%Y-%m-%dT%H:%M:%SZ")) \
+                - time.time()
+            if left <= 0:
+                return
+            invitation.timer = asyncio.get_running_loop().call_later(left, self._expire,
+                                                                     invitation)
+        self.received.setdefault(invitee, {})[inviter] = invitation
+        self.sent.setdefault(inviter, {})[invitee] = invitation
 
     def standing_sent(self, inviter: str) -> list[Invitation]:
         return [i for i in self.sent.get(inviter, {}).values() if not i.expired]

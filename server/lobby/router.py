@@ -16,7 +16,7 @@ from server.lobby.lobby import Lobby
 from server.lobby.requests import Answer, key_of
 from server.lobby.state import Session
 from server.protocol import ProtocolError, Request, error, parse_frame, reply
-from server.store import CommitFailed, StorageFailed
+from server.store import CommitFailed, DatabaseUnavailable, StorageFailed
 from server.store.faults import current_command
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class Router:
             data = await (self.own.get(request.cmd) or self.added[request.cmd])(call)
         except (LobbyError, ProtocolError) as e:
             return error(e.code, e.message, request.id, request.cmd)
-        except StorageFailed as e:
+        except (StorageFailed, DatabaseUnavailable) as e:
             return error("internal", str(e), request.id, request.cmd)
         except CommitFailed:
             return error("internal", "The server could not save this; nothing was changed. "

@@ -128,6 +128,10 @@ class Database(Hooks):
             raise
         return rows[0] if rows else None
 
+    async def fetchone_soon(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        """:meth:`fetchone_now`, as the backends share it."""
+        return self.fetchone_now(sql, params)
+
     def _read_failed(self, error: sqlite3.Error) -> None:
         """After a read's error: one that says the file failed stops every write (see
         ``server.store.faults``) and is raised as ``StorageFailed``."""

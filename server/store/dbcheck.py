@@ -20,6 +20,7 @@ server creates it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -169,3 +170,27 @@ async def check_database(path: str, quick_check: bool = True, writable: bool = T
     finally:
         if conn is not None:
             conn.close()
+
+
+def pg_problem(url: str, error: BaseException) -> DatabaseProblem | None:
+    """A PostgreSQL database that cannot be used (unreachable, refused, newer than this code)
+    as one line; ``None`` for an error of another kind."""
+    from server.store.backends import shown
+    from server.store.schema import SchemaError
+
+    where = shown(url)
+    if isinstance(error, SchemaError):
+        return DatabaseProblem(f"{where}: {error}; run the version that wrote it")
+    try:
+        import asyncpg
+    except ImportError:
+        return DatabaseProblem(f"{where}: PostgreSQL needs the asyncpg package "
+                               "(pip install 'matchlobby[postgresql]')")
+    if isinstance(error, OSError | asyncio.TimeoutError | asyncpg.PostgresConnectionError
+                  | asyncpg.InvalidAuthorizationSpecificationError
+                  | asyncpg.InvalidCatalogNameError | asyncpg.InvalidPasswordError):
+        return DatabaseProblem(f"{where}: cannot connect to the database server "
+                               f"({_line(error) or type(error).__name__})")
+    if isinstance(error, asyncpg.PostgresError):
+        return DatabaseProblem(f"{where}: cannot use the database ({_line(error)})")
+    return None

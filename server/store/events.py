@@ -14,12 +14,14 @@ from server.store.log import game_from_row
 STANDINGS = """SELECT p.name AS player, count(*) AS played,
     count(CASE WHEN m.winner = mp.side THEN 1 END) AS won,
     count(CASE WHEN m.winner = 'draw' THEN 1 END) AS drawn,
-    count(CASE WHEN m.winner IS NOT mp.side AND m.winner IS NOT 'draw' THEN 1 END) AS lost,
-    total(CASE WHEN m.winner = mp.side THEN 1.0 WHEN m.winner = 'draw' THEN 0.5 END) AS points
+    count(CASE WHEN m.winner IS DISTINCT FROM mp.side AND m.winner IS DISTINCT FROM 'draw'
+          THEN 1 END) AS lost,
+    CAST(count(CASE WHEN m.winner = mp.side THEN 1 END)
+         + 0.5 * count(CASE WHEN m.winner = 'draw' THEN 1 END) AS DOUBLE PRECISION) AS points
     FROM matches m JOIN match_players mp ON mp.match_id = m.id
     JOIN players p ON p.id = mp.player_id
     WHERE m.event_id = ?1 AND m.status = 'finished' AND m.unrated_reason IS NULL
-    GROUP BY mp.player_id ORDER BY points DESC, p.name_key LIMIT ?2 OFFSET ?3"""
+    GROUP BY p.id ORDER BY points DESC, p.name_key LIMIT ?2 OFFSET ?3"""
 SIZES = """SELECT (SELECT count(*) FROM matches WHERE event_id = ?1) AS games,
     (SELECT count(DISTINCT mp.player_id) FROM matches m JOIN match_players mp
      ON mp.match_id = m.id WHERE m.event_id = ?1 AND m.status = 'finished'

@@ -21,6 +21,14 @@ class FlushFailed(Exception):
     """A queued write failed: the transaction is broken and nothing of it may be kept."""
 
 
+class DatabaseUnavailable(CommitFailed):
+    """The database server could not be reached (PostgreSQL): nothing of the job was kept, and
+    writes go on by themselves once it is back."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or UNAVAILABLE)
+
+
 class StorageFailed(CommitFailed):
     """The database file failed; nothing was changed, and no write is tried until a restart."""
 
@@ -28,6 +36,8 @@ class StorageFailed(CommitFailed):
 # SQLite's primary result codes for a file that failed, rather than a statement.
 STORAGE_FAULTS = frozenset({sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FULL,
                             sqlite3.SQLITE_NOTADB})
+UNAVAILABLE = ("The database is unavailable right now; nothing was changed. Please try again "
+               "in a moment.")
 READ_ONLY = ("The database failed (a disk error or damage): the server is read-only until the "
              "operator repairs the database and restarts it. Nothing was changed.")
 # What the running task is doing, for the log line of a storage fault (the lobby sets it).

@@ -25,8 +25,9 @@ class Reads(Protocol):
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any | None: ...
 
-    def fetchone_now(self, sql: str, params: Iterable[Any] = ()) -> Any | None:
-        """A small indexed lookup read on the event loop's thread (no thread switch)."""
+    async def fetchone_soon(self, sql: str, params: Iterable[Any] = ()) -> Any | None:
+        """A small indexed lookup (on SQLite read on the event loop's thread: no thread
+        switch)."""
 
 
 Row = Sequence[Any]

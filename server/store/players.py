@@ -41,9 +41,9 @@ async def by_name(db: Reads, name: str) -> Any | None:
     return await db.fetchone("SELECT * FROM players WHERE name_key = ?", (name.casefold(),))
 
 
-def match_counts(db: Reads, player_id: int) -> tuple[int, int]:
-    """Matches a player finished and had disputed (a small indexed read, on the loop)."""
-    row = db.fetchone_now(
+async def match_counts(db: Reads, player_id: int) -> tuple[int, int]:
+    """Matches a player finished and had disputed (a small indexed read)."""
+    row = await db.fetchone_soon(
         """SELECT count(CASE WHEN m.status = 'finished' THEN 1 END),
                   count(CASE WHEN m.disputed = 1 THEN 1 END)
            FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE mp.player_id = ?""",

@@ -6,8 +6,10 @@ from typing import Any
 
 from server.store.handle import Reads, WriteTx
 
-STORE = ("INSERT OR REPLACE INTO requests (player_id, request_id, cmd, args_hash, reply, at) "
-         "VALUES (?, ?, ?, ?, ?, ?)")
+STORE = ("INSERT INTO requests (player_id, request_id, cmd, args_hash, reply, at) "
+         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (player_id, request_id) DO UPDATE SET "
+         "cmd = excluded.cmd, args_hash = excluded.args_hash, reply = excluded.reply, "
+         "at = excluded.at")
 
 
 async def prune(tx: WriteTx, before: str) -> None:

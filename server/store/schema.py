@@ -120,8 +120,9 @@ MIGRATIONS: dict[int, str] = {
 }
 
 
-class SchemaError(Exception):
-    """A plugin's tables are newer than its code, or cannot be brought up to date."""
+class SchemaError(RuntimeError):
+    """The lobby's or a plugin's tables are newer than the code, or cannot be brought up to
+    date."""
 
 
 async def _in_transaction(conn: sqlite3.Connection, step: Callable[[], Awaitable[None]]) -> None:
@@ -143,7 +144,7 @@ async def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int
     """Bring the lobby's tables to ``target``, one migration per transaction."""
     version = schema_version(conn)
     if version > SCHEMA_VERSION:
-        raise RuntimeError(f"database schema {version} is newer than this server ({SCHEMA_VERSION})")
+        raise SchemaError(f"database schema {version} is newer than this server ({SCHEMA_VERSION})")
     while version < target:
         version += 1
 

@@ -21,9 +21,9 @@ async def create(tx: WriteTx, token_hash: str, player_id: int, created_at: str,
                    "VALUES (?, ?, ?, ?)", (token_hash, player_id, created_at, expires_at))
 
 
-def find(db: Reads, token_hash: str) -> Any | None:
+async def find(db: Reads, token_hash: str) -> Any | None:
     """The session's player id, expiry and player name, as committed (an indexed lookup)."""
-    return db.fetchone_now(FIND, (token_hash,))
+    return await db.fetchone_soon(FIND, (token_hash,))
 
 
 async def find_in(tx: WriteTx, token_hash: str) -> Any | None:

@@ -10,11 +10,10 @@ corrections made of the players' streaks.
 from __future__ import annotations
 
 import ast
-import sqlite3
 from pathlib import Path
 
 from testkit.clients import expect_error, start_match
-from testkit.db import sql
+from testkit.db import columns, execute, sql
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 
@@ -190,8 +189,7 @@ async def test_its_table_is_in_the_database_and_a_restart_keeps_it(lobby: LobbyS
     await beat(alice, bob)
     db = lobby.db
     assert sql(db, "SELECT version FROM plugin_schemas WHERE name = 'streaks'") == [(1,)]
-    columns = [r[1] for r in sql(db, "PRAGMA table_info(streaks)")]
-    assert columns == ["player_id", "ladder", "current", "best"]
+    assert columns(db, "streaks") == ["player_id", "ladder", "current", "best"]
     assert sorted(sql(db, "SELECT p.name, s.ladder, s.current, s.best FROM streaks s "
                           "JOIN players p ON p.id = s.player_id")) == [
         ("alice", "backgammon", 2, 2), ("bob", "backgammon", 0, 0)]
@@ -215,12 +213,9 @@ async def test_installed_on_a_lobby_with_a_history_it_counts_that_history(lobby:
     await admin.call("event close", event=eid)
     await lobby.stop()
     # the database as a lobby without the plugin leaves it: no table, no schema record
-    conn = sqlite3.connect(lobby.db)
-    with conn:
-        conn.execute("DROP TABLE streaks")
-        conn.execute("DELETE FROM plugin_schemas WHERE name = 'streaks'")
-    conn.close()
-    assert sql(lobby.db, "SELECT count(*) FROM sqlite_master WHERE name = 'streaks'") == [(0,)]
+    execute(lobby.db, "DROP TABLE streaks")
+    execute(lobby.db, "DELETE FROM plugin_schemas WHERE name = 'streaks'")
+    assert columns(lobby.db, "streaks") == []
     await lobby.start()
     guest = await lobby.client()
     assert await streaks(guest, "alice") == {"backgammon": (2, 2), "foosball-singles": (0, 0)}

@@ -53,6 +53,8 @@ from server.app import start_server
 from server.cli import Environment
 from server.config import Config, load_config
 
+pytestmark = pytest.mark.sqlite_only("simulates power cuts from a record of SQLite's writes and "
+                                     "syncs")
 SEED = int(os.environ.get("MATCHLOBBY_POWERCUT_SEED", "20261201"))
 PAIRS = 3
 STREAM = (1.0, 1.5)  # seconds of results at least, then up to this much more (seeded)
@@ -302,6 +304,7 @@ async def test_power_cuts_keep_every_acknowledged_result(
 
 WRITER = """
 import sqlite3, sys
+
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
 conn.execute("PRAGMA synchronous=" + sys.argv[2])

@@ -32,6 +32,8 @@ from server.store.connection import open_connection
 from server.store.log import ladder_units
 from server.store.port import SqliteTx
 
+pytestmark = pytest.mark.sqlite_only("writes its log straight into an SQLite file")
+
 ROWS = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
 
 

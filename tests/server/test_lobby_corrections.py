@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from testkit.cli import rate_file, run_cli_async
 from testkit.clients import expect_error, start_match
-from testkit.db import sql
+from testkit.db import execute, sql
 from testkit.fibs import FibsModel, check_fibs_state
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
@@ -145,9 +144,4 @@ async def test_replay_check_finds_a_tampered_rating_and_replay_fixes_it(lobby: L
 
 
 def _execute(db: Path, statement: str) -> None:
-    conn = sqlite3.connect(db)
-    try:
-        with conn:
-            assert conn.execute(statement).rowcount == 1
-    finally:
-        conn.close()
+    assert execute(db, statement) == 1

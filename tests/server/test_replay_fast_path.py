@@ -41,6 +41,8 @@ from server.store.connection import open_connection
 from server.store.log import ladder_units
 from server.store.port import SqliteTx
 
+pytestmark = pytest.mark.sqlite_only("the replay's fast path and its helper process read SQLite files")
+
 SECOND = ladder_config({"name": "hypergammon", "system": "fibs",
                         "experience_includes_match": False, "start_rating": 1400.0}, "test")
 FIRST = ladder_config({"name": "backgammon", "system": "fibs"}, "test")

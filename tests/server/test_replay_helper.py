@@ -26,6 +26,8 @@ import ratings_plugin.commands.replay as replay_module
 from ratings_plugin.commands.replay_helper import ReplayHelper, digest_pairs, writers_held
 from server.config import load_config
 
+pytestmark = pytest.mark.sqlite_only("the replay helper process reads SQLite files")
+
 SIZE = 16
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from testkit.cli import run_cli_async
 from testkit.clients import expect_error, start_match
 from testkit.constants import PASSWORD
@@ -148,6 +149,7 @@ async def test_a_new_password_ends_every_session_of_the_account(harness: LobbySe
     assert (await fresh.login("alice", "a-new-secret"))["session"]["token"] not in tokens
 
 
+@pytest.mark.sqlite_only("reads the bytes of the database's files")
 async def test_the_token_is_stored_only_as_its_hash(harness: LobbyServer) -> None:
     await harness.start()
     given = [(await (await harness.client()).register("alice", PASSWORD))["session"]["token"]]

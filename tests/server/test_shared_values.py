@@ -129,6 +129,7 @@ def _ladder(db: Path) -> dict[int, tuple]:
         db, "SELECT * FROM ratings WHERE ladder = 'scrabble' ORDER BY player_id")}
 
 
+@pytest.mark.sqlite_only("counts the rows written with SQLite triggers")
 async def test_cas_closes_write_only_the_rows_that_moved_and_replay_check_agrees(
         lobby: LobbyServer) -> None:
     db = lobby.db

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import sqlite3
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 from testkit.clients import expect_error, name_of, start_match
 from testkit.constants import PASSWORD
-from testkit.db import sql
+from testkit.db import executemany, sql
 from testkit.fibs import close, fibs_changes
 from testkit.glicko import PERIODS_PER_DAY, REL, grown_rd, period, win_probability
 from testkit.server_loop import LobbyServer
@@ -88,11 +87,8 @@ async def seeded_lobby(harness: LobbyServer, glicko: bool, rng: random.Random
         played = (today - timedelta(days=s.days_away)).isoformat()
         rows.append((ladder, ids[name], s.rating, rng.randint(1, 300), played, json.dumps(state)))
     assert sql(harness.db, "SELECT count(*) FROM ratings") == [(0,)]
-    conn = sqlite3.connect(harness.db)
-    with conn:
-        conn.executemany("INSERT INTO ratings (ladder, player_id, rating, games, last_played, "
-                         "state) VALUES (?, ?, ?, ?, ?, ?)", rows)
-    conn.close()
+    executemany(harness.db, "INSERT INTO ratings (ladder, player_id, rating, games, last_played, "
+                            "state) VALUES (?, ?, ?, ?, ?, ?)", rows)
     await start(harness, glicko)
     clients = {}
     for name in NAMES:

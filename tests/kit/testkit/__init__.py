@@ -9,7 +9,10 @@ packages in place of ``server`` and ``clients``).
 - :mod:`~testkit.results`: results files (the CSV format).
 - :mod:`~testkit.cli`: ``matchlobby`` as a real process (sub-commands, the batch client,
   accounts made with ``user add``).
-- :mod:`~testkit.db`: a database file read back (or changed) with plain ``sqlite3``.
+- :mod:`~testkit.db`: a database read back (or changed) beside the server's own code: an
+  SQLite file with plain ``sqlite3``, a PostgreSQL database with ``asyncpg``.
+- :mod:`~testkit.postgres`: the run's PostgreSQL cluster, a database a test
+  (:class:`~testkit.postgres.PgDb`), a cluster of a test's own to stop and start.
 - :mod:`~testkit.fibs`, :mod:`~testkit.glicko`: FIBS and Glicko-2 written out independently
   of the server; :mod:`~testkit.books`: a system's book driven by plain games;
   :mod:`~testkit.zeta`: a made-up system a real server serves; :mod:`~testkit.shapes`:

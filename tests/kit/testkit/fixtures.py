@@ -4,7 +4,12 @@
   ``matchlobby user add --admin``, and the fast-hashing configuration beside it
   (``template_db``, ``fast_config``). A folder that needs another starting point (several
   admins, say) overrides ``template_db`` in its own ``conftest.py``.
-- ``db_path``: the test's own copy of ``template_db``.
+- ``backend`` (``sqlite`` or ``postgresql``): the storage, server, reliability and plugin tests
+  run on both (:data:`BOTH_BACKENDS`), unless marked ``sqlite_only`` with the reason; on
+  PostgreSQL they are skipped with the reason when it is not installed (``make test`` always
+  provides it, :mod:`testkit.postgres`).
+- ``db_path``: the test's own copy of ``template_db``: the file, or on PostgreSQL a database
+  copied from it by the real ``matchlobby copy`` (a :class:`~testkit.postgres.PgDb`).
 - ``harness``: a :class:`LobbyServer` on ``db_path``, not started (the test picks its drop
   timeout or its ladders); ``lobby``: the same, started with the defaults.
 - ``gate``: the ``events`` command held in flight until the test releases it.
@@ -21,8 +26,10 @@ from typing import Any
 import pytest
 
 from testkit import figures as figure_groups
-from testkit.cli import admin_template
+from testkit import postgres
+from testkit.cli import admin_template, run_cli
 from testkit.clients import Gate
+from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
 
 
@@ -42,12 +49,59 @@ def fast_config(template: tuple[Path, Path]) -> Path:
     return template[1]
 
 
+BACKENDS = ("sqlite", "postgresql")
+BOTH_BACKENDS = {"server", "reliability", "plugins", "storage"}  # test folders run on both
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    both = (metafunc.definition.path.parent.name in BOTH_BACKENDS
+            and metafunc.definition.get_closest_marker("sqlite_only") is None)
+    metafunc.parametrize("backend", BACKENDS if both else BACKENDS[:1], indirect=True)
+
+
 @pytest.fixture
-def db_path(tmp_path: Path, template_db: Path) -> Path:
-    """The test's own copy of ``template_db``."""
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database the test's server runs on (see :data:`BOTH_BACKENDS`)."""
+    name: str = getattr(request, "param", "sqlite")
+    if name == "postgresql" and postgres.server_url() is None:
+        pytest.skip(postgres.MISSING)
+    return name
+
+
+_pg_templates: dict[Path, str] = {}
+
+
+def pg_template(template_db: Path, config: Path) -> str:
+    """A PostgreSQL database holding what ``template_db`` holds (``matchlobby copy``), once a
+    run; the name to copy databases from."""
+    name = _pg_templates.get(template_db)
+    if name is None:
+        server = postgres.server_url()
+        assert server is not None
+        url = postgres.new_database(server)
+        done = run_cli(["copy", "--from", f"sqlite:///{template_db}", "--to", url,
+                        "--config", str(config)], template_db.parent)
+        assert done.returncode == 0, done.stderr
+        name = _pg_templates[template_db] = PgDb(url, template_db.parent).name
+    return name
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, template_db: Path, fast_config: Path, backend: str) -> Iterator[Path]:
+    """The test's own copy of ``template_db`` (on PostgreSQL, a database of its own, dropped
+    after the test)."""
+    if backend == "postgresql":
+        server = postgres.server_url()
+        assert server is not None
+        url = postgres.new_database(server, pg_template(template_db, fast_config))
+        yield PgDb(url, tmp_path)  # type: ignore[misc]
+        postgres.drop_database(server, PgDb(url, tmp_path).name)
+        return
     db = tmp_path / "lobby.db"
     shutil.copyfile(template_db, db)
-    return db
+    yield db
 
 
 @pytest.fixture

@@ -1,0 +1,70 @@
+"""Which database a ``database`` setting names: an SQLite file (the default) or a PostgreSQL
+server (``postgresql://…``), and opening either for the lobby or for a sub-command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from server.api import Schema, Store
+
+SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(database: str) -> bool:
+    return database.startswith(SCHEMES)
+
+
+def backend_of(database: str) -> str:
+    return "postgresql" if is_postgres(database) else "sqlite"
+
+
+def shown(database: str) -> str:
+    """``database`` as logs and messages show it: without a password in a URL."""
+    if not is_postgres(database):
+        return database
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(database)
+    if parts.password is None:
+        return database
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def lobby_database(database: str, batch_max: int, schemas: Sequence[Schema]) -> Any:
+    """The lobby's database (not yet opened): ``Database`` or ``PgDatabase``."""
+    if is_postgres(database):
+        from server.store.pg.database import PgDatabase
+
+        return PgDatabase(database, batch_max=batch_max, schemas=schemas)
+    from server.store.database import Database
+
+    return Database(database, batch_max=batch_max, schemas=schemas)
+
+
+async def open_store(database: str, schemas: Sequence[Schema]) -> Store:
+    """A sub-command's store on ``database``, the lobby's tables and ``schemas`` migrated."""
+    if is_postgres(database):
+        from server.store.pg import port, schema
+
+        async def migrate(conn: Any) -> None:
+            await schema.migrate(conn)
+            for s in schemas:
+                await schema.migrate_plugin(conn, s)
+
+        return await port.open_store(database, migrate)
+    from server.store.connection import open_connection
+    from server.store.port import SqliteStore
+    from server.store.schema import migrate as sqlite_migrate
+    from server.store.schema import migrate_plugin
+
+    conn = open_connection(database)
+    try:
+        await sqlite_migrate(conn)
+        for s in schemas:
+            await migrate_plugin(conn, s)
+    except BaseException:
+        conn.close()
+        raise
+    return SqliteStore(conn)

@@ -1,0 +1,270 @@
+"""A real PostgreSQL for the tests: the cluster, a database a test, and plain reads of it.
+
+``make test`` starts a cluster of its own (``tests/kit/with-postgres.sh``) and
+names it in ``MATCHLOBBY_TEST_POSTGRES``, a URL of its maintenance database.
+Without it, :func:`cluster` starts one the same way when PostgreSQL's
+programs are installed: ``initdb`` and ``pg_ctl`` (run as the ``postgres``
+user when the tests run as root: they refuse root) in a temporary folder,
+listening on a Unix socket only, stopped when the test run ends. Without
+PostgreSQL the tests that need it are skipped with :data:`MISSING`.
+
+Each test gets a database of its own (:func:`new_database`), copied from a
+template that holds only the admin (made by the real ``matchlobby user add``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import glob
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Awaitable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+ENV = "MATCHLOBBY_TEST_POSTGRES"
+MISSING = ("PostgreSQL is not installed (apt-get install postgresql, or set "
+           f"{ENV} to a server's URL); `make test` provides it")
+T = TypeVar("T")
+
+
+class PgDb(str):
+    """A test's PostgreSQL database: its URL (what ``--db`` and ``database`` take), with the
+    test's folder as ``parent`` (where the command line runs, as beside an SQLite file)."""
+
+    parent: Path
+
+    def __new__(cls, url: str, folder: Path) -> PgDb:
+        db = super().__new__(cls, url)
+        db.parent = folder
+        return db
+
+    def with_name(self, name: str) -> Path:
+        """A file of the test's folder (as beside an SQLite file)."""
+        return self.parent / name
+
+    @property
+    def name(self) -> str:
+        return self.partition("?")[0].rsplit("/", 1)[1]
+
+
+def _binaries() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
+                      key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    return Path(versions[-1]).parent if versions else None
+
+
+class Cluster:
+    """A cluster started for this test run, on a Unix socket in a temporary folder."""
+
+    def __init__(self, bindir: Path, durable: bool = False) -> None:
+        """``durable``: PostgreSQL's default settings (fsync on), for benchmarks; the tests run
+        without fsync (they kill processes, never the machine)."""
+        self.bindir = bindir
+        self.options = ("-c listen_addresses='' -c unix_socket_directories='{folder}' "
+                        "-c max_connections=300"
+                        + ("" if durable else " -c fsync=off -c full_page_writes=off"))
+        self.folder = Path(tempfile.mkdtemp(prefix="matchlobby-pg-"))
+        self.data = self.folder / "data"
+        self.as_postgres = os.geteuid() == 0
+        if self.as_postgres:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                  "--no-sync", "-E", "UTF8", "--locale=C")
+        self.start()
+        self.url = f"postgresql://postgres@/postgres?host={quote(str(self.folder))}"
+        atexit.register(self.stop)
+
+    def _run(self, program: str, *args: str) -> None:
+        cmd = [str(self.bindir / program), *args]
+        if self.as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+
+    def stop(self) -> None:
+        if self.data.exists():
+            with _quietly():
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def kill(self) -> None:
+        """Stop the server at once, as a crash would (``pg_ctl stop -m immediate``)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def start(self) -> None:
+        """Start the server (again after :meth:`kill`: it recovers from its WAL)."""
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "log"), "-w",
+                  "-o", self.options.format(folder=self.folder), "start")
+
+
+class _quietly:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+_cluster: Cluster | str | None = None
+_tried = False
+
+
+def server_url() -> str | None:
+    """The maintenance database's URL of the test run's PostgreSQL (``None``: there is none)."""
+    global _cluster, _tried
+    if os.environ.get(ENV):
+        return os.environ[ENV]
+    if not _tried:
+        _tried = True
+        bindir = _binaries()
+        if bindir is not None:
+            _cluster = Cluster(bindir)
+    return _cluster.url if isinstance(_cluster, Cluster) else None
+
+
+def own_cluster() -> Cluster | None:
+    """The cluster this process started (the tests that stop PostgreSQL need their own)."""
+    server_url()
+    return _cluster if isinstance(_cluster, Cluster) else None
+
+
+def url_of(server: str, database: str) -> str:
+    """``server``'s URL with another database name."""
+    base, _, query = server.partition("?")
+    base = base.rsplit("/", 1)[0]
+    return f"{base}/{database}" + (f"?{query}" if query else "")
+
+
+def run(coro: Awaitable[T]) -> T:
+    """Run ``coro`` to its end on an event loop of its own (the caller's may be running)."""
+    async def main() -> T:
+        return await coro
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
+
+
+async def _admin(sql: str, server: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(server)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+_numbers = itertools.count(1)
+
+
+def new_database(server: str, template: str | None = None) -> str:
+    """A new empty database (or a copy of ``template``); its URL."""
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    copy = f" TEMPLATE {template} STRATEGY FILE_COPY" if template else ""
+    run(_admin(f"CREATE DATABASE {name}{copy}", server))
+    return url_of(server, name)
+
+
+def _fetch(url: str, sql: str, params: Sequence[Any]) -> list[Any]:
+    import asyncpg
+
+    from server.store.pg.sql import pg_sql
+
+    async def go() -> list[Any]:
+        conn = await asyncpg.connect(url)
+        try:
+            return list(await conn.fetch(pg_sql(sql), *params))
+        finally:
+            await conn.close()
+
+    return run(go())
+
+
+def drop_database(server: str, name: str) -> None:
+    """Drop a test's database (its connections, should any be left, are ended)."""
+    run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", server))
+
+
+def query(url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` (``?`` placeholders), as tuples, from a connection of its own."""
+    return [tuple(r) for r in _fetch(url, sql, params)]
+
+
+def query_dicts(url: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The same, each row as a dict by column name."""
+    return [dict(r) for r in _fetch(url, sql, params)]
+
+
+def execute(url: str, sql: str, params: Sequence[Any] = ()) -> int:
+    """Run one writing statement (committed at once); the rows it changed."""
+    import asyncpg
+
+    from server.store.pg.sql import pg_sql
+
+    async def go() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            status = await conn.execute(pg_sql(sql), *params)
+        finally:
+            await conn.close()
+        last = status.rsplit(" ", 1)[-1]
+        return int(last) if last.isdigit() else 0
+
+    return run(go())
+
+
+def executemany(url: str, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Run one writing statement for each of ``rows``, in one transaction."""
+    import asyncpg
+
+    from server.store.pg.sql import pg_sql
+
+    async def go() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            async with conn.transaction():
+                await conn.executemany(pg_sql(sql), rows)
+        finally:
+            await conn.close()
+
+    run(go())
+
+
+def integrity(url: str) -> str:
+    """``ok`` when ``amcheck`` finds every B-tree index of the lobby's tables whole, each
+    holding exactly its table's rows (``bt_index_check(index, true)``); else what it found."""
+    import asyncpg
+
+    async def go() -> str:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+            checked = await conn.fetch(
+                "SELECT bt_index_check(c.oid::regclass, true) FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE a.amname = 'btree' AND n.nspname = current_schema()")
+            return "ok" if checked else "no indexes"
+        except asyncpg.PostgresError as e:
+            return str(e)
+        finally:
+            await conn.close()
+
+    return run(go())
+
+
+def private_cluster(durable: bool = False) -> Cluster | None:
+    """A cluster of the caller's own (a test that stops PostgreSQL must not stop the others';
+    a benchmark's, ``durable``), stopped when the run ends; ``None`` when PostgreSQL is not
+    installed."""
+    bindir = _binaries()
+    return None if bindir is None else Cluster(bindir, durable)
