@@ -26,7 +26,7 @@ const state = {
   claim: null,
   invitations: new Map(), // received, by inviter
   sent: new Map(), // sent, by invited player
-  disputes: new Map(), // match id -> {match, by, summary}; what an admin has to decide
+  disputes: new Map(), // match id -> the `disputes` entry; what an admin has to decide
   who: [],
   connectedOnce: false,
   replaced: false,
@@ -911,16 +911,11 @@ lobby.on("match_corrected", (data) => {
 
 // ---- disputes (admins) ----------------------------------------------------------------------
 
-// The disputed matches of the players online (an admin online when a dispute starts is told
-// at once; one who comes later finds it through the players' profiles).
+// Every disputed live match the lobby holds, its players online or not (an admin online when
+// a dispute starts is told at once and asks again; one who comes later finds them all here).
 async function findDisputes() {
-  const { players } = await lobby.call("who");
-  const found = new Map();
-  for (const p of players.filter((x) => x.status === "playing")) {
-    const who = await lobby.call("whois", { name: p.player });
-    if (who.match && who.match.status === "disputed") found.set(who.match.match, who.match);
-  }
-  state.disputes = new Map([...state.disputes, ...found]);
+  const { disputes } = await lobby.call("disputes");
+  state.disputes = new Map(disputes.map((m) => [m.match, m]));
   renderDisputes();
 }
 
@@ -941,7 +936,9 @@ function renderDisputes() {
         say(`Match ${data.match} decided: ${data.winner} wins.`, "info", $("desk-feedback"));
       }, { where: feedback });
       return el("li", { class: "dispute", dataset: { match: String(m.match) } },
-        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`),
+        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`,
+          m.claimant ? el("span", { class: "dispute-claim" },
+            ` ${m.claimant} claims a win${m.scores ? ` (${m.scores[0]}–${m.scores[1]})` : ""}; ${m.by} disputes it.`) : null),
         el("div", { class: "buttons" },
           el("button", { type: "button", class: "small", onclick: () => decide(m.a) }, `${m.a} wins`),
           el("button", { type: "button", class: "small", onclick: () => decide(m.b) }, `${m.b} wins`)),
