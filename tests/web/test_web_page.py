@@ -200,6 +200,13 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
     await expect(page.locator("#desk-feedback")).to_have_text("Event #1 closed; scrabble is rated.")
     await expect(page.locator("#event-log li")).to_have_count(3)
     await expect(page.locator("#event-log li[data-played='true']")).to_have_count(3)
+    # newcomers read as such, and nothing stray is left where no explanation is needed
+    for name in ("alice", "carol", "dave"):
+        entry = (await watcher.call("history", name=name, ladder="scrabble"))["entries"][-1]
+        assert entry["before"] is None
+        await expect(page.locator(f"#event-log li[data-player='{name}']")).to_have_text(
+            f"{name}: new, {entry['after']} played")
+    await expect(page.locator("#event-log")).not_to_contain_text("null")
     await expect(page.locator("#event-close")).to_be_disabled()
 
     table = await watcher.call("ladder", ladder="scrabble", all=True)
