@@ -390,32 +390,61 @@ function axisTicks(vals) {
 }
 
 // The points of a history chart: the rating before the first change (the starting rating),
-// then the rating after each change. A newcomer without a rating (ČAS) starts at the first.
+// just before it (a twentieth of the history's span, or a minute), then the rating after each
+// change. A newcomer without a rating (ČAS) starts at the first.
 function chartPoints(entries) {
   const xs = entries.map((e) => Date.parse(e.at) / 1000);
   const ys = entries.map((e) => e.after);
   const first = entries[0];
   if (first && first.before !== null && first.before !== undefined) {
     const span = xs[xs.length - 1] - xs[0];
-    xs.unshift(xs[0] - Math.max(span / 20, 3600));
+    xs.unshift(xs[0] - (span > 0 ? Math.min(span / 20, 3600) : 60));
     ys.unshift(first.before);
   }
   return [xs, ys];
 }
 
+const CHART_MIN_SPAN = 600; // seconds: a chart of one point, or a few close ones, spans 10 minutes
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+// The time axis in UTC, as the rest of the page: "14:05" (with the day under the first label
+// and under the first of each new day), "Mar 14", "Mar 2026" or "2026" as the ticks' step grows.
+function timeTicks(splits, step) {
+  let day = null;
+  return splits.map((ts) => {
+    const d = new Date(ts * 1000);
+    const date = `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
+    if (step >= 365 * 86400) return String(d.getUTCFullYear());
+    if (step >= 28 * 86400) return `${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+    if (step >= 86400) return date;
+    const time = d.toISOString().slice(11, step < 60 ? 19 : 16);
+    const label = date === day ? time : `${time}\n${date}`;
+    day = date;
+    return label;
+  });
+}
+
 function drawChart(ladder, column, entries, node) {
   const [xs, ys] = chartPoints(entries);
-  const lone = xs.every((x) => x === xs[0]);
+  const lone = xs.every((x) => x === xs[0]); // uPlot would give a lone instant a whole day
   const opts = {
     width: chartWidth(node),
     height: 220,
+    tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
     scales: {
-      // one point alone gets a day either side, or 50 rating points above and below
-      x: { time: true, range: (u, min, max) => (lone ? [xs[0] - 86400, xs[0] + 86400] : [min, max]) },
+      // points closer than CHART_MIN_SPAN (one alone) get room either side; one rating alone
+      // gets 50 points above and below
+      x: {
+        time: true,
+        range: (u, min, max) => {
+          const [lo, hi] = lone ? [xs[0], xs[0]] : [min, max];
+          return hi - lo >= CHART_MIN_SPAN ? [lo, hi] : [(lo + hi - CHART_MIN_SPAN) / 2, (lo + hi + CHART_MIN_SPAN) / 2];
+        },
+      },
       y: { range: (u, min, max) => (min === max ? [min - 50, max + 50] : window.uPlot.rangeNum(min, max, 0.1, true)) },
     },
     series: [
-      {},
+      { value: (u, v) => (v === null || v === undefined ? "–" : `${new Date(v * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`) },
       {
         label: ladder,
         stroke: "#1f5fa8",
@@ -424,7 +453,11 @@ function drawChart(ladder, column, entries, node) {
         value: (u, v) => fmtValue(column, v),
       },
     ],
-    axes: [{}, {
+    axes: [{
+      space: 80, // pixels at least from one tick to the next: labels keep a gap between them
+      size: 56,
+      values: (u, splits, axis, space, step) => timeTicks(splits, step),
+    }, {
       size: 64,
       values: (u, vals) => axisTicks(vals),
       ...(column.type === "integer" ? { incrs: WHOLE_STEPS } : {}),
