@@ -205,6 +205,16 @@ async def test_online_now_shows_playing_and_ratings_on_the_chosen_ladder(
         await expect(item.locator(".tag")).to_have_text("playing")
         await expect(page.get_by_role("button", name=f"Invite {name}")).to_have_count(0)
     await expect(page.get_by_role("button", name="Invite dave")).to_be_visible()
+    # while alice plays, she invites nobody: no Invite button, until her match ends
+    erin = await site.player("erin")
+    await erin.call("invite", name="alice", ladder="backgammon", length=1)
+    await page.get_by_role("button", name="Join erin").click()
+    await expect(page.locator("#match-panel")).to_contain_text("erin vs alice")
+    await expect(online.locator("li[data-player='dave']")).to_have_attribute("data-status", "ready")
+    await expect(online.get_by_role("button", name=re.compile("^Invite "))).to_have_count(0)
+    await erin.call("resign")
+    await expect(page.locator("#match-panel")).to_be_empty()
+    await expect(page.get_by_role("button", name="Invite dave")).to_be_visible()
     # the match ends: ready again, with the new ratings
     done = await carol.call("resign")
     assert done["match"] == match

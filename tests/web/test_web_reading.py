@@ -283,3 +283,38 @@ async def test_phone_width_play_panel_and_desk_fit(
     # the wide tables in the narrow panels scroll inside, and say so
     hints = page.locator(".scroll-hint:visible")
     assert await hints.count() >= 1
+
+
+# Each stake table on the page: how wide its box is and how wide the table and caption are.
+STAKE_FIT = """() => [...document.querySelectorAll('.stake')].filter((w) => w.offsetParent !== null)
+  .map((w) => ({
+    where: w.closest('[id]').id,
+    box: w.clientWidth,
+    table: w.querySelector('table').scrollWidth,
+    right: Math.round(w.getBoundingClientRect().right),
+    cells: Math.round(Math.max(...[...w.querySelectorAll('th, td, caption')]
+      .map((c) => c.getBoundingClientRect().right))),
+  }))"""
+
+
+@pytest.mark.parametrize(("me", "inviter"), [("alice", "bob"),
+                                             ("Maximilian_Longname", "Bartholomew_Long")])
+async def test_phone_width_stake_tables_fit_the_invitation_and_the_match(
+        site: LobbyServer, browser: Browser, page_errors: list[str], me: str,
+        inviter: str) -> None:
+    """At 390 px the stake table is whole (every column and its caption, no sideways
+    scrolling) in the invitation box and in "Your match" alike, long names or short."""
+    bob = await site.player(inviter)
+    page = await open_page(browser, site.http_url, width=PHONE, height=800, errors=page_errors)
+    await log_in(page, me, PASSWORD, register=True)
+    await bob.call("invite", name=me, ladder="backgammon", length=11)
+    await expect(page.locator("#invitations .stake tbody tr")).to_have_count(2)
+    invitation = await page.evaluate(STAKE_FIT)
+    await page.get_by_role("button", name=f"Join {inviter}").click()
+    await expect(page.locator("#match-panel .stake tbody tr")).to_have_count(2)
+    match = await page.evaluate(STAKE_FIT)
+    assert [t["where"] for t in invitation] == ["invitations"], invitation
+    assert [t["where"] for t in match] == ["match-panel"], match
+    for t in invitation + match:
+        assert t["table"] <= t["box"], t  # nothing to scroll to: the Loss column is in view
+        assert t["cells"] <= t["right"] <= PHONE, t  # the caption too

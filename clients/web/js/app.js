@@ -624,7 +624,7 @@ function renderWho(spectators = null) {
       playerLink(p.player), " ", el("span", { class: `tag ${p.status}` }, p.status),
       ladder ? el("span", { class: "online-rating", dataset: { rating: rating === undefined ? "" : String(rating) } },
         ` ${rating === undefined ? "unrated" : fmtValue(column, rating)}`) : null,
-      state.me && p.player !== state.me && p.status !== "playing"
+      state.me && !state.match && p.player !== state.me && p.status !== "playing"
         ? [" ", el("button", { type: "button", class: "small", onclick: () => {
           $("invite-name").value = p.player;
           soon("stake", previewStake, 0);
@@ -793,6 +793,7 @@ function renderMatch() {
   const panel = $("match-panel");
   const m = state.match;
   $("invite-form").hidden = Boolean(m);
+  renderWho(); // no Invite buttons while playing
   if (!m || !state.me) {
     panel.replaceChildren();
     return;
