@@ -44,9 +44,10 @@ function say(text, kind = "info", where = null) {
 }
 
 // Run an action; a refusal from the server (or a lost connection) becomes a message on the page
-// (in `where` when given). Background refreshes (quiet) say nothing about a lost connection:
+// (in `where` when given, emptied as the action starts). Background refreshes (quiet) say nothing about a lost connection:
 // the header shows it, and everything is loaded again on reconnecting.
 async function act(fn, { quiet = false, where = null } = {}) {
+  if (where) say("", "info", where); // a new attempt: the last one's message no longer applies
   try {
     return await fn();
   } catch (err) {

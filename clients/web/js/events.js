@@ -132,6 +132,15 @@ export function setUpEvents(ctx) {
 
   $("event-select").addEventListener("change", () => act(loadOpenGames, { where: $("desk-feedback") }));
 
+  // A form the browser refuses to send (a required field empty) is a new attempt too: the
+  // message of the last one goes, so that it is not read as this one's. ("invalid" does not
+  // bubble; it is caught on its way down.)
+  $("admin").addEventListener("invalid", (ev) => {
+    const form = ev.target.form;
+    const box = form && (form.querySelector(".feedback") || form.parentElement.querySelector(":scope > .feedback"));
+    if (box) box.replaceChildren();
+  }, true);
+
   $("event-create-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const form = ev.target;
