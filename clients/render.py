@@ -581,6 +581,21 @@ def corrected(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                       changes(data["changes"], data["ladder"], ladders)])
 
 
+def disputes(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+             viewer: Viewer = NOBODY) -> str:
+    """The disputed matches an admin has to decide, each with the commands that decide it."""
+    if not data["disputes"]:
+        return "No disputed matches: nothing waits for a decision."
+    lines = ["Disputed matches, waiting for a decision:"]
+    for d in data["disputes"]:
+        mid = d["match"]
+        lines.append(f"  Match {mid}: {d['a']} vs {d['b']} ({d['ladder']}, "
+                     f"{_length(d['length'])}); {d['claimant']} claims a win"
+                     f"{_scores(d.get('scores'))}, {d['by']} disputes it. Type "
+                     f"'adjudicate {mid} WINNER' or 'void {mid} REASON'.")
+    return "\n".join(lines)
+
+
 def adjudicated(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                 viewer: Viewer = NOBODY) -> str:
     if "how" in data:
@@ -596,7 +611,8 @@ REPLIES: dict[str, Renderer] = {
     "logout": logged_out, "watch": watching, "unwatch": watching, "stake": stake,
     "invite": invited, "invitations": invitations, "uninvite": uninvited, "join": match_summary,
     "decline": declined, "report win": claimed, "dispute": disputed, "abort": aborting,
-    "event result": event_result, "event import": event_import, "void": corrected,
+    "event result": event_result, "event import": event_import, "disputes": disputes,
+    "void": corrected,
     "adjudicate": adjudicated,
 }
 

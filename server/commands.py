@@ -84,6 +84,9 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
                                  f"FROM, at most {EVENT_PAGE} a reply; 'next' asks for the rest.",
            Arg("event", "id"), Arg("from", "count", True), Arg("count", "count", True),
            read_only=True),
+        _c("disputes", ADMIN, "The disputed live matches waiting for an admin's decision "
+                              "(adjudicate or void), their players online or not.",
+           read_only=True),
         _c("void", ADMIN, "Void a match; its ladder is recomputed from the log. REASON is up to "
                           "200 characters, without control or invisible ones.",
            Arg("match", "id"), Arg("reason", "reason")),

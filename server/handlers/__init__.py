@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.handlers import accounts, corrections, events, matches, queries
+from server.handlers import accounts, corrections, disputes, events, matches, queries
 from server.lobby.router import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -11,4 +11,5 @@ HANDLERS: dict[str, Handler] = {
     **matches.HANDLERS,
     **events.HANDLERS,
     **corrections.HANDLERS,
+    **disputes.HANDLERS,
 }

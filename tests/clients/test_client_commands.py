@@ -844,6 +844,24 @@ async def _void(lobby: LobbyServer, tmp: Path) -> None:
     assert (await admin.whois("alice")).status == "ready"
 
 
+@case("disputes")
+async def _disputes(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    admin = await lobby.admin()
+    assert await admin.call("disputes") == {"disputes": []}
+    mid = await start_match(alice, bob, length=3)
+    await alice.call("report win", score_a=3, score_b=2)
+    assert await admin.call("disputes") == {"disputes": []}  # claimed, not disputed yet
+    await bob.call("dispute", match=mid)
+    await expect_error(bob.call("disputes"), "forbidden")
+    listed = {"match": mid, "ladder": "backgammon", "length": 3, "a": "alice", "b": "bob",
+              "status": "disputed", "claimant": "alice", "by": "bob", "scores": [3, 2]}
+    assert await admin.call("disputes") == {"disputes": [listed]}
+    decided = await admin.adjudicate(mid, "alice")
+    assert decided["match"] == mid
+    assert await admin.call("disputes") == {"disputes": []}
+
+
 @case("adjudicate")
 async def _adjudicate(lobby: LobbyServer, tmp: Path) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")

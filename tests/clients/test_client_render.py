@@ -510,6 +510,16 @@ ALICE_READS = render.Viewer("alice", "player")
      "Recorded in event 2 as match 9: alice 5, bob 3.\n  alice: 1500.00 -> 1517.22 (+17.22)"),
     ("event import", {"event": 1, "imported": 1, "games": [{"match": 8}]},
      "Imported 1 game into event 1 (match 8)."),
+    ("disputes", {"disputes": []}, "No disputed matches: nothing waits for a decision."),
+    ("disputes", {"disputes": [
+        {**SUMMARY, "status": "disputed", "claimant": "bob", "by": "alice", "scores": [3, 1]},
+        {**SUMMARY, "match": 6, "length": "unlimited", "status": "disputed", "claimant": "alice",
+         "by": "bob", "scores": None}]},
+     "Disputed matches, waiting for a decision:\n"
+     "  Match 4: alice vs bob (backgammon, 3 points); bob claims a win (3 to 1), alice "
+     "disputes it. Type 'adjudicate 4 WINNER' or 'void 4 REASON'.\n"
+     "  Match 6: alice vs bob (backgammon, unlimited); alice claims a win, bob disputes it. "
+     "Type 'adjudicate 6 WINNER' or 'void 6 REASON'."),
 ])
 def test_replies_read_as_sentences(cmd: str, data: Any, text: str) -> None:
     assert render_reply(ok(cmd, data), LADDERS, ALICE_READS) == text

@@ -110,6 +110,8 @@ EXPECTED: dict[str, Row] = {
     "event close": Row("event", lambda s: {"event": s.event}, NLI, FORBIDDEN, FORBIDDEN, OK),
     "events": Row("event", lambda s: {"status": "open"}, OK, OK, OK, OK),
     "event show": Row("event", lambda s: {"event": s.event}, OK, OK, OK, OK),
+    # the player's match is disputed: only an admin lists the disputes
+    "disputes": Row("disputed", lambda s: {}, NLI, FORBIDDEN, FORBIDDEN, OK),
     # the player won the finished match: playing in it gives no right to correct it
     "void": Row("finished", lambda s: {"match": s.match, "reason": "wrong players"},
                 NLI, FORBIDDEN, FORBIDDEN, OK),

@@ -98,3 +98,32 @@ async def test_an_undisputed_match_is_still_aborted_by_agreement(lobby: LobbySer
     assert (await alice.call("abort"))["status"] == "abort_requested"
     assert await bob.call("abort") == {"match": mid, "status": "aborted", "rated": False}
     assert sql(lobby.db, "SELECT status FROM matches WHERE id = ?", (mid,)) == [("aborted",)]
+
+
+async def test_disputes_lists_every_disputed_match_for_an_admin_who_comes_later(
+        lobby: LobbyServer) -> None:
+    """Both players gone and no admin online when it happened: ``disputes`` still finds it,
+    after a restart too, and a decided match leaves the list."""
+    mid, (alice, bob, admin) = await disputed(lobby)
+    carol, dave = await lobby.players("carol", "dave")
+    second = await start_match(carol, dave, length="unlimited")
+    await dave.call("report win")
+    await carol.call("dispute", match=second)
+    playing = await start_match(*await lobby.players("erin", "frank"))
+    for c in (alice, bob, admin, carol, dave):
+        await c.close()
+    await lobby.restart()
+    late = await lobby.admin()
+    expected = [
+        {"match": mid, "ladder": "backgammon", "length": 3, "a": "alice", "b": "bob",
+         "status": "disputed", "claimant": "bob", "by": "alice", "scores": [3, 1]},
+        {"match": second, "ladder": "backgammon", "length": "unlimited", "a": "carol",
+         "b": "dave", "status": "disputed", "claimant": "dave", "by": "carol", "scores": None}]
+    assert await late.call("disputes") == {"disputes": expected}
+    assert playing not in [d["match"] for d in expected]
+    e = await expect_error((await lobby.login("erin")).call("disputes"), "forbidden")
+    assert "admin" in e.message
+    await late.call("adjudicate", match=mid, winner="alice")
+    assert await late.call("disputes") == {"disputes": expected[1:]}
+    await late.call("void", match=second, reason="no agreement")
+    assert await late.call("disputes") == {"disputes": []}

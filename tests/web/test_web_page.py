@@ -140,13 +140,19 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
     await expect(form.locator(".feedback")).to_have_text("Recorded in event #1: alice 412–389 bob.")
     await form.locator("input[name=side_a]").fill("alice")
     await form.locator("button[type=submit]").click()  # side B missing: the browser says so
-    await expect(form.locator(".feedback")).to_have_text("Recorded in event #1: alice 412–389 bob.")
+    # ... and the last attempt's message goes: it is not this one's
+    await expect(form.locator(".feedback")).to_be_empty()
+    await expect(form.locator(".feedback")).to_be_hidden()
     await form.locator("input[name=side_b]").fill("alice")
     for field, value in (("score_a", "1"), ("score_b", "0")):
         await form.locator(f"input[name={field}]").fill(value)
     await form.locator("button[type=submit]").click()  # the server refuses: shown by the form
     await expect(form.locator(".feedback")).to_have_class(re.compile(r"\berror\b"))
     await expect(form.locator(".feedback")).to_contain_text("both sides")
+    await form.locator("input[name=score_b]").fill("")
+    await form.locator("button[type=submit]").click()  # refused by the browser: error gone
+    await expect(form.locator(".feedback")).to_be_empty()
+    assert len((await watcher.call("event show", event=1))["games"]) == 1
 
     csv = f"{HEADER}\nBrno Open,2026-03-14,carol,dave,350,371,,\nBrno Open,2026-03-14,alice,carol,398,402,,\n"
     await page.set_input_files("#import-file", files=[
@@ -200,6 +206,13 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
     await expect(page.locator("#desk-feedback")).to_have_text("Event #1 closed; scrabble is rated.")
     await expect(page.locator("#event-log li")).to_have_count(3)
     await expect(page.locator("#event-log li[data-played='true']")).to_have_count(3)
+    # newcomers read as such, and nothing stray is left where no explanation is needed
+    for name in ("alice", "carol", "dave"):
+        entry = (await watcher.call("history", name=name, ladder="scrabble"))["entries"][-1]
+        assert entry["before"] is None
+        await expect(page.locator(f"#event-log li[data-player='{name}']")).to_have_text(
+            f"{name}: new, {entry['after']} played")
+    await expect(page.locator("#event-log")).not_to_contain_text("null")
     await expect(page.locator("#event-close")).to_be_disabled()
 
     table = await watcher.call("ladder", ladder="scrabble", all=True)

@@ -205,6 +205,16 @@ async def test_online_now_shows_playing_and_ratings_on_the_chosen_ladder(
         await expect(item.locator(".tag")).to_have_text("playing")
         await expect(page.get_by_role("button", name=f"Invite {name}")).to_have_count(0)
     await expect(page.get_by_role("button", name="Invite dave")).to_be_visible()
+    # while alice plays, she invites nobody: no Invite button, until her match ends
+    erin = await site.player("erin")
+    await erin.call("invite", name="alice", ladder="backgammon", length=1)
+    await page.get_by_role("button", name="Join erin").click()
+    await expect(page.locator("#match-panel")).to_contain_text("erin vs alice")
+    await expect(online.locator("li[data-player='dave']")).to_have_attribute("data-status", "ready")
+    await expect(online.get_by_role("button", name=re.compile("^Invite "))).to_have_count(0)
+    await erin.call("resign")
+    await expect(page.locator("#match-panel")).to_be_empty()
+    await expect(page.get_by_role("button", name="Invite dave")).to_be_visible()
     # the match ends: ready again, with the new ratings
     done = await carol.call("resign")
     assert done["match"] == match
@@ -317,3 +327,21 @@ async def test_a_reload_resumes_the_session_without_the_password(
     await expect(page.locator("#status")).to_have_text("This session has ended; log in again.")
     await expect(page.locator("#login-form")).to_be_visible()
     assert await page.evaluate("() => localStorage.getItem('matchlobby.session')") is None
+
+
+async def test_an_admin_who_logs_in_later_sees_disputes_between_offline_players(
+        site: LobbyServer, page: Page) -> None:
+    """Nobody online but the admin: the page's desk lists the disputes the lobby holds."""
+    bob, carol = await site.player("bob"), await site.player("carol")
+    mid = await start_match(bob, carol, length=3)
+    await bob.call("report win", score_a=3, score_b=1)
+    await carol.call("dispute", match=mid)
+    for c in (bob, carol):
+        await c.close()
+    await log_in(page, ADMIN, ADMIN_PASSWORD)
+    item = page.locator(f"#disputes li[data-match='{mid}']")
+    await expect(item).to_contain_text(f"Match {mid} on backgammon, 3 points: bob vs carol, "
+                                       "disputed. bob claims a win (3–1); carol disputes it.")
+    await item.get_by_role("button", name="carol wins").click()
+    await expect(page.locator("#desk-feedback")).to_have_text(f"Match {mid} decided: carol wins.")
+    await expect(page.locator("#disputes li")).to_have_count(0)

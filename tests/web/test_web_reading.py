@@ -4,6 +4,7 @@ the password twice, and the keyboard (focus after login, skip links, no empty Ta
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -88,6 +89,63 @@ async def test_chart_starts_at_the_starting_rating_and_its_labels_do_not_overlap
     sizes = await page.evaluate("""() => ({doc: document.documentElement.scrollWidth,
         canvases: [...document.querySelectorAll('canvas')].map((c) => c.getBoundingClientRect().right)})""")
     assert sizes["doc"] <= width and max(sizes["canvases"]) <= width, sizes
+
+
+# Each chart's x axis as drawn (ticks, labels and their measured widths) and its scale.
+X_AXES = """() => {
+  const ctx = document.createElement("canvas").getContext("2d");
+  return Object.fromEntries(Object.entries(window.matchlobby.charts).map(([ladder, u]) => {
+    const axis = u.axes[0];
+    ctx.font = Array.isArray(axis.font) ? axis.font[0] : axis.font;
+    return [ladder, {
+      xs: Array.from(u.data[0]),
+      span: u.scales.x.max - u.scales.x.min,
+      labels: (axis._values || []).map((text, j) => ({
+        text: String(text),
+        split: axis._splits[j],
+        at: u.valToPos(axis._splits[j], "x"),
+        width: Math.max(...String(text).split("\\n").map((line) => ctx.measureText(line).width)),
+      })),
+    }];
+  }));
+}"""
+
+
+async def test_a_chart_of_matches_minutes_apart_reads_in_utc_with_room_between_labels(
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
+    """Matches seconds apart, a browser whose local time is not UTC: the time axis is in UTC
+    (24-hour), its labels keep a gap, the starting rating sits just before the first change,
+    and a chart of one point spans minutes, not days."""
+    alice, bob = await site.player("alice"), await site.player("bob")
+    for winner, loser in ((alice, bob), (bob, alice), (alice, bob)):
+        await play(winner, loser, 3)
+    admin = await site.admin()
+    event = await admin.call("event create", name="Club night", ladder="scrabble")
+    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+                     score_a=400, score_b=350)
+    await admin.call("event close", event=event["id"])
+    page = await open_page(browser, site.http_url + "#player=alice", width=1280,
+                           errors=page_errors, timezone="Asia/Kolkata")
+    await page.wait_for_selector("figure.history[data-ladder='backgammon'] canvas")
+    await page.wait_for_selector("figure.history[data-ladder='scrabble'] canvas")
+    charts = await page.evaluate(X_AXES)
+    history = (await alice.call("history", name="alice", ladder="backgammon"))["entries"]
+    first = datetime.fromisoformat(history[0]["at"]).timestamp()
+
+    bg = charts["backgammon"]
+    assert bg["xs"][1] == first and first - 60 <= bg["xs"][0] < first, bg["xs"]
+    for chart in charts.values():
+        labels = chart["labels"]
+        assert len(labels) >= 2, chart
+        for lab in labels:
+            utc = datetime.fromtimestamp(lab["split"], UTC)
+            assert lab["text"].split("\n")[0] in (utc.strftime("%H:%M"),
+                                                  utc.strftime("%H:%M:%S")), (lab, utc)
+        gaps = [(b["at"] - b["width"] / 2) - (a["at"] + a["width"] / 2)
+                for a, b in itertools.pairwise(labels)]
+        assert min(gaps) >= 20, (labels, gaps)  # a gap a reader sees, not labels touching
+    assert len(charts["scrabble"]["xs"]) == 1  # a ČAS newcomer: one point
+    assert charts["scrabble"]["span"] <= 3600, charts["scrabble"]
 
 
 async def test_strength_explained_and_wide_tables_hint_that_they_scroll(
@@ -225,3 +283,38 @@ async def test_phone_width_play_panel_and_desk_fit(
     # the wide tables in the narrow panels scroll inside, and say so
     hints = page.locator(".scroll-hint:visible")
     assert await hints.count() >= 1
+
+
+# Each stake table on the page: how wide its box is and how wide the table and caption are.
+STAKE_FIT = """() => [...document.querySelectorAll('.stake')].filter((w) => w.offsetParent !== null)
+  .map((w) => ({
+    where: w.closest('[id]').id,
+    box: w.clientWidth,
+    table: w.querySelector('table').scrollWidth,
+    right: Math.round(w.getBoundingClientRect().right),
+    cells: Math.round(Math.max(...[...w.querySelectorAll('th, td, caption')]
+      .map((c) => c.getBoundingClientRect().right))),
+  }))"""
+
+
+@pytest.mark.parametrize(("me", "inviter"), [("alice", "bob"),
+                                             ("Maximilian_Longname", "Bartholomew_Long")])
+async def test_phone_width_stake_tables_fit_the_invitation_and_the_match(
+        site: LobbyServer, browser: Browser, page_errors: list[str], me: str,
+        inviter: str) -> None:
+    """At 390 px the stake table is whole (every column and its caption, no sideways
+    scrolling) in the invitation box and in "Your match" alike, long names or short."""
+    bob = await site.player(inviter)
+    page = await open_page(browser, site.http_url, width=PHONE, height=800, errors=page_errors)
+    await log_in(page, me, PASSWORD, register=True)
+    await bob.call("invite", name=me, ladder="backgammon", length=11)
+    await expect(page.locator("#invitations .stake tbody tr")).to_have_count(2)
+    invitation = await page.evaluate(STAKE_FIT)
+    await page.get_by_role("button", name=f"Join {inviter}").click()
+    await expect(page.locator("#match-panel .stake tbody tr")).to_have_count(2)
+    match = await page.evaluate(STAKE_FIT)
+    assert [t["where"] for t in invitation] == ["invitations"], invitation
+    assert [t["where"] for t in match] == ["match-panel"], match
+    for t in invitation + match:
+        assert t["table"] <= t["box"], t  # nothing to scroll to: the Loss column is in view
+        assert t["cells"] <= t["right"] <= PHONE, t  # the caption too

@@ -26,7 +26,7 @@ const state = {
   claim: null,
   invitations: new Map(), // received, by inviter
   sent: new Map(), // sent, by invited player
-  disputes: new Map(), // match id -> {match, by, summary}; what an admin has to decide
+  disputes: new Map(), // match id -> the `disputes` entry; what an admin has to decide
   who: [],
   connectedOnce: false,
   replaced: false,
@@ -44,9 +44,10 @@ function say(text, kind = "info", where = null) {
 }
 
 // Run an action; a refusal from the server (or a lost connection) becomes a message on the page
-// (in `where` when given). Background refreshes (quiet) say nothing about a lost connection:
+// (in `where` when given, emptied as the action starts). Background refreshes (quiet) say nothing about a lost connection:
 // the header shows it, and everything is loaded again on reconnecting.
 async function act(fn, { quiet = false, where = null } = {}) {
+  if (where) say("", "info", where); // a new attempt: the last one's message no longer applies
   try {
     return await fn();
   } catch (err) {
@@ -390,32 +391,61 @@ function axisTicks(vals) {
 }
 
 // The points of a history chart: the rating before the first change (the starting rating),
-// then the rating after each change. A newcomer without a rating (ČAS) starts at the first.
+// just before it (a twentieth of the history's span, or a minute), then the rating after each
+// change. A newcomer without a rating (ČAS) starts at the first.
 function chartPoints(entries) {
   const xs = entries.map((e) => Date.parse(e.at) / 1000);
   const ys = entries.map((e) => e.after);
   const first = entries[0];
   if (first && first.before !== null && first.before !== undefined) {
     const span = xs[xs.length - 1] - xs[0];
-    xs.unshift(xs[0] - Math.max(span / 20, 3600));
+    xs.unshift(xs[0] - (span > 0 ? Math.min(span / 20, 3600) : 60));
     ys.unshift(first.before);
   }
   return [xs, ys];
 }
 
+const CHART_MIN_SPAN = 600; // seconds: a chart of one point, or a few close ones, spans 10 minutes
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+// The time axis in UTC, as the rest of the page: "14:05" (with the day under the first label
+// and under the first of each new day), "Mar 14", "Mar 2026" or "2026" as the ticks' step grows.
+function timeTicks(splits, step) {
+  let day = null;
+  return splits.map((ts) => {
+    const d = new Date(ts * 1000);
+    const date = `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
+    if (step >= 365 * 86400) return String(d.getUTCFullYear());
+    if (step >= 28 * 86400) return `${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()}`;
+    if (step >= 86400) return date;
+    const time = d.toISOString().slice(11, step < 60 ? 19 : 16);
+    const label = date === day ? time : `${time}\n${date}`;
+    day = date;
+    return label;
+  });
+}
+
 function drawChart(ladder, column, entries, node) {
   const [xs, ys] = chartPoints(entries);
-  const lone = xs.every((x) => x === xs[0]);
+  const lone = xs.every((x) => x === xs[0]); // uPlot would give a lone instant a whole day
   const opts = {
     width: chartWidth(node),
     height: 220,
+    tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
     scales: {
-      // one point alone gets a day either side, or 50 rating points above and below
-      x: { time: true, range: (u, min, max) => (lone ? [xs[0] - 86400, xs[0] + 86400] : [min, max]) },
+      // points closer than CHART_MIN_SPAN (one alone) get room either side; one rating alone
+      // gets 50 points above and below
+      x: {
+        time: true,
+        range: (u, min, max) => {
+          const [lo, hi] = lone ? [xs[0], xs[0]] : [min, max];
+          return hi - lo >= CHART_MIN_SPAN ? [lo, hi] : [(lo + hi - CHART_MIN_SPAN) / 2, (lo + hi + CHART_MIN_SPAN) / 2];
+        },
+      },
       y: { range: (u, min, max) => (min === max ? [min - 50, max + 50] : window.uPlot.rangeNum(min, max, 0.1, true)) },
     },
     series: [
-      {},
+      { value: (u, v) => (v === null || v === undefined ? "–" : `${new Date(v * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`) },
       {
         label: ladder,
         stroke: "#1f5fa8",
@@ -424,7 +454,11 @@ function drawChart(ladder, column, entries, node) {
         value: (u, v) => fmtValue(column, v),
       },
     ],
-    axes: [{}, {
+    axes: [{
+      space: 80, // pixels at least from one tick to the next: labels keep a gap between them
+      size: 56,
+      values: (u, splits, axis, space, step) => timeTicks(splits, step),
+    }, {
       size: 64,
       values: (u, vals) => axisTicks(vals),
       ...(column.type === "integer" ? { incrs: WHOLE_STEPS } : {}),
@@ -591,7 +625,7 @@ function renderWho(spectators = null) {
       playerLink(p.player), " ", el("span", { class: `tag ${p.status}` }, p.status),
       ladder ? el("span", { class: "online-rating", dataset: { rating: rating === undefined ? "" : String(rating) } },
         ` ${rating === undefined ? "unrated" : fmtValue(column, rating)}`) : null,
-      state.me && p.player !== state.me && p.status !== "playing"
+      state.me && !state.match && p.player !== state.me && p.status !== "playing"
         ? [" ", el("button", { type: "button", class: "small", onclick: () => {
           $("invite-name").value = p.player;
           soon("stake", previewStake, 0);
@@ -760,6 +794,7 @@ function renderMatch() {
   const panel = $("match-panel");
   const m = state.match;
   $("invite-form").hidden = Boolean(m);
+  renderWho(); // no Invite buttons while playing
   if (!m || !state.me) {
     panel.replaceChildren();
     return;
@@ -911,16 +946,11 @@ lobby.on("match_corrected", (data) => {
 
 // ---- disputes (admins) ----------------------------------------------------------------------
 
-// The disputed matches of the players online (an admin online when a dispute starts is told
-// at once; one who comes later finds it through the players' profiles).
+// Every disputed live match the lobby holds, its players online or not (an admin online when
+// a dispute starts is told at once and asks again; one who comes later finds them all here).
 async function findDisputes() {
-  const { players } = await lobby.call("who");
-  const found = new Map();
-  for (const p of players.filter((x) => x.status === "playing")) {
-    const who = await lobby.call("whois", { name: p.player });
-    if (who.match && who.match.status === "disputed") found.set(who.match.match, who.match);
-  }
-  state.disputes = new Map([...state.disputes, ...found]);
+  const { disputes } = await lobby.call("disputes");
+  state.disputes = new Map(disputes.map((m) => [m.match, m]));
   renderDisputes();
 }
 
@@ -941,7 +971,9 @@ function renderDisputes() {
         say(`Match ${data.match} decided: ${data.winner} wins.`, "info", $("desk-feedback"));
       }, { where: feedback });
       return el("li", { class: "dispute", dataset: { match: String(m.match) } },
-        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`),
+        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`,
+          m.claimant ? el("span", { class: "dispute-claim" },
+            ` ${m.claimant} claims a win${m.scores ? ` (${m.scores[0]}–${m.scores[1]})` : ""}; ${m.by} disputes it.`) : null),
         el("div", { class: "buttons" },
           el("button", { type: "button", class: "small", onclick: () => decide(m.a) }, `${m.a} wins`),
           el("button", { type: "button", class: "small", onclick: () => decide(m.b) }, `${m.b} wins`)),

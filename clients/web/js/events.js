@@ -41,7 +41,7 @@ export function setUpEvents(ctx) {
   }
 
   function logEvent(...nodes) {
-    $("event-log").replaceChildren(...nodes);
+    $("event-log").replaceChildren(...nodes.filter((n) => n !== null && n !== undefined));
   }
 
   const fmtGameLength = (g) => (g.length === null || g.length === undefined ? "unlimited" : String(g.length));
@@ -132,6 +132,15 @@ export function setUpEvents(ctx) {
 
   $("event-select").addEventListener("change", () => act(loadOpenGames, { where: $("desk-feedback") }));
 
+  // A form the browser refuses to send (a required field empty) is a new attempt too: the
+  // message of the last one goes, so that it is not read as this one's. ("invalid" does not
+  // bubble; it is caught on its way down.)
+  $("admin").addEventListener("invalid", (ev) => {
+    const form = ev.target.form;
+    const box = form && (form.querySelector(".feedback") || form.parentElement.querySelector(":scope > .feedback"));
+    if (box) box.replaceChildren();
+  }, true);
+
   $("event-create-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const form = ev.target;
@@ -202,7 +211,9 @@ export function setUpEvents(ctx) {
     logEvent(el("h3", {}, `Event #${data.id} “${data.name}” closed`),
       data.changes.length
         ? el("ul", { class: "plain-list close-changes" }, data.changes.map((c) => el("li", { dataset: { player: c.player, played: String(c.played !== false) } },
-          playerLink(c.player), `: ${c.before === null ? "new" : fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)}) `,
+          playerLink(c.player), c.before === null || c.before === undefined
+            ? `: new, ${fmtValue(column, c.after)} `
+            : `: ${fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)}) `,
           el("span", { class: `tag ${c.played === false ? "moved-only" : "played"}` }, c.played === false ? "moved by normalisation" : "played"))))
         : el("p", { class: "hint" }, "No ratings changed."),
       others ? ratingHelp(data.ladder) : null);

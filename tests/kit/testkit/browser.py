@@ -23,14 +23,16 @@ async def launch(playwright: Playwright) -> Browser:
 
 
 async def open_page(browser: Browser, url: str, width: int = 1280, height: int = 900,
-                    errors: list[str] | None = None) -> Page:
+                    errors: list[str] | None = None, timezone: str | None = None) -> Page:
     """A page in a fresh context, loaded and connected (its ladders, the players online and
-    the events listed, the session resumed when one was saved).
+    the events listed, the session resumed when one was saved). ``timezone``: the browser's
+    local time zone (an IANA name), when it must not be the machine's.
 
     Script errors and console errors go to ``errors``, except the browser's own notes of a
     failed WebSocket attempt while the server is down (the page retries).
     """
-    context = await browser.new_context(viewport={"width": width, "height": height})
+    context = await browser.new_context(viewport={"width": width, "height": height},
+                                        timezone_id=timezone)
     page = await context.new_page()
     if errors is not None:
         page.on("pageerror", lambda e: errors.append(str(e)))
