@@ -118,6 +118,7 @@ async def test_history_chart_has_one_point_per_rating_change(
     assert check_start(data["backgammon"], "backgammon") == expected("backgammon")
 
 
+@pytest.mark.both_backends  # the page is the same on either database
 async def test_admin_creates_imports_and_closes_an_event_from_the_page(
         site: LobbyServer, page: Page) -> None:
     watcher = await site.client()
@@ -251,6 +252,7 @@ async def test_server_errors_are_shown_on_the_page(site: LobbyServer, page: Page
     await expect(page.locator("#admin")).to_be_hidden()
 
 
+@pytest.mark.both_backends  # the page is the same on either database
 async def test_a_player_invites_plays_and_answers_claims_from_the_page(
         site: LobbyServer, page: Page) -> None:
     await log_in(page, "alice", PASSWORD, register=True)

@@ -5,7 +5,8 @@
   (``template_db``, ``fast_config``). A folder that needs another starting point (several
   admins, say) overrides ``template_db`` in its own ``conftest.py``.
 - ``backend`` (``sqlite`` or ``postgresql``): the storage, server, reliability and plugin tests
-  run on both (:data:`BOTH_BACKENDS`), unless marked ``sqlite_only`` with the reason; on
+  run on both (:data:`BOTH_BACKENDS`, and any test marked ``both_backends``), unless marked
+  ``sqlite_only`` with the reason; on
   PostgreSQL they are skipped with the reason when it is not installed (``make test`` always
   provides it, :mod:`testkit.postgres`).
 - ``db_path``: the test's own copy of ``template_db``: the file, or on PostgreSQL a database
@@ -56,7 +57,8 @@ BOTH_BACKENDS = {"server", "reliability", "plugins", "storage"}  # test folders 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" not in metafunc.fixturenames:
         return
-    both = (metafunc.definition.path.parent.name in BOTH_BACKENDS
+    both = ((metafunc.definition.path.parent.name in BOTH_BACKENDS
+             or metafunc.definition.get_closest_marker("both_backends") is not None)
             and metafunc.definition.get_closest_marker("sqlite_only") is None)
     metafunc.parametrize("backend", BACKENDS if both else BACKENDS[:1], indirect=True)
 
