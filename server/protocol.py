@@ -3,6 +3,10 @@
 A frame is a JSON object (``{"id": 7, "cmd": "whois", "args": {"name": "alice"}}``)
 or a plain command line (``whois alice``); both end as the same ``Request``
 with validated, typed arguments.
+
+Longer than the other modules (about 430 lines) on purpose: it is the whole wire contract in
+one place (both frame forms, every argument kind and its limits, the reply, error and push
+shapes), so that a change to what a client may send is made and reviewed where all of it is.
 """
 
 from __future__ import annotations
