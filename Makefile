@@ -51,7 +51,7 @@ compiler:
 	fi
 
 # The storage, server, reliability and plugin tests run on PostgreSQL too: install it on a clean
-# machine (as root); tests/kit/with-postgres.sh starts a cluster of the suite's own.
+# machine (as root); the suite starts a cluster of its own (tests/kit/testkit/postgres.py).
 postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && ! command -v pg_ctl >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -61,8 +61,12 @@ postgres:
 	  fi; \
 	fi
 
+# The suite spread over one worker a core (pytest-xdist); TEST_WORKERS=0 runs it in one process.
+# One PostgreSQL cluster serves the whole run (tests/kit/testkit/session.py).
+TEST_WORKERS ?= auto
+
 test: lint browser compiler postgres
-	sh tests/kit/with-postgres.sh $(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.
 bench: $(STAMP)

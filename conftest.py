@@ -24,7 +24,7 @@ from server.api.registry import plugin_factories
 TEST_SITE = Path(sys.prefix) / "test-plugins"
 TEST_PLUGINS = {"streaks": Path(__file__).resolve().parent / "tests" / "plugins" / "streaks"}
 
-pytest_plugins = ["testkit.fixtures"]
+pytest_plugins = ["testkit.session", "testkit.fixtures"]
 
 _paths = [str(p) for p in (*TEST_PLUGINS.values(), TEST_SITE)]
 sys.path[:0] = _paths

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.children import die_with_parent
 from testkit.cli import cli_env, replay_check
 from testkit.constants import ADMIN_PASSWORD, ADMINS, FAST_HASHING, PASSWORD, open_config
 from testkit.db import integrity
@@ -325,7 +326,7 @@ def plain_writer(shim: Path, folder: Path, synchronous: str, commits: int
     record = folder / "syncrecord.log"
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db), synchronous, str(commits)],
                             stdout=subprocess.PIPE, text=True,
-                            env=cli_env(**shim_env(shim, db, record)))
+                            env=cli_env(**shim_env(shim, db, record)), preexec_fn=die_with_parent())
     assert proc.stdout is not None
     acks = [Ack(record.stat().st_size, "commit", {}, int(line)) for line in proc.stdout]
     assert proc.wait(timeout=60) == 0

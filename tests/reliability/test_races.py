@@ -37,6 +37,7 @@ created; ``matchlobby replay --check`` passes and every ladder the server
 shows equals ``matchlobby rate`` run on the log.
 
 ``MATCHLOBBY_RACE_SEED`` picks another seed; the seed is in every failure message.
+``MATCHLOBBY_RACE_ROUNDS`` sets the rounds (4 unless set, every family raced; CI runs 20).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from testkit.cli import replay_check
 from testkit.constants import ADMIN_PASSWORD, ADMINS, PASSWORD, open_config
 from testkit.db import integrity, seq_gaps, sql
 from testkit.recompute import ladders_against_recomputation
+from testkit.sizes import count
 
 from clients import LobbyClient
 from server.app import RunningServer, start_server
@@ -67,8 +69,8 @@ from server.store import Database
 SEED = int(os.environ.get("MATCHLOBBY_RACE_SEED", "7031"))
 PAIRS = 40
 EVENT_RACES_PER_ROUND = 12
-ROUNDS = 20
-MIN_RACES = 1000
+ROUNDS = count("MATCHLOBBY_RACE_ROUNDS", 4)
+MIN_RACES = 50 * ROUNDS
 SPECTATORS = 8
 CLEAN_REFUSALS = frozenset({"conflict", "not_found"})  # what a lost race may be told
 DROP_TIMEOUT = 0.25
@@ -681,6 +683,8 @@ async def _races(db: Path, tmp_path: Path, figures: dict[str, Any]) -> None:
         "duration_s": round(time.monotonic() - began, 1),
     })
     assert races >= MIN_RACES, figures
+    assert set(families) == {"answer", "decide: adjudicate", "decide: void", "claim", "join",
+                             "first move", "mixed", "close"}, figures
 
 
 async def test_a_read_sees_every_commit_acknowledged_before_it(tmp_path: Path) -> None:

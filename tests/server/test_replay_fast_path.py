@@ -17,13 +17,16 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.cli import run_cli
 from testkit.clients import start_match
 from testkit.db import sql
 from testkit.replays import (
@@ -97,6 +100,33 @@ def config_file(tmp_path: Path) -> Path:
     path = tmp_path / "replay.toml"
     path.write_text(CONFIG, encoding="utf-8")
     return path
+
+
+Replayed = Callable[[Path, int], None]
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory, template_db: Path) -> Replayed:
+    """``replayed(db, seed)`` makes ``db`` the lobby holding ``write_log(seed)``'s log once
+    the real ``matchlobby replay`` has rewritten its ratings: built once a module for each
+    seed, then copied (the many cases that damage it each start from the same file)."""
+    built: dict[int, Path] = {}
+
+    def copy(db: Path, seed: int) -> None:
+        if seed not in built:
+            folder = tmp_path_factory.mktemp(f"replayed-{seed}")
+            source = folder / "lobby.db"
+            shutil.copyfile(template_db, source)
+            write_log(source, seed)
+            config = folder / "replay.toml"
+            config.write_text(CONFIG, encoding="utf-8")
+            done = run_cli(["replay", "--db", str(source), "--config", str(config)], folder)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert not Path(f"{source}-wal").exists()  # the file alone is the whole lobby
+            built[seed] = source
+        shutil.copyfile(built[seed], db)
+
+    return copy
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -266,7 +296,8 @@ def damage(db: Path, kind: str, ladder: str, at: int) -> int:
 @pytest.mark.parametrize("kind", ["value", "time", "missing", "extra", "winner", "emptied"])
 @pytest.mark.parametrize("ladder", sorted(LADDERS))
 async def test_a_rewrite_keeps_the_rows_that_agree(db_path: Path, config_file: Path, kind: str,
-                                                   ladder: str, stored_side: str) -> None:
+                                                   ladder: str, stored_side: str,
+                                                   replayed: Replayed) -> None:
     """Only what differs is written: the rows before the first difference keep their ids.
 
     The result is still the generic path's, row for row in id order; the
@@ -274,8 +305,7 @@ async def test_a_rewrite_keeps_the_rows_that_agree(db_path: Path, config_file: P
     random (seeded by the case), so it falls anywhere in a chunk.
     """
     rng = random.Random(f"{kind} {ladder} {stored_side}")
-    write_log(db_path, 11)
-    assert (await replay_cli(db_path, config_file))[0] == 0
+    replayed(db_path, 11)
     other, = set(LADDERS) - {ladder}
     query = "SELECT * FROM history WHERE ladder = ? ORDER BY id"
     before = {name: exact(sql(db_path, query, (name,))) for name in LADDERS}
@@ -382,9 +412,9 @@ CHANGES = [
     # only backgammon has event results
     if ladder == "backgammon" or which != "event_id IS NOT NULL"])
 async def test_check_finds_each_changed_column(db_path: Path, config_file: Path, change: str,
-                                               which: str, ladder: str, stored_side: str) -> None:
-    write_log(db_path, 8)
-    assert (await replay_cli(db_path, config_file))[0] == 0
+                                               which: str, ladder: str, stored_side: str,
+                                               replayed: Replayed) -> None:
+    replayed(db_path, 8)
     conn = sqlite3.connect(db_path)
     with conn:
         changed = conn.execute(

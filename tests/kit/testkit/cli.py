@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testkit.children import die_with_parent
 from testkit.constants import ADMIN, ADMIN_PASSWORD, CLI_TIMEOUT, FAST_CONFIG, ROOT
 from testkit.results import results_text
 
@@ -54,7 +55,8 @@ def cli_env(**extra: str) -> dict[str, str]:
 def run_cli(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> Completed:
     """``matchlobby ARGS`` with ``stdin`` as its standard input; waits for it."""
     done = subprocess.run([*matchlobby_command(), *args], cwd=cwd, env=cli_env(), input=stdin,
-                          capture_output=True, encoding="utf-8", timeout=CLI_TIMEOUT, check=False)
+                          capture_output=True, encoding="utf-8", timeout=CLI_TIMEOUT, check=False,
+                          preexec_fn=die_with_parent())
     return Completed(done.returncode, done.stdout, done.stderr)
 
 
@@ -63,7 +65,7 @@ async def run_cli_async(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") 
     proc = await asyncio.create_subprocess_exec(
         *matchlobby_command(), *args, cwd=cwd, env=cli_env(),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent())
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), CLI_TIMEOUT)
     except TimeoutError:

@@ -2,12 +2,15 @@
 
 A test module registers its group of figures once (:func:`group`) and fills it; the shared
 fixtures' summary hook prints every group that has something in it, each under its own
-heading; they are kept as ``figures.json`` in pytest's base temporary directory too.
+heading; they are kept as ``figures.json`` in pytest's base temporary directory too. In a
+run spread over workers, each worker's figures are merged into the controller's
+(:func:`merge`, :mod:`testkit.session`).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +29,22 @@ def group(title: str, figures: M | None = None) -> M:
 
 def filled() -> dict[str, dict[str, Any]]:
     return {title: dict(figs) for title, figs in GROUPS.items() if figs}
+
+
+def export() -> dict[str, dict[str, Any]]:
+    """The groups that hold figures as plain JSON values (what a worker sends its controller),
+    each marked with whether it counts (a :class:`~collections.Counter`, summed on merging)."""
+    return {title: {"counts": isinstance(GROUPS[title], Counter),
+                    "figures": json.loads(json.dumps(figs, default=str))}
+            for title, figs in filled().items()}
+
+
+def merge(exported: dict[str, dict[str, Any]]) -> None:
+    """Another process's figures (:func:`export`) added to these: a counting group's counts
+    summed, any other group's figures (each a test's own) taken as they are."""
+    for title, sent in exported.items():
+        mine = group(title, Counter() if sent["counts"] else None)
+        mine.update(sent["figures"])  # a Counter's update adds
 
 
 def report(write_section: Any, write_line: Any) -> None:

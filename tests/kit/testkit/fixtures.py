@@ -140,13 +140,3 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     figure_groups.group(f"{request.path.parent.name} figures")[request.node.nodeid] = figs
     yield figs
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _figures_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The run's figures kept as ``figures.json`` in pytest's base temporary directory."""
-    yield
-    figure_groups.save(tmp_path_factory.getbasetemp() / "figures.json")
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    figure_groups.report(terminalreporter.section, terminalreporter.write_line)

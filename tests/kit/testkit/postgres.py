@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from testkit import reaper
+
 ENV = "MATCHLOBBY_TEST_POSTGRES"
 MISSING = ("PostgreSQL is not installed (apt-get install postgresql, or set "
            f"{ENV} to a server's URL); `make test` provides it")
@@ -76,29 +78,41 @@ class Cluster:
         self.folder = Path(tempfile.mkdtemp(prefix="matchlobby-pg-"))
         self.data = self.folder / "data"
         self.as_postgres = os.geteuid() == 0
+        # Should this process die without its atexit (SIGTERM, SIGKILL), the reaper stops the
+        # server and removes the folder: orders carried out newest first.
+        self._orders = [reaper.remove_folder(self.folder)]
         if self.as_postgres:
             shutil.chown(self.folder, "postgres", "postgres")
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
                   "--no-sync", "-E", "UTF8", "--locale=C")
+        self._orders.append(reaper.run_command(self._command("pg_ctl", *self._stop_args)))
         self.start()
         self.url = f"postgresql://postgres@/postgres?host={quote(str(self.folder))}"
         atexit.register(self.stop)
 
-    def _run(self, program: str, *args: str) -> None:
+    @property
+    def _stop_args(self) -> tuple[str, ...]:
+        return ("-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def _command(self, program: str, *args: str) -> list[str]:
         cmd = [str(self.bindir / program), *args]
-        if self.as_postgres:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+        return ["runuser", "-u", "postgres", "--", *cmd] if self.as_postgres else cmd
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run(self._command(program, *args), check=True, capture_output=True, cwd="/")
 
     def stop(self) -> None:
         if self.data.exists():
             with _quietly():
-                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+                self._run("pg_ctl", *self._stop_args)
         shutil.rmtree(self.folder, ignore_errors=True)
+        for order in self._orders:
+            reaper.withdraw(order)
+        self._orders = []
 
     def kill(self) -> None:
         """Stop the server at once, as a crash would (``pg_ctl stop -m immediate``)."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        self._run("pg_ctl", *self._stop_args)
 
     def start(self) -> None:
         """Start the server (again after :meth:`kill`: it recovers from its WAL)."""

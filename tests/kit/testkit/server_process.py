@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from testkit.children import die_with_parent
 from testkit.cli import cli_env, matchlobby_command
 
 ANNOUNCEMENT = "matchlobby listening on "
@@ -56,7 +57,8 @@ class ServerProcess:
             self.proc = subprocess.Popen(
                 [*matchlobby_command(), "serve", "--db", str(self.db), "--config",
                  str(self.config), "--port", str(self.port)],
-                cwd=self.db.parent, env=cli_env(**self.env), stdout=out, stderr=subprocess.STDOUT)
+                cwd=self.db.parent, env=cli_env(**self.env), stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent())
         self.starts += 1
         return self
 

@@ -14,6 +14,7 @@ import termios
 import time
 from collections.abc import Sequence
 
+from testkit.children import die_with_parent
 from testkit.constants import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x08|\x07")
@@ -42,7 +43,7 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
         proc = await asyncio.create_subprocess_exec(
             *args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=die_with_parent())
         os.close(slave)
         return cls(proc, master)
 

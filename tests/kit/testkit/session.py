@@ -1,0 +1,70 @@
+"""The test run as a whole, alone or spread over pytest-xdist's workers.
+
+- One PostgreSQL cluster for the whole run: a run with workers (``-n``) starts it in the
+  controller before the workers start and names it to them in ``MATCHLOBBY_TEST_POSTGRES``;
+  each worker makes its own databases in it (named after the worker's process). A run
+  without workers starts it when a test first needs it (:func:`testkit.postgres.server_url`).
+- Nothing outlives a stopped run: the cluster is stopped and its folder removed by a reaper
+  (:mod:`testkit.reaper`) should the run die, and a run that does not finish (Ctrl-C, a
+  timeout's SIGTERM, SIGKILL) has its base temporary folder removed too; a finished run's is
+  kept, as pytest keeps the last few, for a failure to be looked into.
+- The figures the tests measured (:mod:`testkit.figures`) travel from the workers to the
+  controller, which reports them after the results and keeps them as ``figures.json`` in the
+  run's base temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from testkit import figures, postgres, reaper
+
+_basetemp_order: int | None = None
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _distributed(config: pytest.Config) -> bool:
+    return not is_worker(config) and getattr(config.option, "dist", "no") != "no"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if (_distributed(config) and not config.option.collectonly
+            and not os.environ.get(postgres.ENV)):
+        url = postgres.server_url()  # this process's cluster, stopped when the run ends
+        if url is not None:
+            os.environ[postgres.ENV] = url  # the workers inherit it
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _basetemp_order
+    if not is_worker(session.config):
+        factory: pytest.TempPathFactory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+        _basetemp_order = reaper.remove_folder(factory.getbasetemp())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if is_worker(config):
+        config.workeroutput["figures"] = figures.export()  # type: ignore[attr-defined]
+        return
+    factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
+    figures.save(factory.getbasetemp() / "figures.json")
+    if _basetemp_order is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
+        reaper.withdraw(_basetemp_order)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A worker's figures, added to the controller's."""
+    figures.merge(getattr(node, "workeroutput", {}).get("figures", {}))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    figures.report(terminalreporter.section, terminalreporter.write_line)
