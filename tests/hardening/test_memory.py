@@ -6,10 +6,13 @@ biggest replies again and again: ``ladder backgammon 1 1000 --all`` (800 players
 show`` of a 1,200-game event. Each connection may leave the server holding only its budget of
 unread bytes (``limits.outgoing_bytes``) and one more reply; then it is disconnected. Measured:
 the server's RSS before the attack (after the same requests were answered to a client that
-reads), its peak during the attack, and a second after the slow readers are gone (when the
-allocator has been told to give their memory back), which must be within a few MB of before:
-nothing they were sent outlives them. Meanwhile a bystander keeps asking ``whois`` and is
-answered every time within :data:`testkit.constants.LIVENESS`.
+reads: the baseline), its peak during the attack (until every slow reader has been
+disconnected), and after the slow readers are gone (once the allocator has been told to give
+their memory back), which must come back within a few MB of before: nothing they were sent
+outlives them. Each step waits for what it waits for (the server's log, its connections, its
+RSS), up to a liveness bound, never for a length of time that a loaded machine could
+outlast. Meanwhile a bystander keeps asking ``whois`` and is answered every time within
+:data:`testkit.constants.LIVENESS`.
 
 Then, on a server in this process with the cyclic garbage collector off: once a connection
 has ended, nothing of it (its session, its queue and the frames in it, the connection object)
@@ -37,7 +40,7 @@ from testkit.cli import admin_template
 from testkit.constants import ADMIN, ADMIN_PASSWORD, LIVENESS
 from testkit.figures import group
 from testkit.logs import Capture, captured_logs
-from testkit.probes import Prober, bystander, slow_socket
+from testkit.probes import Prober, bystander, slow_socket, wait_until
 from testkit.server_process import ServerProcess
 from testkit.server_thread import ServerThread
 from websockets.asyncio.client import ClientConnection, connect
@@ -60,6 +63,7 @@ CONFIG = ("[password_hashing]\nn = 1024\n"
           "[limits]\nmessages_per_second = 1000.0\nburst = 1000\n")
 MB = 1024 * 1024
 AFTER_SLACK = 4 * MB  # "within a few MB": what the allocator may keep of a busy moment
+WAIT = 60.0  # a liveness bound: only a stuck server (or one that keeps the memory) misses it
 DURING_SLACK = 8 * MB  # the server's own work meanwhile (the requests' transient objects)
 FIGURES = group("memory figures")
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
@@ -155,6 +159,11 @@ async def connections(prober: Prober) -> int:
     return int(data["spectators"]) + len(data["players"])
 
 
+def drops(server: ServerProcess) -> int:
+    """Connections the server has disconnected for not reading (its log says so, once each)."""
+    return server.output().count("does not read its messages")
+
+
 def mb(n: float) -> str:
     return f"{n / MB:.1f} MB"
 
@@ -175,15 +184,20 @@ async def attack(server: ServerProcess, name: str, line: str, reply_size: int) -
                 with contextlib.suppress(Exception):  # the server may close it meanwhile
                     for _ in range(REQUESTS):
                         await ws.send(line)
-            await server.idle()  # every request handled (or its connection dropped)
+            await wait_until(lambda: drops(server) >= SLOW_READERS, WAIT,
+                             f"the {SLOW_READERS} slow readers to be disconnected")
         during = peak[0]
-        dropped = server.output().count("does not read its messages")
+        dropped = drops(server)
         for ws in slow:  # the attacker leaves
             ws.transport.abort()
-        async with asyncio.timeout(10):
-            while await connections(good) > 1:
-                await asyncio.sleep(0.05)
-        await asyncio.sleep(TRIM_DELAY + 0.5)  # the allocator is told to give memory back
+
+        async def alone() -> bool:
+            return await connections(good) == 1
+
+        await wait_until(alone, WAIT, "the slow readers to be gone", every=0.05)
+        # the allocator is told to give memory back TRIM_DELAY after they went
+        await wait_until(lambda: server.rss() - before <= AFTER_SLACK, WAIT + TRIM_DELAY,
+                         "the memory to be given back", every=0.05)
         after = await settled_rss(server)
     answered = len(good.times)
     assert answered >= 3 and max(good.times) < LIVENESS, good.times
