@@ -44,8 +44,13 @@ def matchlobby_command() -> list[str]:
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """This process's environment with the repository on ``PYTHONPATH``, UTF-8 output, ``extra``."""
-    env = dict(os.environ)
+    """This process's environment with the repository on ``PYTHONPATH``, UTF-8 output, ``extra``.
+
+    Without ``COLUMNS`` and ``LINES``: a terminal's size is that of the terminal a test gives
+    its client. (In a pytest-xdist worker, GNU readline, imported with pdb, sets them to the
+    80 × 24 of a terminal the worker does not have.)
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONIOENCODING"] = "utf-8"
     env.update(extra)
