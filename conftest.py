@@ -9,6 +9,11 @@ that only the tests load them. Here that folder goes on the path of the tests an
 through ``PYTHONPATH``, of the ``matchlobby`` processes they start: its metadata
 declares their entry points. Each plugin's source folder goes first, so an edit
 to a plugin needs no reinstall.
+
+Bytecode is cached even where ``PYTHONDONTWRITEBYTECODE`` is set: the suite starts hundreds of
+Python processes (its workers, ``matchlobby serve``, the command line), and each would
+otherwise compile the project's modules again, a tenth of the run's CPU. The caches go where
+Python keeps them by default, ``__pycache__`` folders, which git ignores.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ TEST_SITE = Path(sys.prefix) / "test-plugins"
 TEST_PLUGINS = {"streaks": Path(__file__).resolve().parent / "tests" / "plugins" / "streaks"}
 
 pytest_plugins = ["testkit.session", "testkit.fixtures"]
+
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 _paths = [str(p) for p in (*TEST_PLUGINS.values(), TEST_SITE)]
 sys.path[:0] = _paths

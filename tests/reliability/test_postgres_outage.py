@@ -24,6 +24,7 @@ from testkit.server_loop import LobbyServer
 
 from clients.lobby_client import LobbyClient, LobbyError
 
+pytestmark = pytest.mark.postgresql
 WAIT = 60.0  # seconds: a generous bound that only a stuck lobby would miss
 
 

@@ -40,6 +40,7 @@ async def test_migrate_brings_the_tables_up_to_date_and_refuses_a_newer_database
         assert "newer" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.postgresql
 async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
         tmp_path: Path, template_db: Path, fast_config: Path) -> None:
     server = postgres.server_url()

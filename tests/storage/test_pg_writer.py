@@ -18,6 +18,8 @@ from server.store.pg.database import PgDatabase
 from server.store.pg.port import COPY_MIN_ROWS, WRITE_LOCK, open_store
 from server.store.pg.sql import copy_target
 
+pytestmark = pytest.mark.postgresql
+
 
 @pytest.fixture
 async def pg(tmp_path: Path) -> AsyncIterator[PgDatabase]:

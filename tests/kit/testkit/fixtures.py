@@ -6,7 +6,7 @@
   admins, say) overrides ``template_db`` in its own ``conftest.py``.
 - ``backend`` (``sqlite`` or ``postgresql``): the storage, server, reliability and plugin tests
   run on both (:data:`BOTH_BACKENDS`, and any test marked ``both_backends``), unless marked
-  ``sqlite_only`` with the reason; on
+  ``sqlite_only`` with the reason; the PostgreSQL cases are marked ``postgresql``; on
   PostgreSQL they are skipped with the reason when it is not installed (``make test`` always
   provides it, :mod:`testkit.postgres`).
 - ``db_path``: the test's own copy of ``template_db``: the file, or on PostgreSQL a database
@@ -60,7 +60,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     both = ((metafunc.definition.path.parent.name in BOTH_BACKENDS
              or metafunc.definition.get_closest_marker("both_backends") is not None)
             and metafunc.definition.get_closest_marker("sqlite_only") is None)
-    metafunc.parametrize("backend", BACKENDS if both else BACKENDS[:1], indirect=True)
+    # the PostgreSQL cases marked: `-m postgresql` runs them alone, `-m "not postgresql"` the rest
+    cases = [pytest.param(name, marks=[pytest.mark.postgresql] if name == "postgresql" else [])
+             for name in (BACKENDS if both else BACKENDS[:1])]
+    metafunc.parametrize("backend", cases, indirect=True)
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@
 - The figures the tests measured (:mod:`testkit.figures`) travel from the workers to the
   controller, which reports them after the results and keeps them as ``figures.json`` in the
   run's base temporary folder.
+- The long suites (:data:`SLOW`) are marked ``slow`` (``-m "not slow"`` is the fast subset)
+  and run first: spread over the workers while the short tests fill in behind them, the run
+  does not end waiting for one long test that started last.
 """
 
 from __future__ import annotations
@@ -22,6 +25,20 @@ import pytest
 
 from testkit import figures, postgres, reaper
 
+SLOW = (
+    "tests/reliability/",
+    "tests/web/",
+    "tests/kit/test_stopped_runs.py",
+    "tests/server/test_lobby_random_walk.py",
+    "tests/server/test_backends_cli.py",
+    "tests/server/test_cmdline.py",
+    "tests/hardening/test_fuzz.py",
+    "tests/hardening/test_memory.py",
+    "tests/hardening/test_costly_lines.py",
+    "tests/hardening/test_damaged_db.py",
+)
+"""The test files (and folders) of the long suites: each takes several seconds a test."""
+
 _basetemp_order: int | None = None
 
 
@@ -30,7 +47,21 @@ def is_worker(config: pytest.Config) -> bool:
 
 
 def _distributed(config: pytest.Config) -> bool:
-    return not is_worker(config) and getattr(config.option, "dist", "no") != "no"
+    """The controller of a run with workers (``-n`` more than 0)."""
+    return (not is_worker(config) and getattr(config.option, "dist", "no") != "no"
+            and bool(getattr(config.option, "tx", None)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the long suites ``slow`` and put them first (the order is the same in every
+    worker: pytest-xdist requires it)."""
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if where.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(tryfirst=True)
