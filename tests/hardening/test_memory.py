@@ -66,9 +66,8 @@ AFTER_SLACK = 4 * MB  # "within a few MB": what the allocator may keep of a busy
 WAIT = 60.0  # a liveness bound: only a stuck server (or one that keeps the memory) misses it
 DURING_SLACK = 8 * MB  # the server's own work meanwhile (the requests' transient objects)
 FIGURES = group("memory figures")
-pytestmark = [pytest.mark.skipif(not os.path.exists("/proc/self/status"),
-                                 reason="the server's RSS is read from /proc"),
-              pytest.mark.xdist_group("memory")]  # one worker builds `big_db`, once
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
+                                reason="the server's RSS is read from /proc")
 
 
 def results() -> str:

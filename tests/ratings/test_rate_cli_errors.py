@@ -219,7 +219,6 @@ def expected_prefix(case: Case, number: int) -> str:
     return f"matchlobby rate: {where}: "
 
 
-@pytest.mark.xdist_group("rate-bad-input")  # one worker runs `outcomes`, once
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_bad_input(outcomes: dict[str, Completed], case_id: str) -> None:
     case = CASES[case_id]
