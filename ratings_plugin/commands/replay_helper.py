@@ -18,7 +18,8 @@ process reads the log after it and hands its rows over (``rows``): for a
 rewrite of all 2M rows of the bench's ladder, 16.9–21.3 s against
 19.0–22.7 s reading it here (four runs each, alternating).
 
-Run as ``python -m ratings_plugin.commands.replay_helper DATABASE``. Commands come on stdin as
+Run as ``python -P replay_helper.py DATABASE``: the file alone, which needs only the standard
+library (its package's imports would more than double the start). Commands come on stdin as
 JSON lines; answers go to stdout as frames (a 4-byte length, then a
 ``marshal``-ed tuple). ``["snapshot"]`` begins the read transaction
 (answer ``("ready",)``). ``["ladder", NAME, SCAN, ROWS]`` streams
@@ -147,9 +148,8 @@ class ReplayHelper:
         self.alive = True  # False once a restart failed: the caller reads for itself
 
     def _start(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "ratings_plugin.commands.replay_helper", self.database],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        return subprocess.Popen([sys.executable, "-P", __file__, self.database],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def restart(self) -> bool:
         """A new helper process in a new snapshot, for when the answers still coming are not

@@ -42,9 +42,11 @@ HELD = textwrap.dedent('''
         await server.ready()
         folder = url.partition("host=")[2]
         postmaster = int((Path(folder) / "data" / "postmaster.pid").read_text().split()[0])
-        Path(os.environ["HELD_REPORT"]).write_text(json.dumps({
+        report = Path(os.environ["HELD_REPORT"])
+        report.with_suffix(".tmp").write_text(json.dumps({
             "server": server.pid, "postmaster": postmaster, "cluster": folder,
             "tmp_path": str(tmp_path)}))
+        report.with_suffix(".tmp").rename(report)  # whole when it appears
         time.sleep(600)  # until the run is stopped
 ''')
 WAIT = 60.0  # a liveness bound: a process or folder left behind stays for ever
