@@ -5,7 +5,9 @@ id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
 callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
 with exponential back-off, logs in again (``resume`` with the session token of
 its login, else the password), re-watches its ladders and lists ``who`` again
-if it had (the server sends presence pushes to who has).
+if it had (the server sends presence pushes to who has). A ``logged_out`` push
+(a new password or role, a logout everywhere, a newer login elsewhere) makes it
+forget the token and the password: it does not log in again by itself.
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
@@ -226,6 +228,10 @@ class LobbyClient:
         self.ladder_info = described
 
     def _deliver(self, message: Push) -> None:
+        if message["event"] == "logged_out":
+            # the account's password or role changed, it logged out everywhere, or another
+            # connection took over: logging in again by itself would undo what was meant
+            self.credentials = self.session = self.player = None
         self._pushes.put_nowait(message)
         for cb in self._callbacks.get(message["event"], []) + self._callbacks.get("*", []):
             try:
@@ -372,11 +378,16 @@ class LobbyClient:
             self.player = data["player"]
             self.session = Session.maybe(data.get("session"))
 
-    async def logout(self) -> Any:
+    async def logout(self, everywhere: bool = False, others: bool = False) -> Any:
+        """Log out (ending this login's session token); ``everywhere``: every session of the
+        account on every connection (``--all``); ``others``: every one but this login's, which
+        stays (``--others``)."""
+        if others:
+            return await self.call("logout", others=True)
         self.credentials = None
         self.session = None
         self.player = None
-        return await self.call("logout")
+        return await self.call("logout", all=True if everywhere else None)
 
     async def watch(self, ladder: str) -> Any:
         data = await self.call("watch", ladder=ladder)

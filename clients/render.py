@@ -440,6 +440,10 @@ def logged_in(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewe
               how: str = "Logged in") -> str:
     role = {"admin": " (admin)"}.get(data.get("role") or "", "")
     lines = [f"{how} as {data['player']}{role}."]
+    others = data.get("other_sessions")
+    if isinstance(others, int) and others > 0:
+        lines.append(f"You have {_count(others, 'other session')} open (other devices or "
+                     "browsers); 'logout --others' ends them.")
     if isinstance(data.get("match"), dict):
         lines.append(_with_stake(match_line(data["match"], "You are in match"),
                                  data["match"].get("stake"), ladders))
@@ -458,8 +462,23 @@ def resumed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
 
 def logged_out(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                viewer: Viewer = NOBODY) -> str:
+    if "ended" in data:  # --all or --others
+        ended = _count(data["ended"], "session")
+        if data.get("logged_in"):
+            return f"Ended your other sessions ({ended}); you stay logged in here."
+        return f"Logged out of {data['player']} everywhere ({ended} ended)."
     ended = " This login's session has ended." if data.get("revoked") else ""
     return f"Logged out of {data['player']}.{ended}"
+
+
+PRESENCE_WORDS = {"offline": "left", "playing": "is playing a match",
+                  "ready": "is online, free to play"}
+
+
+def presence(data: dict[str, Any], viewer: Viewer = NOBODY) -> str:
+    """The ``presence`` push: who came, went, started or ended a match (not the reader)."""
+    return " ".join(f"{e['player']} {PRESENCE_WORDS.get(e['status'], e['status'])}."
+                    for e in data["players"] if not viewer.mine(e["player"]))
 
 
 def watching(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
@@ -695,11 +714,7 @@ PUSHES: dict[str, Renderer] = {
     "rating_changed": _rating_changed,
     "ladder_updated": lambda d, ladders, viewer: (
         f"Ladder {d['ladder']} updated ({_count(len(d['players']), 'player')})."),
-    "player_online": lambda d, ladders, viewer: f"{d['player']} logged in.",
-    "player_offline": lambda d, ladders, viewer: f"{d['player']} left.",
-    "player_status": lambda d, ladders, viewer: (
-        f"{d['player']} is playing a match." if d.get("status") == "playing"
-        else f"{d['player']} is free to play."),
+    "presence": lambda d, ladders, viewer: presence(d, viewer),
     "logged_out": lambda d, ladders, viewer: str(d["reason"]),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",

@@ -37,7 +37,7 @@ PIPE_WIDTH = 80
 """The width replies are wrapped to when the output is not a terminal."""
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 LOGINS = {"login", "register", "resume"}
-PRESENCE = {"player_online", "player_offline", "player_status"}
+PRESENCE = "presence"
 REPLACED_TEXT = ("Not reconnecting: that would close your newer login. Type 'login NAME PASSWORD' "
                  "to log in here again (the other connection is then closed), or 'quit'.")
 NOT_CONNECTED_TEXT = ("Not connected: you logged in from another connection. Type "
@@ -182,9 +182,13 @@ class _Session:
             if message.get("event") == "result_disputed" and isinstance(data, dict) and \
                     self.viewer.mine(data.get("by")):
                 return
-            if message.get("event") in PRESENCE and isinstance(data, dict) and \
-                    self.viewer.mine(data.get("player")):
+            if message.get("event") == PRESENCE and isinstance(data, dict) and isinstance(
+                    data.get("players"), list) and all(
+                    isinstance(e, dict) and self.viewer.mine(e.get("player"))
+                    for e in data["players"]):
                 return
+        if message.get("event") == "logged_out":
+            self.me = self.role = None  # the connection carries on as a spectator's (or closes)
         if message.get("event") == "disconnected" and isinstance(data, dict) and \
                 data.get("code") == REPLACED:
             self.replaced = True
@@ -232,7 +236,7 @@ class _Session:
             return
         if reply.get("cmd") in ("login", "register", "resume") and "player" in data:
             self.me, self.role = data["player"], data.get("role")
-        elif reply.get("cmd") == "logout":
+        elif reply.get("cmd") == "logout" and not data.get("logged_in"):
             self.me = self.role = None
 
     async def _rest(self, reply: dict[str, Any]) -> dict[str, Any]:
@@ -414,7 +418,7 @@ def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> No
     elif command == "resume" and len(words) == 2:
         client.credentials = None
         client.session = Session(words[1])
-    elif command == "logout":
+    elif command == "logout" and not data.get("logged_in"):
         client.credentials = client.session = None
 
 

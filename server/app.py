@@ -38,6 +38,7 @@ class RunningServer:
     async def stop(self) -> None:
         """Close connections, then let the writer finish every queued job and close the file."""
         await self.transport.close()
+        await self.lobby.stop()
         await self.db.close()
 
 
@@ -54,12 +55,15 @@ async def start_server(config: Config, host: str | None = None, port: int | None
         await check_database(config.database, quick_check=config.startup_check == "quick")
     db = lobby_database(config.database, config.commit_batch,
                         [plugin.schema for plugin in plugins])
+    lobby: Lobby | None = None
     try:
         await db.open()
         lobby = Lobby(config, db, plugins)
         await lobby.start()
     except BaseException as e:  # what the check cannot see, found while loading
         fault = db.fault
+        if lobby is not None:
+            await lobby.stop()
         await db.close()
         if isinstance(e, sqlite3.Error):
             raise problem(config.database, e, "loading it") from None
@@ -76,6 +80,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                               config.compression)
         await transport.start(host or config.host, config.port if port is None else port)
     except BaseException:
+        await lobby.stop()
         await db.close()
         raise
     return RunningServer(config, db, lobby, transport)

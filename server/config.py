@@ -82,6 +82,11 @@ class Limits:
     login_account_failures: int = 100
     login_max_delay: float = 300.0
     registrations_per_hour: int = 10
+    # Successful logins and resumes a minute, per account and per address (0: no limit).
+    account_logins_per_minute: int = 20
+    address_logins_per_minute: int = 60
+    sessions_per_account: int = 20  # session tokens kept per account, the oldest ended first
+    presence_interval: float = 1.0  # seconds between two presence pushes to a connection
     password_hash_slots: int = 2
     password_hash_queue: int = 64
     origins: tuple[str, ...] = ()

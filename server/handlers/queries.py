@@ -20,7 +20,7 @@ def status_of(lobby: Lobby, name: str) -> str:
 
 async def who(call: Call) -> Any:
     lobby = call.lobby
-    lobby.presence.add(call.session)  # from now on, told who comes and goes
+    lobby.presence.listen(call.session)  # from now on, told who comes and goes
     players = []
     for s in sorted(lobby.online.values(), key=lambda s: s.player.key if s.player else ""):
         if s.player is None:

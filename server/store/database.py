@@ -128,6 +128,13 @@ class Database(Hooks):
             raise
         return rows[0] if rows else None
 
+    def data_version(self) -> int | None:
+        """SQLite's ``PRAGMA data_version``: it changes when another connection (the writer,
+        another process) has committed, so a poll can skip reading when it has not."""
+        assert self.quick is not None
+        row = self.quick.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
+
     async def fetchone_soon(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
         """:meth:`fetchone_now`, as the backends share it."""
         return self.fetchone_now(sql, params)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from testkit.cli import rate_file
-from testkit.clients import expect_error, settle, start_match
+from testkit.clients import expect_error, settle, start_match, told_presence, until_offline
 from testkit.constants import ADMIN, PASSWORD
 from testkit.fibs import FibsModel, check_changes, close
 from testkit.results import results_text, today
@@ -83,7 +83,7 @@ async def _register(lobby: LobbyServer, tmp: Path) -> None:
     assert set(registered) == {"player", "role", "session"}
     assert (registered["player"], registered["role"]) == ("alice", "player")
     assert alice.credentials == ("alice", PASSWORD)
-    assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "ready"})
     profile = await watcher.whois("alice")
     assert isinstance(profile, Whois)
     assert (profile.player, profile.online, profile.status, profile.role) == (
@@ -113,9 +113,9 @@ async def _login(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(c.login("nobody", PASSWORD), "forbidden")  # same answer: no probing
     assert c.credentials is None
     logged_in = await c.login("Alice", PASSWORD)
-    assert set(logged_in) == {"player", "role", "match", "session"}
+    assert set(logged_in) == {"player", "role", "match", "session", "other_sessions"}
     assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
-    assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "ready"})
     assert (await watcher.whois("alice")).online
     admin = await lobby.client()
     assert (await admin.login(ADMIN, "root-secret"))["role"] == "admin"
@@ -127,10 +127,10 @@ async def _logout(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")
     alice = await lobby.player("alice")
-    await watcher.next_push("player_online")
+    await told_presence(watcher, {"alice": "ready"})
     assert await alice.logout() == {"player": "alice", "logged_in": False, "revoked": True}
     assert alice.credentials is None
-    assert (await watcher.next_push("player_offline"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "offline"})
     profile = await watcher.whois("alice")
     assert (profile.online, profile.status) == (False, "offline")
     # still connected, now as a spectator
@@ -600,7 +600,7 @@ async def _claim(lobby: LobbyServer, tmp: Path) -> None:
     mid = await start_match(alice, bob, length=5)
     await expect_error(alice.claim(mid), "conflict")  # bob is connected
     await bob.close()
-    await alice.next_push("player_offline")
+    await until_offline(alice, "bob")
     await expect_error(alice.claim(mid), "conflict")  # not away long enough yet
     await asyncio.sleep(DROP_TIMEOUT + 0.1)
     finished = await alice.claim(mid)

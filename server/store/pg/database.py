@@ -194,6 +194,10 @@ class PgDatabase(Hooks):
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any | None:
         return await self.committed.fetchone(sql, params)
 
+    def data_version(self) -> int | None:
+        """No cheap "has anything been committed" on PostgreSQL: a poll always reads."""
+        return None
+
     async def fetchone_soon(self, sql: str, params: Iterable[Any] = ()) -> Any | None:
         """A small indexed lookup (on SQLite read on the loop's thread; here from the pool)."""
         return await self.committed.fetchone(sql, params)

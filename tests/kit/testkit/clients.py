@@ -122,3 +122,43 @@ class Gate:
         self.entered.set()
         await self.release.wait()
         return {"held": True}
+
+
+async def told_presence(c: LobbyClient, expected: dict[str, str],
+                        timeout: float = REQUEST_TIMEOUT) -> list[dict[str, Any]]:
+    """Read ``c``'s ``presence`` pushes until each player of ``expected`` has been told with
+    that status (``ready``, ``playing``, ``offline``), however the changes were batched;
+    every entry read, in order. Other pushes read meanwhile are dropped."""
+    read: list[dict[str, Any]] = []
+    waiting = dict(expected)
+
+    async def find() -> None:
+        while waiting:
+            p = await c.next_push("presence", timeout)
+            for entry in p["data"]["players"]:
+                read.append(entry)
+                if waiting.get(entry["player"]) == entry["status"]:
+                    del waiting[entry["player"]]
+
+    try:
+        await asyncio.wait_for(find(), timeout)
+    except TimeoutError:
+        raise AssertionError(f"not told {waiting} within {timeout} s; told {read}") from None
+    return read
+
+
+def presence_entries(pushes: list[Push]) -> list[tuple[str, str]]:
+    """The (player, status) of every ``presence`` entry among ``pushes``, in order."""
+    return [(e["player"], e["status"]) for p in pushes if p["event"] == "presence"
+            for e in p["data"]["players"]]
+
+
+async def until_offline(c: LobbyClient, name: str) -> None:
+    """Until the lobby has seen ``name``'s connection go, as ``whois`` tells (a drop's time
+    counts from then; the ``presence`` push saying so may come up to a second later)."""
+    from testkit.probes import wait_until
+
+    async def gone() -> bool:
+        return not (await c.call("whois", name=name))["online"]
+
+    await wait_until(gone, what=f"{name} offline")

@@ -18,8 +18,8 @@ class LobbyServer:
     the clients (:class:`RecordingClient`) that talked to it, closed with it by :meth:`aclose`.
 
     Its configuration is :data:`FAST_HASHING`, ``drop_timeout`` and ``limits`` (registrations
-    unlimited: every test registers its players from one address), then ``configure`` (more
-    ladders, say) applied at each start.
+    and logins per address unlimited: every test logs its players in from one address), then
+    ``configure`` (more ladders, say) applied at each start.
     """
 
     def __init__(self, db: Path, *, drop_timeout: float = 600.0,
@@ -28,7 +28,7 @@ class LobbyServer:
                  admin: tuple[str, str] = (ADMIN, ADMIN_PASSWORD)) -> None:
         self.db = db
         self.drop_timeout = drop_timeout
-        self.limits = limits or Limits(registrations_per_hour=0)
+        self.limits = limits or Limits(registrations_per_hour=0, address_logins_per_minute=0)
         self.configure = configure
         self.admin_name, self.admin_password = admin
         self.server: RunningServer | None = None
