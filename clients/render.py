@@ -440,13 +440,13 @@ def logged_in(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewe
               how: str = "Logged in") -> str:
     role = {"admin": " (admin)"}.get(data.get("role") or "", "")
     lines = [f"{how} as {data['player']}{role}."]
+    if isinstance(data.get("match"), dict):
+        lines.append(_with_stake(match_line(data["match"], "You are in match"),
+                                 data["match"].get("stake"), ladders))
     others = data.get("other_sessions")
     if isinstance(others, int) and others > 0:
         lines.append(f"You have {_count(others, 'other session')} open (other devices or "
                      "browsers); 'logout --others' ends them.")
-    if isinstance(data.get("match"), dict):
-        lines.append(_with_stake(match_line(data["match"], "You are in match"),
-                                 data["match"].get("stake"), ladders))
     return "\n".join(lines)
 
 

@@ -157,7 +157,7 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
     await until_screen(tmux, "Welcome, alice: your account is made and you are logged in.",
                        "alice>")
     carol = await lobby.player("carol")
-    await until_screen(tmux, "** carol logged in.", "alice>")
+    await until_screen(tmux, "** carol is online, free to play.", "alice>")
     await keys("who")
     await until_screen(tmux, "alice> who")
     until = (await carol.call("invite", name="alice", ladder="backgammon", length=3)
@@ -169,7 +169,7 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
               "Type 'join carol' or 'decline carol'.",
         *(f"  {name} (rating 1500.00): 50.0% to win; a win {win:+.2f}, a loss {loss:+.2f}."
           for name in ("carol", "alice")), "alice> who")
-    assert lines[-5] == "** carol logged in."
+    assert lines[-5] == "** carol is online, free to play."
     await keys("Enter")
     await until_screen(tmux, "alice> who", "player  status  ratings", "alice   ready   -",
                        "carol   ready   -", "2 players, 0 spectators.", "alice>")

@@ -42,8 +42,7 @@ async def test_callbacks_and_the_iterator_deliver_the_same_pushes(lobby: LobbySe
     await alice.call("join", name="bob")
     await bob.resign()  # alice hears match_finished (the resigner has it as its reply)
     await asyncio.wait_for(reader, 5)
-    # the first presence push goes at once (bob came); the next ones a second later at most
-    assert iterated[0]["event"] == "presence"
+    # presence pushes (bob and carol came) go at most once a second: among these, or later
     assert [p["event"] for p in iterated if p["event"] != "presence"] == [
         "invited", "invited", "match_finished"]
     assert every[:len(iterated)] == iterated  # the same objects, in the same order
