@@ -20,6 +20,7 @@ import contextlib
 import itertools
 import json
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -43,6 +44,7 @@ from clients.models import (
 
 log = logging.getLogger(__name__)
 Push = dict[str, Any]
+RESTORE_ATTEMPTS = 5  # logins tried after a reconnect while refused for too many logins
 REPLACED = 4000
 """Close code of a connection replaced by a newer login of the same account: never reconnect
 (logging in again would replace the newer connection in turn, and the two would take turns)."""
@@ -181,15 +183,7 @@ class LobbyClient:
         `who` again (for presence) and describe the ladders again (if it had) after a
         reconnect."""
         try:
-            if self.session is not None:
-                try:
-                    await self.call("resume", token=self.session.token)
-                except LobbyError as e:
-                    if e.code != "forbidden" or self.credentials is None:
-                        raise
-                    self.session = None
-            if self.session is None and self.credentials is not None:
-                await self.login(*self.credentials)
+            await self._log_in_again()
             for ladder in sorted(self.watching):
                 await self.call("watch", ladder=ladder)
             if self.listed_who:
@@ -198,6 +192,28 @@ class LobbyClient:
                 await self.call("ladders")  # the server may have restarted with other ladders
         except (LobbyError, Disconnected) as e:
             log.warning("could not restore the session: %s", e)
+
+    async def _log_in_again(self) -> None:
+        """``resume`` with the token, else ``login`` with the password; refused for too many
+        logins (a crowd behind one address coming back at once), tried again a little later."""
+        for attempt in range(RESTORE_ATTEMPTS):
+            try:
+                if self.session is not None:
+                    try:
+                        await self.call("resume", token=self.session.token)
+                        return
+                    except LobbyError as e:
+                        if e.code != "forbidden" or self.credentials is None:
+                            raise
+                        self.session = None
+                if self.credentials is not None:
+                    await self.login(*self.credentials)
+                return
+            except LobbyError as e:
+                if e.code != "rate_limited" or attempt + 1 == RESTORE_ATTEMPTS:
+                    raise
+                wait = re.search(r"try again in (\d+) s", e.message)
+                await asyncio.sleep(min(float(wait.group(1)) if wait else 5.0, 60.0))
 
     def _fail_pending(self, exc: Exception) -> None:
         for fut in list(self._pending.values()) + self._lines:

@@ -133,14 +133,18 @@ async def login(call: Call) -> Any:
     except BaseException:
         lobby.login_rate.give_back(player.key, client)
         raise
-    return {**signed_in(call, player, when, token_hash(token), seen),
+    return {**signed_in(call, player, when, token_hash(token), seen, WRONG),
             "session": {"token": token, "expires_at": expires_at}, "other_sessions": others}
 
 
-def signed_in(call: Call, player: Player, when: str, digest: str, seen: int) -> dict[str, Any]:
+def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
+              refusal: str = ENDED) -> dict[str, Any]:
     """Log the connection in as ``player`` (with the session ``digest``, having seen the
-    account's changes up to ``seen``); login's reply."""
+    account's changes up to ``seen``); login's reply. Refused with ``refusal`` when a change
+    made after ``seen`` has already been applied here (it would miss this login)."""
     lobby = call.lobby
+    if lobby.account_watch.missed(player.key, seen) is not None:
+        raise fail("forbidden", refusal)
     player.last_login = when
     lobby.sign_in(call.session, player, seen)
     call.session.token_hash = digest
@@ -202,15 +206,22 @@ async def logout(call: Call) -> Any:
     kind = changes.LOGOUT_ALL if everywhere else changes.LOGOUT_OTHERS
     keep = None if everywhere else digest
 
-    async def change(tx: WriteTx) -> tuple[int, int]:
-        return await changes.changed(tx, me.id, [kind], me.id, now(), keep)
+    before = session.changes_seen
 
-    change_id, ended = await call.write(change)
+    async def change(tx: WriteTx) -> int:
+        change_id, ended = await changes.changed(tx, me.id, [kind], me.id, now(), keep)
+        if others:  # made by this login, which stays: set before anyone can read the change
+            session.changes_seen = change_id
+        return ended
+
+    try:
+        ended = await call.write(change)
+    except BaseException:
+        session.changes_seen = before
+        raise
     mine = session.player is me
     if everywhere and mine:
         lobby.sign_out(session)
-    elif mine:
-        session.changes_seen = change_id  # made by this login: it stays
     return {"player": me.name, "logged_in": not everywhere and mine,
             "revoked": everywhere and digest is not None, "ended": ended}
 

@@ -29,6 +29,7 @@ class AccountWatch:
     def __init__(self, lobby: Lobby) -> None:
         self.lobby = lobby
         self.last = 0  # the latest change applied (or made before this server started)
+        self.applied: dict[str, tuple[int, str]] = {}  # account → its latest change applied
         self._version: int | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -80,4 +81,11 @@ class AccountWatch:
         session = lobby.online.get(name.casefold())
         if session is not None and session.changes_seen < change:
             lobby.end_login(session, kind)
+        self.applied[name.casefold()] = (change, kind)
         self.last = max(self.last, change)
+
+    def missed(self, account: str, seen: int) -> str | None:
+        """The kind of a change to ``account`` applied here after ``seen``, if one was: a login
+        made before that change, and signed in only now, must not go ahead."""
+        change = self.applied.get(account)
+        return change[1] if change is not None and change[0] > seen else None

@@ -1072,9 +1072,18 @@ async function resumeSession(token) {
       say(err.message, "error");
       return false;
     }
+    if (err instanceof LobbyError && err.code === "rate_limited") {
+      // too many logins for now (a crowd behind one address coming back at once): the page
+      // loads as a spectator's and tries the same token again a little later
+      say(err.message, "error");
+      soon("resume", () => resumeSession(token), RESUME_RETRY_MS);
+      return false;
+    }
     throw err;
   }
 }
+
+const RESUME_RETRY_MS = 10000;
 
 lobby.on("open", (hello) => {
   $("connection").textContent = `Connected to ${hello.server} ${hello.version}.`;
