@@ -84,6 +84,9 @@ class Limits:
     registrations_per_hour: int = 10
     password_hash_slots: int = 2
     password_hash_queue: int = 64
+    invitations_per_minute: int = 10  # sent by one player, to anyone
+    invitations_per_pair_per_minute: int = 3  # from one player to the same player
+    invitations_received_per_minute: int = 20  # to one player, from anyone
     origins: tuple[str, ...] = ()
 
 

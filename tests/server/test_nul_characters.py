@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit.constants import ADMIN, ADMIN_PASSWORD, HELLO, LIVENESS, PASSWORD
+from testkit.constants import ADMIN, ADMIN_PASSWORD, HELLO, LIVENESS, PASSWORD, PLAY_FREELY
 from testkit.db import sql
-from testkit.results import results_text, today
+from testkit.results import results_text
 from testkit.server_loop import LobbyServer
 from websockets.asyncio.client import ClientConnection, connect
 
@@ -58,8 +58,8 @@ class Raw:
 @pytest.fixture
 async def lobby(db_path: Path) -> AsyncIterator[LobbyServer]:
     """A running server that lets one connection send every case at once."""
-    server = LobbyServer(db_path, limits=Limits(registrations_per_hour=0,
-                                                messages_per_second=10_000, burst=10_000))
+    server = LobbyServer(db_path, limits=Limits(messages_per_second=10_000, burst=10_000,
+                                                **PLAY_FREELY))
     await server.start()
     try:
         yield server
