@@ -282,7 +282,7 @@ def valid_id(v: Any) -> bool:
         return False
     if isinstance(v, int):
         return -(2**53) <= v <= 2**53
-    return isinstance(v, str) and len(v) <= 64 and encodable(v)
+    return isinstance(v, str) and len(v) <= 64 and encodable(v) and "\x00" not in v
 
 
 def encodable(text: str) -> bool:
