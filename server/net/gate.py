@@ -4,10 +4,10 @@ Two places refuse, both before any work is spent on the connection:
 
 - at the opening handshake (:meth:`Gate.admit`): past ``connections_per_address`` for the
   client, HTTP 429; past ``max_connections`` in all, HTTP 503 with ``Retry-After``;
-- when the socket is accepted (:class:`GatedConnection`): a client with as many sockets
-  again in their handshake, or a server with all its connections and handshake room taken,
-  has the socket closed at once, before a byte is read. This is what keeps the server's
-  descriptors below the open-file limit, whatever arrives.
+- when the socket is accepted (:class:`GatedConnection`): past either limit plus its
+  handshake room (:func:`~server.net.descriptors.handshake_room`, for sockets still in
+  their handshake), the socket is closed at once, before a byte is read. This is what
+  keeps the server's descriptors below the open-file limit, whatever arrives.
 
 Refusals are logged once, then as one count a minute while they go on.
 """
