@@ -33,9 +33,11 @@ def raise_open_file_limit() -> tuple[int, int]:
     targets are tried in turn and the old limit is kept if none is accepted.
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft in (hard, resource.RLIM_INFINITY):
+        return soft, soft
     targets = [_nr_open(), 10240] if hard == resource.RLIM_INFINITY else [hard]
     for target in targets:
-        if soft != resource.RLIM_INFINITY and target <= soft:
+        if target <= soft:
             break
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
