@@ -72,6 +72,7 @@ class Limits:
     burst: int = 60
     strikes: int = 20
     connections_per_address: int = 64
+    max_connections: int = 0  # 0: as many as the open-file limit leaves room for
     idle_timeout: float = 3600.0
     outgoing_queue: int = 1024
     outgoing_bytes: int = 1024 * 1024
