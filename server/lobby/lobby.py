@@ -17,6 +17,7 @@ from server.config import Config
 from server.limits import LoginRate, LoginThrottle, RegistrationLimit
 from server.lobby.account_watch import AccountWatch
 from server.lobby.call import fail
+from server.lobby.invitation_limit import InvitationLimit
 from server.lobby.invitations import Invitations
 from server.lobby.presence import Presence
 from server.lobby.publish import fan_out
@@ -66,6 +67,9 @@ class Lobby:
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
+        self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
+                                                config.limits.invitations_per_pair_per_minute,
+                                                config.limits.invitations_received_per_minute)
         self.requests = StoredReplies()
         lim = config.limits
         self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
