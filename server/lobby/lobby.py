@@ -206,7 +206,7 @@ class Lobby:
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None:
             m.away_since[p.name] = time.monotonic()
-        self.presence.changed([p.name])
+        self.presence.changed([p.name], coming=True)
 
     def sign_in(self, session: Session, player: Player, changes_seen: int = 0) -> None:
         """Log ``session`` in as ``player``; ``changes_seen``: the account's latest change
@@ -223,7 +223,7 @@ class Lobby:
         m = self.matches.get(self.match_of.get(player.name, 0))
         if m is not None:
             m.away_since.pop(player.name, None)
-        self.presence.changed([player.name])
+        self.presence.changed([player.name], coming=True)
 
     def end_login(self, session: Session, cause: str) -> None:
         """Log ``session`` out for ``cause`` (see :data:`LOGGED_OUT`), telling it why first.

@@ -1,8 +1,8 @@
 """Who comes and goes, and who starts or ends a live match, told in batches.
 
 Every login, logout and match start or end changes a player's status; the
-connections that listed ``who`` (and a live match's opponent) are told with the
-push ``presence``, which lists each player that changed since the last one with
+connections that listed ``who`` (and, of a login or logout, a live match's
+opponent) are told with the push ``presence``, which lists each player that changed since the last one with
 their status now. A connection gets at most one such push every ``interval``
 seconds, whatever the number of changes: one connection resuming two accounts in
 turn as fast as it may used to cost two pushes to every listener per resume (at
@@ -33,6 +33,7 @@ class Presence:
         self.interval = interval
         self.listeners: set[Session] = set()
         self.pending: dict[str, str] = {}  # the players changed since the last push, by key
+        self.comings: set[str] = set()  # those of them who logged in or out
         self._due: asyncio.Handle | None = None
         self._last = float("-inf")  # when the last push went (the loop's clock)
         self.pushes = 0  # presence pushes sent (each to one connection)
@@ -43,10 +44,13 @@ class Presence:
     def forget(self, session: Session) -> None:
         self.listeners.discard(session)
 
-    def changed(self, names: Iterable[str]) -> None:
-        """These players' status changed: they are in the next push."""
+    def changed(self, names: Iterable[str], coming: bool = False) -> None:
+        """These players' status changed (``coming``: they logged in or out): they are in the
+        next push."""
         for name in names:
             self.pending[name.casefold()] = name
+            if coming:
+                self.comings.add(name.casefold())
         if self._due is None and self.pending:
             loop = asyncio.get_running_loop()
             wait = self._last + self.interval - loop.time()
@@ -65,6 +69,7 @@ class Presence:
         self._due = None
         self._last = asyncio.get_running_loop().time()
         pending, self.pending = self.pending, {}
+        comings, self.comings = self.comings, set()
         if not pending:
             return
         entries = {key: {"player": name, "status": self.status(name)}
@@ -81,9 +86,10 @@ class Presence:
         sent = self._send(everything, list(entries.values()))
         for key, sessions in own.items():
             sent += self._send(sessions, [e for k, e in entries.items() if k != key])
-        # a live match's opponent may claim it after a drop: told even without listing `who`
+        # a live match's opponent may claim it after a drop: told of comings and goings even
+        # without listing `who`
         for key, entry in entries.items():
-            opponent = self._opponent(key)
+            opponent = self._opponent(key) if key in comings else None
             if opponent is not None and opponent not in self.listeners:
                 sent += self._send([opponent], [entry])
         self.pushes += sent
