@@ -19,7 +19,9 @@ from testkit.probes import wait_until
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 
+from clients import LobbyClient
 from clients.lobby_client import Disconnected
+from server.app import start_server
 
 BACKOFF = (0.02, 0.1)
 FAILURES = 6
@@ -156,3 +158,31 @@ async def test_the_client_resumes_with_its_session_token_not_its_password(
     await alice.logout()  # ends the token
     assert alice.session is None
     await expect_error((await lobby.client()).resume(token), "forbidden")
+
+
+async def test_a_client_logged_out_everywhere_does_not_log_itself_back_in(
+        lobby: LobbyServer) -> None:
+    """``logout --all`` on another server of the same database: the client is told
+    (``logged_out``), forgets its token and its password, and after a reconnect stays a
+    spectator (with the password it kept it would have logged back in)."""
+    alice = await lobby.client(reconnect=True, backoff=BACKOFF)
+    await alice.register("alice", PASSWORD)
+    other = await start_server(lobby.config(), host="127.0.0.1", port=0)
+    try:
+        elsewhere = LobbyClient(f"ws://127.0.0.1:{other.port}/ws", reconnect=False)
+        await elsewhere.connect()
+        await elsewhere.login("alice", PASSWORD)
+        assert (await elsewhere.call("logout", all=True))["ended"] == 2
+        await elsewhere.close()
+    finally:
+        await other.stop()
+    told = await alice.next_push("logged_out")
+    assert told["data"]["cause"] == "logout_all"
+    assert (alice.credentials, alice.session, alice.player) == (None, None, None)
+    reconnected = asyncio.Event()
+    alice.on("reconnected", lambda p: reconnected.set())
+    await lobby.restart()
+    await asyncio.wait_for(reconnected.wait(), 10)
+    # the client's own restore goes first; this comes after whatever it sent
+    await expect_error(alice.call("invitations"), "not_logged_in")
+    assert not (await alice.whois("alice")).online
