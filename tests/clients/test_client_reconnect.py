@@ -183,6 +183,7 @@ async def test_a_client_logged_out_everywhere_does_not_log_itself_back_in(
     alice.on("reconnected", lambda p: reconnected.set())
     await lobby.restart()
     await asyncio.wait_for(reconnected.wait(), 10)
-    # the client's own restore goes first; this comes after whatever it sent
+    assert alice._restoring is not None
+    await asyncio.wait_for(alice._restoring, 10)  # what the client does by itself, done
     await expect_error(alice.call("invitations"), "not_logged_in")
     assert not (await alice.whois("alice")).online
