@@ -84,6 +84,10 @@ class Limits:
     registrations_per_hour: int = 10
     password_hash_slots: int = 2
     password_hash_queue: int = 64
+    # What one address (an IPv6 /64) may have read, over all its connections: units of about
+    # one small read (server/lobby/reads.py); 0: no limit.
+    read_units_per_second: float = 200.0
+    read_units_burst: float = 2000.0
     origins: tuple[str, ...] = ()
 
 

@@ -14,8 +14,9 @@ from server.accounts import PasswordHasher
 from server.api import DomainEvent, LadderConfig, LobbyPlugin, Publisher
 from server.commands import COMMANDS, CommandTable
 from server.config import Config
-from server.limits import LoginThrottle, RegistrationLimit
+from server.limits import LoginThrottle, ReadBudget, RegistrationLimit
 from server.lobby.call import fail
+from server.lobby.event_views import EventListing, EventStandings
 from server.lobby.invitations import Invitations
 from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
@@ -54,6 +55,8 @@ class Lobby:
         self.match_of: dict[str, int] = {}
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
         self.requests = StoredReplies()
+        self.standings = EventStandings()
+        self.listing = EventListing()
         lim = config.limits
         self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
                                      lim.password_hash_queue)
@@ -62,6 +65,7 @@ class Lobby:
                                             per_account=lim.login_account_failures,
                                             cap=lim.login_max_delay)
         self.registrations = RegistrationLimit(lim.registrations_per_hour)
+        self.reads = ReadBudget(lim.read_units_per_second, lim.read_units_burst)
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started

@@ -257,7 +257,8 @@ class Transport:
                     else:
                         send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
-                await self.router.answer(session, frame)
+                # a peer that has closed, or whose connection is lost, reads no reply
+                await self.router.answer(session, frame, ws.protocol.state is State.OPEN)
                 self.cork.flush()  # the reply and its pushes leave now, together
             await self._read_out(ws)
         except ConnectionClosed:
