@@ -60,9 +60,12 @@ HEADER = "event,date,side_a,side_b,score_a,score_b,length,rated\n"
 IMPORT_ROWS = 1200  # a frame is at most 64 KiB
 
 
-def config(postgres_url: str | None) -> str:
-    """Default limits; cheap password hashing (the accounts are made offline)."""
+def config(postgres_url: str | None, budget: float | None) -> str:
+    """Default limits (or ``budget`` read units a second); cheap password hashing (the accounts
+    are made offline)."""
     text = "[password_hashing]\nn = 16\nr = 8\np = 1\n"
+    if budget is not None:
+        text += f"[limits]\nread_units_per_second = {budget}\n"
     if postgres_url:
         text = f'[server]\ndatabase = "{postgres_url}"\n' + text
     return text
@@ -71,23 +74,27 @@ def config(postgres_url: str | None) -> str:
 class Client:
     """One connection: requests with ids, replies matched to them, times measured."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: ClientConnection, light: bool = False) -> None:
         self.ws = ws
+        self.light = light  # pages are counted unread (an attacker: its CPU is not the server's)
         self.n = 0
         self.waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self.codes: Counter[str] = Counter()
         self.reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def open(cls, url: str, address: str) -> Client:
+    async def open(cls, url: str, address: str, light: bool = False) -> Client:
         ws = await connect(url, max_size=None, open_timeout=30, ping_interval=None,
                            local_addr=(address, 0))
         assert json.loads(await ws.recv())["event"] == "hello"
-        return cls(ws)
+        return cls(ws, light)
 
     async def _read(self) -> None:
         with contextlib.suppress(ConnectionClosed):
             async for frame in self.ws:
+                if self.light and len(frame) > 4096:  # only a good reply is that long
+                    self.codes["ok"] += 1
+                    continue
                 msg = json.loads(frame)
                 if "event" in msg:
                     continue
@@ -175,7 +182,7 @@ async def flood(served: Served, event: int, attackers: int, seconds: float) -> d
     bystander = await Client.open(served.url, "127.0.0.3")
     await whois_times(bystander, 1.0)  # warm up
     idle = await whois_times(bystander, 3.0)
-    clients = [await Client.open(served.url, "127.0.0.2") for _ in range(attackers)]
+    clients = [await Client.open(served.url, "127.0.0.2", light=True) for _ in range(attackers)]
     stop = asyncio.Event()
     tasks = [asyncio.create_task(attacker(c, event, stop)) for c in clients]
     await asyncio.sleep(1.0)
@@ -222,13 +229,16 @@ async def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--postgres", action="store_true", help="on a PostgreSQL cluster")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="[limits] read_units_per_second (0: no read budget; default: the "
+                             "server's default)")
     args = parser.parse_args()
     announce()
     with tempfile.TemporaryDirectory(prefix="bench-costly-") as folder:
         tmp = Path(folder)
         async with database(tmp, args.postgres) as (db, url):
             conf = tmp / "matchlobby.toml"
-            conf.write_text(config(url), encoding="utf-8")
+            conf.write_text(config(url, args.budget), encoding="utf-8")
             async with lobby_server(tmp, db, conf) as served:
                 small, big = await build(served.url, args.small, args.big)
                 backend = "PostgreSQL" if url else "SQLite"

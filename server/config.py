@@ -86,8 +86,8 @@ class Limits:
     password_hash_queue: int = 64
     # What one address (an IPv6 /64) may have read, over all its connections: units of about
     # one small read (server/lobby/reads.py); 0: no limit.
-    read_units_per_second: float = 200.0
-    read_units_burst: float = 2000.0
+    read_units_per_second: float = 100.0
+    read_units_burst: float = 600.0
     origins: tuple[str, ...] = ()
 
 

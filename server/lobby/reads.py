@@ -9,6 +9,7 @@ from ``bench/costly_reads.py`` on the development machine.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 ROWS_PER_UNIT = 100
@@ -29,6 +30,11 @@ def read_cost(message: dict[str, Any], read: int) -> float:
     return 1.0 + rows / ROWS_PER_UNIT + read / READ_PER_UNIT
 
 
+def retry_after(wait: float) -> float:
+    """Seconds to wait before asking again, as the refusal says them (rounded up)."""
+    return max(0.1, math.ceil(wait * 10) / 10)
+
+
 def refusal(wait: float) -> str:
     return (f"Your address has asked for more reading than the server gives one address; "
-            f"try again in {max(wait, 0.1):.1f} s.")
+            f"try again in {retry_after(wait):.1f} s.")

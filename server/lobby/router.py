@@ -13,7 +13,7 @@ from server.commands import ADMIN, COMMANDS, PLAYER, CommandTable
 from server.lobby.call import Call, LobbyError
 from server.lobby.context import plugin_handler
 from server.lobby.lobby import Lobby
-from server.lobby.reads import read_cost, refusal
+from server.lobby.reads import read_cost, refusal, retry_after
 from server.lobby.requests import Answer, key_of
 from server.lobby.state import Session
 from server.protocol import ProtocolError, Request, error, parse_frame, reply
@@ -59,7 +59,9 @@ class Router:
                 return
             wait = self.lobby.reads.wait(session.address)
             if wait > 0:
-                session.send(error("rate_limited", refusal(wait), request.id, request.cmd))
+                refused = error("rate_limited", refusal(wait), request.id, request.cmd)
+                refused["error"]["retry_after"] = retry_after(wait)  # for clients that page
+                session.send(refused)
                 return
         call = Call(self.lobby, session, request.args)
         # Named in the log line of a storage fault (server/writer.py).
