@@ -46,7 +46,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from server.config import Limits
-from server.limits import ReadBudget
 
 PLAYERS = 200
 GAMES = 3000  # the open event's: its standings read all of them
@@ -211,6 +210,8 @@ async def test_costly_reads_from_one_address_do_not_slow_down_the_others(
 
 
 def test_the_budget_is_the_address_s_and_an_ipv6_64_is_one_address() -> None:
+    from server.limits import ReadBudget
+
     budget = ReadBudget(per_second=10.0, burst=30.0)
     budget.pay("2001:db8::1", 40.0, now=100.0)  # 10 units in debt
     for address in ("2001:db8::1", "2001:db8::ffff:1", "2001:db8:0:0:1:2:3:4"):
