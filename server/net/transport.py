@@ -51,6 +51,9 @@ CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 # Seconds a peer dropped for not reading has to take what it was sent and our close frame;
 # then its TCP connection is cut, and the bytes held for it are freed.
 UNREAD_GRACE = 5.0
+# The longest a connection waits, unread, after one of its reads was refused for its address's
+# read budget (well under the ping timeout: its pongs wait too).
+MAX_PAUSE = 5.0
 WS_PATH = "/ws"
 
 
@@ -258,8 +261,10 @@ class Transport:
                         send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
                 # a peer that has closed, or whose connection is lost, reads no reply
-                await self.router.answer(session, frame, ws.protocol.state is State.OPEN)
+                pause = await self.router.answer(session, frame, ws.protocol.state is State.OPEN)
                 self.cork.flush()  # the reply and its pushes leave now, together
+                if pause:  # its address reads too much: its next frames wait, unread
+                    await _paused(ws, min(pause, MAX_PAUSE))
             await self._read_out(ws)
         except ConnectionClosed:
             if not session.closed:  # the peer went away: nothing queued can reach it any more
@@ -336,6 +341,13 @@ async def _close(ws: ServerConnection, code: int, reason: str) -> None:
             await ws.close(code, reason)
     except TimeoutError:
         ws.transport.abort()
+
+async def _paused(ws: ServerConnection, seconds: float) -> None:
+    """Wait ``seconds``, or until the connection closes."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await ws.wait_closed()
+
 
 def _gone(*args: Any, **kwargs: Any) -> None:
     """What a finished connection's session does when told to send or close: nothing."""
