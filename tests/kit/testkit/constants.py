@@ -43,4 +43,5 @@ def open_config(drop_timeout: float | None = None) -> str:
     server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
     return (server + FAST_CONFIG + "\n"
             "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
-            "connections_per_address = 100000\nregistrations_per_hour = 0\n")
+            "connections_per_address = 100000\nregistrations_per_hour = 0\n"
+            "read_units_per_second = 0\n")
