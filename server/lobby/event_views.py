@@ -29,29 +29,27 @@ MAX_EVENTS = 64
 
 
 class _Once:
-    """One computation per key at a time: later askers wait for the one under way."""
+    """One computation per key at a time, in a task of its own: later askers wait for the one
+    under way, and an asker that goes away (its connection closed) does not stop it."""
 
     def __init__(self) -> None:
         self._running: dict[Hashable, asyncio.Future[Any]] = {}
 
     async def run(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
-        """``compute()``'s result, and whether this call computed it."""
+        """``compute()``'s result, and whether this call started it."""
         running = self._running.get(key)
-        if running is not None:
-            return await asyncio.shield(running), False
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._running[key] = future
-        try:
-            made = await compute()
-        except BaseException as e:
-            future.set_exception(e)
-            future.exception()  # retrieved: nobody else may be waiting for it
-            raise
-        else:
-            future.set_result(made)
-        finally:
+        started = running is None
+        if running is None:
+            running = self._running[key] = asyncio.ensure_future(compute())
+            running.add_done_callback(lambda done: self._finished(key, done))
+        result: T = await asyncio.shield(running)
+        return result, started
+
+    def _finished(self, key: Hashable, done: asyncio.Future[Any]) -> None:
+        if self._running.get(key) is done:
             del self._running[key]
-        return made, True
+        if not done.cancelled():
+            done.exception()  # retrieved: its askers have it, if any are left
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +84,13 @@ class EventStandings:
 
         async def compute() -> Standings:
             games, rows = await stored.standings(db, event_id)
-            return Standings(version, games, tuple(
+            made = Standings(version, games, tuple(
                 (str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), float(r[5]))
                 for r in rows))
-
-        made, computed = await self._once.run((event_id, version), compute)
-        if computed:
             self._keep(event_id, made)
-        return made, computed
+            return made
+
+        return await self._once.run((event_id, version), compute)
 
     def _keep(self, event_id: int, made: Standings) -> None:
         old = self._kept.get(event_id)
@@ -130,11 +127,11 @@ class EventListing:
             return self._rows, False
 
         async def compute() -> list[dict[str, Any]]:
-            return [{"id": r["id"], "name": r["name"], "ladder": r["ladder"], "date": r["date"],
+            rows = [{"id": r["id"], "name": r["name"], "ladder": r["ladder"], "date": r["date"],
                      "status": r["status"], "games": r["games"]}
                     for r in await stored.listing(db, None)]
+            if self._key is None or key > self._key:
+                self._key, self._rows = key, rows
+            return rows
 
-        rows, computed = await self._once.run(key, compute)
-        if computed and (self._key is None or key > self._key):
-            self._key, self._rows = key, rows
-        return rows, computed
+        return await self._once.run(key, compute)
