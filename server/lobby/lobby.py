@@ -17,6 +17,7 @@ from server.config import Config
 from server.limits import LoginThrottle, ReadBudget, RegistrationLimit
 from server.lobby.call import fail
 from server.lobby.event_views import EventListing, EventStandings
+from server.lobby.invitation_limit import InvitationLimit
 from server.lobby.invitations import Invitations
 from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
@@ -54,6 +55,9 @@ class Lobby:
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
+        self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
+                                                config.limits.invitations_per_pair_per_minute,
+                                                config.limits.invitations_received_per_minute)
         self.requests = StoredReplies()
         self.standings = EventStandings()
         self.listing = EventListing()

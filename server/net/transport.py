@@ -18,7 +18,6 @@ import logging
 import ssl
 import sys
 import time
-from collections import Counter
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -30,6 +29,8 @@ from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Router, Session
 from server.net.connection import Cork, CorkedConnection, NotUtf8
+from server.net.descriptors import connection_budget, open_file_limit
+from server.net.gate import Gate
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
@@ -71,7 +72,7 @@ class Transport:
         self.connections: set[ServerConnection] = set()
         self.sessions: dict[ServerConnection, Session] = {}
         self._watchdog: asyncio.Task[None] | None = None
-        self.per_address: Counter[str] = Counter()
+        self.gate: Gate | None = None  # known once listening (its budget counts what is open)
         self._closing: set[asyncio.Task[None]] = set()
         self.cork = Cork()
         self.origins: OriginPolicy | None = None  # known once listening (the port may be 0)
@@ -105,6 +106,10 @@ class Transport:
 
     async def start(self, host: str, port: int) -> Server:
         lim = self.limits
+        # Sized from what is open before any client connects (the listening sockets come
+        # out of descriptors.RESERVE).
+        gate = self.gate = Gate(connection_budget(lim.max_connections),
+                                lim.connections_per_address)
         self.server = await serve(
             self.handler, host, port,
             process_request=self.process_request,
@@ -113,7 +118,7 @@ class Transport:
             max_size=lim.max_message * HARD_LIMIT_FACTOR,
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
-            create_connection=CorkedConnection,
+            create_connection=gate.connection_class(),
             logger=WS_LOG,
             ssl=self._ssl_context(),
             # Off by default: lobby frames are a few hundred bytes, where deflate
@@ -125,6 +130,8 @@ class Transport:
         level = logging.WARNING if self.origins.wildcard_host and not self.origins.configured \
             else logging.INFO
         log.log(level, "%s", self.origins.describe())
+        log.info("at most %d connections (%d per address; open-file limit %d)",
+                 gate.max_connections, gate.per_address, open_file_limit())
         for entry in self.origins.malformed():
             log.warning("limits.origins: %r is not an origin such as "
                         "\"https://lobby.example.org\" (scheme://host[:port]); it allows nothing",
@@ -165,10 +172,8 @@ class Transport:
         if origin is not None and not self.origin_allowed(origin):
             log.warning("refused a connection from origin %r", origin[:100])
             return connection.respond(403, "This origin may not connect to the lobby.\n")
-        address = _address(connection)
-        if self.per_address[address] >= self.limits.connections_per_address:
-            return connection.respond(429, "Too many connections from your address.\n")
-        return None
+        assert self.gate is not None
+        return self.gate.admit(connection)
 
     def origin_allowed(self, origin: str) -> bool:
         """Browsers only: ``limits.origins``, or by default the server's own origins."""
@@ -177,11 +182,7 @@ class Transport:
 
     async def handler(self, ws: ServerConnection) -> None:
         lim = self.limits
-        address = _address(ws)
-        if self.per_address[address] >= lim.connections_per_address:
-            await ws.close(1008, "too many connections from your address")
-            return
-        self.per_address[address] += 1
+        address = _address(ws)  # counted by the gate since its handshake was admitted
         queue = Outbox(lim.outgoing_queue)
         budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
         assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
@@ -273,9 +274,6 @@ class Transport:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
             self.sessions.pop(ws, None)
-            self.per_address[address] -= 1
-            if self.per_address[address] <= 0:
-                del self.per_address[address]
             await self._stop_writer(queue, writer)
             if queue.bytes or queue.dropped:  # what it did not read goes back to the system
                 trim_soon()
@@ -328,6 +326,8 @@ class Transport:
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
+        if self.gate is not None:
+            self.gate.close()
         self.server.close(close_connections=True)
         await self.server.wait_closed()
 
