@@ -10,6 +10,8 @@ from websockets.asyncio.messages import Assembler
 from websockets.asyncio.server import ServerConnection
 from websockets.typing import Data
 
+from server.net.sockets import cap_send_buffer
+
 log = logging.getLogger("server.transport")
 
 
@@ -49,6 +51,20 @@ class CorkedConnection(ServerConnection):
         # The assembler websockets made, with its own arguments (they differ between versions),
         # as the subclass that answers text that is not UTF-8 instead of closing.
         self.recv_messages.__class__ = TolerantAssembler
+
+
+def capped(send_buffer: int) -> type[CorkedConnection]:
+    """:class:`CorkedConnection` with each socket's send buffer capped at ``send_buffer``
+    bytes (``limits.send_buffer``; 0: the kernel's default)."""
+    if not send_buffer:
+        return CorkedConnection
+
+    class Capped(CorkedConnection):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            cap_send_buffer(transport, send_buffer)
+            super().connection_made(transport)
+
+    return Capped
 
 
 class NotUtf8(bytes):

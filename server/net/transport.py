@@ -6,8 +6,9 @@ in one write: :class:`Cork`); once the socket's buffer backs up, frames wait
 in the connection's outgoing queue, drained by its own task, so one slow
 reader never holds up the fan-out to everyone else. What a connection's peer
 has not taken yet (queued, corked, or in the socket's write buffer) is
-bounded in bytes: past ``limits.outgoing_bytes`` it is disconnected instead,
-and whatever was held for it is let go at once.
+bounded in bytes, what the kernel holds for it counted too: past
+``limits.outgoing_bytes`` it is disconnected instead, and whatever was held
+for it, in the server and in the kernel, is let go (see :mod:`server.net.sockets`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from websockets.protocol import State
 from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Router, Session
-from server.net.connection import Cork, CorkedConnection, NotUtf8
+from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
+from server.net.sockets import reset_on_close, unsent
 from server.net.static import not_allowed, static_response, without_body
 from server.protocol import encode_frame, error, frame_id
 
@@ -110,7 +112,7 @@ class Transport:
             max_size=lim.max_message * HARD_LIMIT_FACTOR,
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
-            create_connection=CorkedConnection,
+            create_connection=capped(lim.send_buffer),
             logger=WS_LOG,
             ssl=self._ssl_context(),
             # Off by default: lobby frames are a few hundred bytes, where deflate
@@ -188,11 +190,14 @@ class Transport:
             if session.closed:
                 return
             buffered = ws.transport.get_write_buffer_size()
-            # Taken while under the budget, whatever its size (the pushes of an event close
-            # end with the whole ladder); past it, the peer is not reading.
-            if queue.bytes + buffered + ws.corked >= budget:
-                self._drop(ws, session, queue, f"{queue.bytes + buffered + ws.corked} bytes "
-                           f"unread, limit {budget}", "too much unread data")
+            unread = queue.bytes + buffered + ws.corked
+            if buffered:  # asyncio holds bytes only when the kernel's buffer is full: count it
+                unread += unsent(ws.transport)
+            # Taken while under the budget, whatever its size (a page of a reply); past it,
+            # the peer is not reading.
+            if unread >= budget:
+                self._drop(ws, session, queue, f"{unread} bytes unread, limit {budget}",
+                           "too much unread data")
                 return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
@@ -329,7 +334,9 @@ class Transport:
 async def _close(ws: ServerConnection, code: int, reason: str) -> None:
     """``ws.close``, and the TCP connection cut if the closing handshake is not done within
     :data:`UNREAD_GRACE`: websockets first waits for its write buffer to drain, which a peer
-    that does not read never lets happen."""
+    that does not read never lets happen. However the socket is closed then, the kernel lets
+    go of what it held for the peer at once."""
+    reset_on_close(ws.transport)
     try:
         async with asyncio.timeout(UNREAD_GRACE):
             await ws.close(code, reason)
