@@ -10,7 +10,7 @@ from websockets.asyncio.messages import Assembler
 from websockets.asyncio.server import ServerConnection
 from websockets.typing import Data
 
-from server.net.sockets import cap_send_buffer
+from server.net.sockets import cap_send_buffer, reset_on_close, unsent
 
 log = logging.getLogger("server.transport")
 
@@ -28,6 +28,12 @@ class CorkedConnection(ServerConnection):
     """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # Called before the socket is closed. A peer that ends without answering our close
+        # (cut off for not reading, or for not answering a ping or the closing handshake in
+        # time) and has not taken what we sent would have the kernel keep it, for as long as
+        # the peer keeps its window shut: a reset drops it at once.
+        if self.protocol.close_rcvd is None and unsent(self.transport):
+            reset_on_close(self.transport)
         super().connection_lost(exc)
         # websockets keeps the exceptions that ended the connection, and their tracebacks hold
         # the frames that were running: this connection, the frame it was writing. A cycle

@@ -40,8 +40,9 @@ def cap_send_buffer(transport: BaseTransport, size: int) -> None:
 def unsent(transport: BaseTransport) -> int:
     """Bytes the kernel holds that the peer has not acknowledged (0 where it cannot say).
 
-    A system call (~3 µs here): callers ask only when the transport's own buffer is not
-    empty, which is when the kernel's is full.
+    A system call (~3 µs here, a third of what writing a small frame costs): the transport
+    asks only when it matters, when asyncio's own buffer is not empty (the kernel's is full
+    then) or when the send buffer is not capped.
     """
     sock = _socket(transport)
     if _OUTQ is None or sock is None:

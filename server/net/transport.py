@@ -34,7 +34,7 @@ from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
-from server.net.sockets import reset_on_close, unsent
+from server.net.sockets import unsent
 from server.net.static import not_allowed, static_response, without_body
 from server.protocol import encode_frame, error, frame_id
 
@@ -183,6 +183,7 @@ class Transport:
         self.per_address[address] += 1
         queue = Outbox(lim.outgoing_queue)
         budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
+        uncapped = not lim.send_buffer  # the kernel may hold megabytes: read it at every send
         assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
         self.connections.add(ws)
 
@@ -191,7 +192,7 @@ class Transport:
                 return
             buffered = ws.transport.get_write_buffer_size()
             unread = queue.bytes + buffered + ws.corked
-            if buffered:  # asyncio holds bytes only when the kernel's buffer is full: count it
+            if buffered or uncapped:  # asyncio buffers only what a full kernel would not take
                 unread += unsent(ws.transport)
             # Taken while under the budget, whatever its size (a page of a reply); past it,
             # the peer is not reading.
@@ -334,9 +335,7 @@ class Transport:
 async def _close(ws: ServerConnection, code: int, reason: str) -> None:
     """``ws.close``, and the TCP connection cut if the closing handshake is not done within
     :data:`UNREAD_GRACE`: websockets first waits for its write buffer to drain, which a peer
-    that does not read never lets happen. However the socket is closed then, the kernel lets
-    go of what it held for the peer at once."""
-    reset_on_close(ws.transport)
+    that does not read never lets happen."""
     try:
         async with asyncio.timeout(UNREAD_GRACE):
             await ws.close(code, reason)

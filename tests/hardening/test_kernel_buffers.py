@@ -1,0 +1,164 @@
+"""What the kernel holds for watchers that never read, while a big ladder changes.
+
+A real ``matchlobby serve`` holds a backgammon ladder of PLAYERS players. WATCHERS
+connections with a 4 KiB receive buffer watch it, then read nothing; the admin changes the
+ladder again and again (ten games imported: one ``ladder_updated`` to each watcher), until
+every watcher has been disconnected for not reading. Meanwhile the send queue of each of the
+server's sockets is read from /proc/net/tcp (``tx_queue``, what ``SIOCOUTQ`` gives: bytes the
+peer has not acknowledged, sent or not). It must stay within the socket's capped send buffer
+(``limits.send_buffer``, which the kernel doubles), however big the ladder: the push is a few
+KB, and the kernel may not keep more than the cap, which counts in the budget of unread bytes.
+After the drop, once the watchers have had their grace, the server's sockets must be gone,
+queues and all, while the watchers still hold their end (a closed socket would otherwise keep
+its queue for as long as the peer keeps its window shut). A bystander is answered all along.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from testkit import kernel
+from testkit.cli import admin_template
+from testkit.constants import ADMIN, ADMIN_PASSWORD, LIVENESS
+from testkit.figures import group
+from testkit.probes import Prober, bystander, slow_socket
+from testkit.server_process import ServerProcess
+from websockets.asyncio.client import ClientConnection, connect
+
+from server.config import Limits
+from server.net.transport import UNREAD_GRACE
+
+PLAYERS = 4000
+WATCHERS = 16
+BUDGET = 256 * 1024  # lowered, so that a hundred or so small pushes fill it
+GAMES = 10  # a change: as many players moved as a ladder_updated lists
+SEND_BUFFER = Limits().send_buffer
+KERNEL_CAP = 2 * SEND_BUFFER  # the kernel doubles SO_SNDBUF for its bookkeeping
+MAX_CHANGES = 1000
+HEADER = "event,date,side_a,side_b,score_a,score_b,length,rated"
+CONFIG = ("[password_hashing]\nn = 1024\n"
+          f"[limits]\nmessages_per_second = 1000.0\nburst = 1000\noutgoing_bytes = {BUDGET}\n"
+          # the budget is the limit under test: no ping, whose timeout would close them too
+          "ping_interval = 0\n")
+FIGURES = group("kernel buffer figures")
+pytestmark = pytest.mark.skipif(not kernel.available(), reason="reads /proc/net/tcp")
+
+
+def game(a: int, b: int, won: int = 1) -> str:
+    return f"Open,2026-03-14,player{a:04d},player{b:04d},{won},{1 - won},1,"
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """PLAYERS rated backgammon players, from one event (id 1, still open), made over the
+    protocol by the admin of ``matchlobby user add --admin``."""
+    db, config = admin_template(tmp_path_factory.mktemp("kernel-template"), CONFIG)
+    server = ServerProcess(db, config).start()
+    try:
+        async def build() -> None:
+            await server.ready()
+            admin = await Prober.open(server.url)
+            await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
+            assert (await admin.call("event create", name="Open", ladder="backgammon"))["id"] == 1
+            rows = [game(2 * i, 2 * i + 1, i % 2) for i in range(PLAYERS // 2)]
+            for start in range(0, len(rows), 500):  # a frame holds at most 64 KiB
+                await admin.call("event import", event=1,
+                                 csv="\n".join([HEADER, *rows[start:start + 500]]) + "\n")
+            await admin.close()
+        asyncio.run(build())
+    finally:
+        server.stop()
+    return db, config
+
+
+@pytest.fixture
+async def server(big_db: tuple[Path, Path], tmp_path: Path) -> AsyncIterator[ServerProcess]:
+    db = tmp_path / "lobby.db"
+    shutil.copyfile(big_db[0], db)
+    proc = ServerProcess(db, big_db[1]).start()
+    try:
+        await proc.ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def deaf_watcher(server: ServerProcess) -> ClientConnection:
+    """Watches the ladder, then reads nothing more: not even its library (a 4 KiB receive
+    buffer, reading paused), so its window soon closes."""
+    ws = await connect(server.url, sock=slow_socket(server.port), max_queue=1, max_size=None,
+                       open_timeout=10, ping_interval=None)
+    assert json.loads(await asyncio.wait_for(ws.recv(), LIVENESS))["event"] == "hello"
+    await ws.send(json.dumps({"cmd": "watch", "args": {"ladder": "backgammon"}}))
+    assert json.loads(await asyncio.wait_for(ws.recv(), LIVENESS))["ok"] is True
+    ws.transport.pause_reading()
+    return ws
+
+
+def kb(n: float) -> str:
+    return f"{n / 1024:,.0f} KB"
+
+
+async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_once_dropped(
+        server: ServerProcess) -> None:
+    watchers = [await deaf_watcher(server) for _ in range(WATCHERS)]
+    ports = {ws.local_address[1] for ws in watchers}
+
+    def queues() -> dict[int, kernel.TcpSocket]:
+        return {p: s for p, s in kernel.server_side(server.port).items() if p in ports}
+
+    assert len(queues()) == WATCHERS
+    tcp_before = tcp_peak = kernel.tcp_memory()
+    each = total = 0
+    changes = 0
+    async with bystander(server.url) as good:
+        await good.call("watch", ladder="backgammon")
+        admin = await Prober.open(server.url)
+        await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
+        while changes < MAX_CHANGES and \
+                server.output().count("does not read its messages") < WATCHERS:
+            first = changes * 2 * GAMES % PLAYERS
+            rows = [game(first + 2 * i, first + 2 * i + 1) for i in range(GAMES)]
+            await admin.call("event import", event=1, csv="\n".join([HEADER, *rows]) + "\n")
+            changes += 1
+            now = queues()
+            each = max([each, *(s.queued for s in now.values())])
+            total = max(total, sum(s.queued for s in now.values()))
+            tcp_peak = max(tcp_peak, kernel.tcp_memory())
+        dropped = server.output().count("does not read its messages")
+        dropped_at = time.monotonic()
+        # the watchers keep their end open, window shut; the server's end must go
+        left = queues()
+        async with asyncio.timeout(UNREAD_GRACE + 3 * LIVENESS):
+            while left:
+                await asyncio.sleep(0.05)
+                left = queues()
+        gone_after = time.monotonic() - dropped_at
+        tcp_after = kernel.tcp_memory()
+        assert all(not ws.transport.is_closing() for ws in watchers)  # still held by the clients
+        updates = [p for p in good.pushes if p["event"] == "ladder_updated"]
+        await admin.close()
+    for ws in watchers:
+        ws.transport.abort()
+    push = max(len(json.dumps(p)) for p in updates)
+    FIGURES[f"{WATCHERS} watchers that never read, a {PLAYERS:,}-player ladder changed "
+            f"{changes} times (send_buffer {SEND_BUFFER // 1024} KiB, budget {BUDGET // 1024} KiB)"] = (
+        f"a ladder_updated {push:,} bytes; the kernel's send queue of a watcher at most "
+        f"{kb(each)} (cap {kb(KERNEL_CAP)}), of all {WATCHERS} at most {kb(total)}; {dropped} "
+        f"disconnected; their sockets gone {gone_after:.1f} s after the last drop (grace "
+        f"{UNREAD_GRACE:g} s) while the watchers still held theirs; host TCP memory "
+        f"{kb(tcp_before)} → peak {kb(tcp_peak)} → {kb(tcp_after)} (every process's); bystander: "
+        f"{len(good.times)} whois answered, slowest {max(good.times):.3f} s")
+    assert len(updates) == changes and push < 8 * 1024, "a ladder_updated grew with the ladder"
+    assert each <= KERNEL_CAP, f"the kernel held {kb(each)} for one watcher (cap {kb(KERNEL_CAP)})"
+    assert each >= SEND_BUFFER // 2, "the watchers' queues never filled: the test tests nothing"
+    assert total <= WATCHERS * KERNEL_CAP
+    assert dropped == WATCHERS, f"{dropped} of {WATCHERS} watchers were disconnected"
+    assert not left
+    assert max(good.times) < LIVENESS
