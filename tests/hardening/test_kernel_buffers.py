@@ -69,8 +69,9 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             assert (await admin.call("event create", name="Open", ladder="backgammon"))["id"] == 1
             rows = [game(2 * i, 2 * i + 1, i % 2) for i in range(PLAYERS // 2)]
             for start in range(0, len(rows), 500):  # a frame holds at most 64 KiB
-                await admin.call("event import", event=1,
-                                 csv="\n".join([HEADER, *rows[start:start + 500]]) + "\n")
+                done = await admin.request("event import", timeout=60, event=1,
+                                           csv="\n".join([HEADER, *rows[start:start + 500]]) + "\n")
+                assert done["ok"], done
             await admin.close()
         asyncio.run(build())
     finally:
@@ -130,7 +131,9 @@ async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_on
         while changes < MAX_CHANGES and dropped() < WATCHERS:
             first = changes * 2 * GAMES % PLAYERS
             rows = [game(first + 2 * i, first + 2 * i + 1) for i in range(GAMES)]
-            await admin.call("event import", event=1, csv="\n".join([HEADER, *rows]) + "\n")
+            done = await admin.request("event import", timeout=30, event=1,
+                                       csv="\n".join([HEADER, *rows]) + "\n")
+            assert done["ok"], done
             changes += 1
             now = queues()
             each = max([each, *(s.queued for s in now.values())])
