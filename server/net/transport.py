@@ -183,7 +183,10 @@ class Transport:
         self.per_address[address] += 1
         queue = Outbox(lim.outgoing_queue)
         budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
-        uncapped = not lim.send_buffer  # the kernel may hold megabytes: read it at every send
+        # What the kernel holds is read (a system call) at every send when it may be a good
+        # part of the budget; under a cap of at most a quarter of it (the kernel doubles the
+        # cap), only once asyncio buffers, which it does when the kernel's buffer is full.
+        kernel_always = not lim.send_buffer or 8 * lim.send_buffer > budget
         assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
         self.connections.add(ws)
 
@@ -192,7 +195,7 @@ class Transport:
                 return
             buffered = ws.transport.get_write_buffer_size()
             unread = queue.bytes + buffered + ws.corked
-            if buffered or uncapped:  # asyncio buffers only what a full kernel would not take
+            if buffered or kernel_always:
                 unread += unsent(ws.transport)
             # Taken while under the budget, whatever its size (a page of a reply); past it,
             # the peer is not reading.

@@ -11,6 +11,11 @@ KB, and the kernel may not keep more than the cap, which counts in the budget of
 After the drop, once the watchers have had their grace, the server's sockets must be gone,
 queues and all, while the watchers still hold their end (a closed socket would otherwise keep
 its queue for as long as the peer keeps its window shut). A bystander is answered all along.
+
+Then, with a send buffer bigger than the budget (``send_buffer`` of 4 MiB; 0 leaves it to the
+kernel, which grows it as far), a client that never reads asks for pages of the ladder: what
+the kernel holds for it counts in its budget, so it is disconnected before the kernel holds
+more than the budget and one reply.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ CONFIG = ("[password_hashing]\nn = 1024\n"
           f"[limits]\nmessages_per_second = 1000.0\nburst = 1000\noutgoing_bytes = {BUDGET}\n"
           # the budget is the limit under test: no ping, whose timeout would close them too
           "ping_interval = 0\n")
+ROOMY = (CONFIG.replace(f"outgoing_bytes = {BUDGET}", f"outgoing_bytes = {BUDGET // 2}")
+         + f"send_buffer = {4 * 1024 * 1024}\n")
+PAGE = "ladder backgammon 1 500 --all"
 FIGURES = group("kernel buffer figures")
 pytestmark = pytest.mark.skipif(not kernel.available(), reason="reads /proc/net/tcp")
 
@@ -79,13 +87,24 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return db, config
 
 
+async def started(big_db: tuple[Path, Path], folder: Path, config: str | None = None
+                  ) -> ServerProcess:
+    """A server on a copy of the big database (under another configuration, if given)."""
+    db = folder / "lobby.db"
+    shutil.copyfile(big_db[0], db)
+    path = big_db[1]
+    if config is not None:
+        path = folder / "matchlobby.toml"
+        path.write_text(config, encoding="utf-8")
+    proc = ServerProcess(db, path).start()
+    await proc.ready()
+    return proc
+
+
 @pytest.fixture
 async def server(big_db: tuple[Path, Path], tmp_path: Path) -> AsyncIterator[ServerProcess]:
-    db = tmp_path / "lobby.db"
-    shutil.copyfile(big_db[0], db)
-    proc = ServerProcess(db, big_db[1]).start()
+    proc = await started(big_db, tmp_path)
     try:
-        await proc.ready()
         yield proc
     finally:
         proc.stop()
@@ -176,4 +195,54 @@ async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_on
         f"process's); bystander: {len(good.times)} whois answered, slowest "
         f"{max(good.times):.3f} s")
     assert not left, f"the kernel kept the sockets of watchers cut off: {left}"
+    assert max(good.times) < LIVENESS
+
+
+
+async def test_what_the_kernel_holds_counts_in_the_budget(big_db: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    budget = BUDGET // 2
+    server = await started(big_db, tmp_path, ROOMY)
+    try:
+        reader = await Prober.open(server.url)
+        reply = len(json.dumps(await reader.request("ladder", ladder="backgammon", count=500,
+                                                    all=True)))
+        await reader.close()
+        deaf = await connect(server.url, sock=slow_socket(server.port), max_queue=1,
+                             max_size=None, open_timeout=10, ping_interval=None)
+        assert json.loads(await asyncio.wait_for(deaf.recv(), LIVENESS))["event"] == "hello"
+        deaf.transport.pause_reading()
+        port = deaf.local_address[1]
+        held = 0
+
+        def queued() -> int:
+            return kernel.server_side(server.port).get(port, kernel.TcpSocket("?", 0)).queued
+
+        async with bystander(server.url) as good:
+            # one page at a time, each written whole to the kernel (it has room) before the
+            # next is asked for, for up to 3 MB: nothing waits in the server
+            for _ in range(3 * 1024 * 1024 // reply):
+                if "does not read its messages" in server.output():
+                    break
+                before = queued()
+                await deaf.send(PAGE)
+                async with asyncio.timeout(30):
+                    while queued() < before + reply // 2 and \
+                            "does not read its messages" not in server.output():
+                        await asyncio.sleep(0.005)
+                held = max(held, queued())
+            dropped = "does not read its messages" in server.output()
+            assert (await good.call("whois", name=ADMIN))["player"] == ADMIN
+        deaf.transport.abort()
+    finally:
+        server.stop()
+    lines = [x for x in server.output().splitlines() if "does not read its messages" in x]
+    line = lines[0].split(": ", 1)[1] if lines else "never disconnected"
+    FIGURES[f"a client that never reads, a send buffer of 4 MiB (budget {budget // 1024} KiB, "
+            f"replies of {reply // 1024} KiB)"] = (
+        f"the kernel held at most {kb(held)} for it; {line}; bystander: "
+        f"{len(good.times)} whois answered, slowest {max(good.times):.3f} s")
+    assert held <= budget + reply, (
+        f"the kernel held {kb(held)} for a client over its budget of {kb(budget)}")
+    assert dropped
     assert max(good.times) < LIVENESS
