@@ -34,7 +34,7 @@ from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
-from server.net.sockets import unsent
+from server.net.sockets import reset_on_close, unsent
 from server.net.static import not_allowed, static_response, without_body
 from server.protocol import encode_frame, error, frame_id
 
@@ -343,6 +343,7 @@ async def _close(ws: ServerConnection, code: int, reason: str) -> None:
         async with asyncio.timeout(UNREAD_GRACE):
             await ws.close(code, reason)
     except TimeoutError:
+        reset_on_close(ws.transport)  # as the connection's end would, but in time with TLS too
         ws.transport.abort()
 
 def _gone(*args: Any, **kwargs: Any) -> None:
