@@ -40,8 +40,8 @@ from server.api import (
 
 CHANGED_ROWS = 20
 """The most rows a ``ladder_updated`` lists: a push stays a few KB whatever the ladder's size
-(every row of 20,000 players was 2.1 MB to each watcher, most of it queued by the kernel for
-watchers that did not read). Watchers fetch the rows they show with ``ladder``."""
+(every row of 20,000 players would be 2.1 MB to each watcher, most of it queued by the kernel
+for watchers that do not read). Watchers fetch the rows they show with ``ladder``."""
 
 
 @dataclass
