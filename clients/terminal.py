@@ -316,7 +316,7 @@ def _columns(out: TextIO) -> int:
 async def run_interactive(url: str, as_json: bool = False, bell: bool = True) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.history import InMemoryHistory
     from prompt_toolkit.patch_stdout import patch_stdout
 
     client = _CountingClient(url)
@@ -347,13 +347,11 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     output = _Session(client, as_json, None, width=lambda: shutil.get_terminal_size().columns,
                       bell=bell_wanted(bell))
     client.on("*", output.push)
-    history: Any = InMemoryHistory()
-    path = history_file()
-    if path is None:
+    history: Any = file_history()
+    if history is None:
         print("Command history is kept for this session only: no writable home folder "
               f"for {HISTORY_NAME}.")
-    else:
-        history = FileHistory(str(path))
+        history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(history=history, completer=LobbyCompleter())
     with patch_stdout():
         while True:
@@ -388,16 +386,16 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     return 0
 
 
-def history_file() -> Path | None:
-    """Where the command history is kept, if the home folder lets it be written: prompt_toolkit
-    would otherwise fail at every command it tries to save."""
+def file_history() -> Any:
+    """The command history kept in the home folder (:class:`clients.history.PrivateHistory`),
+    or ``None`` when the folder cannot be written: prompt_toolkit would otherwise fail at every
+    command it tries to save."""
+    from clients.history import PrivateHistory
+
     try:
-        path = Path.home() / HISTORY_NAME
-        with path.open("a", encoding="utf-8"):
-            pass
+        return PrivateHistory(Path.home() / HISTORY_NAME)
     except (OSError, RuntimeError):  # RuntimeError: no home folder can be found
         return None
-    return path
 
 
 def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> None:

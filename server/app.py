@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from server.config import Config
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
+from server.net.descriptors import raise_open_file_limit
 from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.store import Database
@@ -99,6 +100,9 @@ class CannotListen(Exception):
 
 async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> int:
     """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving)."""
+    before, after = raise_open_file_limit()
+    if after > before:
+        log.info("open-file limit raised from %d to %d", before, after)
     try:
         server = await start_server(config, host, port)
     except OSError as e:

@@ -72,6 +72,7 @@ class Limits:
     burst: int = 60
     strikes: int = 20
     connections_per_address: int = 64
+    max_connections: int = 0  # 0: as many as the open-file limit leaves room for
     idle_timeout: float = 3600.0
     outgoing_queue: int = 1024
     outgoing_bytes: int = 1024 * 1024
@@ -87,6 +88,9 @@ class Limits:
     registrations_per_hour: int = 10
     password_hash_slots: int = 2
     password_hash_queue: int = 64
+    invitations_per_minute: int = 10  # sent by one player, to anyone
+    invitations_per_pair_per_minute: int = 3  # from one player to the same player
+    invitations_received_per_minute: int = 20  # to one player, from anyone
     origins: tuple[str, ...] = ()
 
 

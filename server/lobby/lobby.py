@@ -16,6 +16,7 @@ from server.commands import COMMANDS, CommandTable
 from server.config import Config
 from server.limits import LoginThrottle, RegistrationLimit
 from server.lobby.call import fail
+from server.lobby.invitation_limit import InvitationLimit
 from server.lobby.invitations import Invitations
 from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
@@ -53,6 +54,9 @@ class Lobby:
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
+        self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
+                                                config.limits.invitations_per_pair_per_minute,
+                                                config.limits.invitations_received_per_minute)
         self.requests = StoredReplies()
         lim = config.limits
         self.hasher = PasswordHasher(config.password, lim.password_hash_slots,

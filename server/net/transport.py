@@ -19,7 +19,6 @@ import logging
 import ssl
 import sys
 import time
-from collections import Counter
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -31,6 +30,8 @@ from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Router, Session
 from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
+from server.net.descriptors import connection_budget, open_file_limit
+from server.net.gate import Gate
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
@@ -70,7 +71,7 @@ class Transport:
         self.connections: set[ServerConnection] = set()
         self.sessions: dict[ServerConnection, Session] = {}
         self._watchdog: asyncio.Task[None] | None = None
-        self.per_address: Counter[str] = Counter()
+        self.gate: Gate | None = None  # known once listening (its budget counts what is open)
         self._closing: set[asyncio.Task[None]] = set()
         self.cork = Cork()
         self.origins: OriginPolicy | None = None  # known once listening (the port may be 0)
@@ -104,6 +105,10 @@ class Transport:
 
     async def start(self, host: str, port: int) -> Server:
         lim = self.limits
+        # Sized from what is open before any client connects (the listening sockets come
+        # out of descriptors.RESERVE).
+        gate = self.gate = Gate(connection_budget(lim.max_connections),
+                                lim.connections_per_address)
         self.server = await serve(
             self.handler, host, port,
             process_request=self.process_request,
@@ -112,7 +117,7 @@ class Transport:
             max_size=lim.max_message * HARD_LIMIT_FACTOR,
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
-            create_connection=capped(lim.send_buffer),
+            create_connection=capped(gate.connection_class(), lim.send_buffer),
             logger=WS_LOG,
             ssl=self._ssl_context(),
             # Off by default: lobby frames are a few hundred bytes, where deflate
@@ -124,6 +129,8 @@ class Transport:
         level = logging.WARNING if self.origins.wildcard_host and not self.origins.configured \
             else logging.INFO
         log.log(level, "%s", self.origins.describe())
+        log.info("at most %d connections (%d per address; open-file limit %d)",
+                 gate.max_connections, gate.per_address, open_file_limit())
         for entry in self.origins.malformed():
             log.warning("limits.origins: %r is not an origin such as "
                         "\"https://lobby.example.org\" (scheme://host[:port]); it allows nothing",
@@ -164,10 +171,8 @@ class Transport:
         if origin is not None and not self.origin_allowed(origin):
             log.warning("refused a connection from origin %r", origin[:100])
             return connection.respond(403, "This origin may not connect to the lobby.\n")
-        address = _address(connection)
-        if self.per_address[address] >= self.limits.connections_per_address:
-            return connection.respond(429, "Too many connections from your address.\n")
-        return None
+        assert self.gate is not None
+        return self.gate.admit(connection)
 
     def origin_allowed(self, origin: str) -> bool:
         """Browsers only: ``limits.origins``, or by default the server's own origins."""
@@ -176,11 +181,7 @@ class Transport:
 
     async def handler(self, ws: ServerConnection) -> None:
         lim = self.limits
-        address = _address(ws)
-        if self.per_address[address] >= lim.connections_per_address:
-            await ws.close(1008, "too many connections from your address")
-            return
-        self.per_address[address] += 1
+        address = _address(ws)  # counted by the gate since its handshake was admitted
         queue = Outbox(lim.outgoing_queue)
         budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
         # What the kernel holds is read (a system call) at every send when it may be a good
@@ -276,9 +277,6 @@ class Transport:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
             self.sessions.pop(ws, None)
-            self.per_address[address] -= 1
-            if self.per_address[address] <= 0:
-                del self.per_address[address]
             await self._stop_writer(queue, writer)
             if queue.bytes or queue.dropped:  # what it did not read goes back to the system
                 trim_soon()
@@ -331,6 +329,8 @@ class Transport:
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
+        if self.gate is not None:
+            self.gate.close()
         self.server.close(close_connections=True)
         await self.server.wait_closed()
 

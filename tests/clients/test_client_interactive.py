@@ -201,6 +201,46 @@ async def test_no_writable_home_keeps_the_history_in_memory(lobby: LobbyServer, 
     assert not missing.exists()
 
 
+OLD_HISTORY = ("\n# 2026-03-01 20:00:00.000000\n+login carol carol-pass-1\n"
+               "\n# 2026-03-01 20:00:05.000000\n+whois bob\n"
+               "\n# 2026-03-01 20:00:09.000000\n+RESUME 4f9c2d1e\n"
+               "\n# 2026-03-01 20:00:12.000000\n+ladder backgammon\n")
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new file", "file of an older client"])
+async def test_the_history_keeps_no_password_or_token_and_only_its_owner_reads_it(
+        lobby: LobbyServer, tmp_path: Path, existing: bool) -> None:
+    path = tmp_path / ".matchlobby_history"
+    if existing:
+        path.write_text(OLD_HISTORY, encoding="utf-8")
+        path.chmod(0o644)
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    typed = [f"register alice {PASSWORD}", "who", "resume 0123456789abcdef",
+             f'{{"cmd": "login", "args": {{"name": "alice", "password": "{PASSWORD}"}}}}',
+             f"  Login alice {PASSWORD}", "whois alice", "help login"]
+    try:
+        await term.expect(r"matchlobby>")
+        for line in typed:
+            term.type(line + "\r")
+            await term.expect(r"(alice|matchlobby)> ")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    assert "Traceback" not in term.raw.decode("utf-8", "replace")
+    history = path.read_text(encoding="utf-8")
+    assert PASSWORD not in history and "0123456789abcdef" not in history
+    assert "carol-pass-1" not in history and "4f9c2d1e" not in history
+    assert path.stat().st_mode & 0o777 == 0o600
+    kept = [line[1:] for line in history.splitlines() if line.startswith("+")]
+    assert kept == (["whois bob", "ladder backgammon"] if existing else []) + [
+        "who", "whois alice", "help login", "quit"]
+    if existing:  # the older entries kept as they were written, with their times
+        assert history.startswith("\n# 2026-03-01 20:00:05.000000\n+whois bob\n"
+                                  "\n# 2026-03-01 20:00:12.000000\n+ladder backgammon\n")
+
+
 async def test_a_login_elsewhere_logs_this_terminal_out_without_reconnecting(
         lobby: LobbyServer, tmp_path: Path) -> None:
     first = await lobby.player("bob")

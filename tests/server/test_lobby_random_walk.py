@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from testkit.cli import add_user, run_cli_async
-from testkit.constants import PASSWORD
+from testkit.constants import PASSWORD, PLAY_FREELY
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
@@ -43,7 +43,7 @@ REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok
 CROWDS = (PLAYERS, ("erin", "fred", "gina", "hugo"), ("ivan", "jane", "kurt", "lara"))
 DROP_TIMEOUT = 0.2  # seconds a dropped player's opponent waits before a claim
 # The walk sends as fast as replies come back, which the per-connection rate limit refuses.
-WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, registrations_per_hour=0)
+WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, **PLAY_FREELY)
 
 
 class Walk:

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from testkit.cli import cli_env, matchlobby_command
@@ -30,11 +31,13 @@ class ServerProcess:
     output and error go to ``log`` (``db`` with ``.log`` unless given), each start marked."""
 
     def __init__(self, db: Path, config: Path, port: int | None = None, log: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None,
+                 preexec: Callable[[], None] | None = None) -> None:
         self.db, self.config = db, config
         self.port = port or free_port()
         self.log = log or db.with_suffix(".log")
         self.env = env or {}  # added to the environment (cli_env)
+        self.preexec = preexec  # run in the child before it starts (resource limits, say)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.began_at = 0  # where the last start's output begins in the log
@@ -56,7 +59,8 @@ class ServerProcess:
             self.proc = subprocess.Popen(
                 [*matchlobby_command(), "serve", "--db", str(self.db), "--config",
                  str(self.config), "--port", str(self.port)],
-                cwd=self.db.parent, env=cli_env(**self.env), stdout=out, stderr=subprocess.STDOUT)
+                cwd=self.db.parent, env=cli_env(**self.env), stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=self.preexec)
         self.starts += 1
         return self
 
