@@ -134,9 +134,6 @@ async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_on
     def queues() -> dict[int, kernel.TcpSocket]:
         return {p: s for p, s in kernel.server_side(server.port).items() if p in ports}
 
-    def dropped() -> int:
-        return server.output().count("does not read its messages")
-
     assert len(queues()) == WATCHERS
     tcp_before = tcp_peak = kernel.tcp_memory()
     each = total = changes = 0
@@ -146,8 +143,14 @@ async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_on
     await reader.call("watch", ladder="backgammon")
     admin = await Prober.open(server.url)
     await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
+
+    async def dropped() -> int:
+        """Watchers the server no longer holds (beside them: the reader and the bystander)."""
+        return WATCHERS - (int((await admin.call("who"))["spectators"]) - 2)
+
     async with bystander(server.url) as good:
-        while changes < MAX_CHANGES and dropped() < WATCHERS:
+        assert await dropped() == 0
+        while changes < MAX_CHANGES and await dropped() < WATCHERS:
             first = changes * 2 * GAMES % PLAYERS
             rows = [game(first + 2 * i, first + 2 * i + 1) for i in range(GAMES)]
             done = await admin.request("event import", timeout=30, event=1,
@@ -165,22 +168,23 @@ async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_on
         FIGURES[name] = (
             f"{changes} changes, each a ladder_updated of {push:,} bytes; the kernel's send queue "
             f"of a watcher at most {kb(each)} (cap {kb(KERNEL_CAP)}), of all {WATCHERS} at most "
-            f"{kb(total)}; {dropped()} disconnected")
+            f"{kb(total)}; {await dropped()} disconnected")
         assert push < 8 * 1024, "a ladder_updated grew with the ladder"
         assert each <= KERNEL_CAP, f"the kernel held {kb(each)} for a watcher (cap {kb(KERNEL_CAP)})"
         assert each >= SEND_BUFFER // 2, "the watchers' queues never filled: the test tests nothing"
         assert total <= WATCHERS * KERNEL_CAP
-        assert dropped() == WATCHERS, f"{dropped()} of {WATCHERS} watchers were disconnected"
+        assert await dropped() == WATCHERS, "some watchers were never disconnected"
+        assert "does not read its messages" in server.output()
 
         # the watchers keep their end open, their window shut; the server's end must go
-        dropped_at = time.monotonic()
+        let_go = time.monotonic()
         left = queues()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(UNREAD_GRACE + 3 * LIVENESS):
                 while left:
                     await asyncio.sleep(0.05)
                     left = queues()
-        gone_after = time.monotonic() - dropped_at
+        gone_after = time.monotonic() - let_go
         tcp_after = kernel.tcp_memory()
     assert all(not ws.transport.is_closing() for ws in watchers)  # still held by the clients
     for ws in watchers:
@@ -188,8 +192,9 @@ async def test_watchers_that_never_read_hold_little_in_the_kernel_and_nothing_on
     await admin.close()
     await reader.close()
     FIGURES[name] += (
-        f"; {len(left)} of their sockets left {gone_after:.1f} s after the drop (grace "
-        f"{UNREAD_GRACE:g} s) while the watchers still held theirs"
+        f"; once the server had let them go (each cut {UNREAD_GRACE:g} s after its drop), "
+        f"{len(left)} of their sockets left ({gone_after:.1f} s later) while the watchers still "
+        f"held theirs"
         f"{'' if not left else ', holding ' + kb(sum(s.queued for s in left.values()))}; "
         f"host TCP memory {kb(tcp_before)} → peak {kb(tcp_peak)} → {kb(tcp_after)} (every "
         f"process's); bystander: {len(good.times)} whois answered, slowest "
