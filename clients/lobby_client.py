@@ -9,6 +9,9 @@ if it had (the server sends presence pushes to who has).
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
+A watched ladder's ``ladder_updated`` push names a few of the rows that moved
+(:class:`clients.models.LadderUpdated`), whatever the ladder's size: fetch the
+rows you show with :meth:`LobbyClient.ladder`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from clients.models import (
     Invited,
     Ladder,
     LadderInfo,
+    LadderUpdated,
     LoggedIn,
     MatchFinished,
     Ratings,
@@ -355,6 +359,15 @@ class LobbyClient:
                 if (event is None or p["event"] == event) and (where is None or where(p)):
                     return p
         return await asyncio.wait_for(find(), timeout)
+
+    async def ladder_updated(self, ladder: str | None = None, timeout: float = 10.0
+                             ) -> LadderUpdated:
+        """The next ``ladder_updated`` push (of ``ladder``): which rows moved, at most a few;
+        :meth:`ladder` fetches the rows to show."""
+        push = await self.next_push("ladder_updated", timeout,
+                                    None if ladder is None
+                                    else lambda p: p["data"]["ladder"] == ladder)
+        return LadderUpdated.from_dict(push["data"])
 
     def drain_pushes(self) -> list[Push]:
         out = []

@@ -76,6 +76,9 @@ class Limits:
     idle_timeout: float = 3600.0
     outgoing_queue: int = 1024
     outgoing_bytes: int = 1024 * 1024
+    # Each connection's kernel send buffer (SO_SNDBUF; 0: the kernel's own, growing to
+    # net.ipv4.tcp_wmem's maximum, ~3 MB queued for a peer that does not read).
+    send_buffer: int = 64 * 1024
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     login_free_failures: int = 5
