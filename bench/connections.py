@@ -13,10 +13,10 @@
 
 2. Fan-out. An admin closes a ČAS (scrabble) event with ``--games`` (6) games;
    the time runs from just before ``event close`` is sent to the moment the
-   last of the watchers has the ``ladder_updated`` push (which carries the
-   whole scrabble ladder, ``--ladder-players`` (200) rows, after the
-   ``rating_changed`` pushes of the event's players, which watchers get too).
-   Done ``--closes`` (3) times, one event each.
+   last of the watchers has the ``ladder_updated`` push (the one push a close
+   sends watchers: the best-placed 20 rows of those it moved on the
+   ``--ladder-players`` (200) player ladder). Done ``--closes`` (3) times, one
+   event each.
 
 All 10,000 log in. Logins push ``presence`` only to the sessions that
 have listed ``who`` and to a live match's opponent (none here); when every

@@ -11,6 +11,9 @@ forget the token and the password: it does not log in again by itself.
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
+A watched ladder's ``ladder_updated`` push names a few of the rows that moved
+(:class:`clients.models.LadderUpdated`), whatever the ladder's size: fetch the
+rows you show with :meth:`LobbyClient.ladder`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from clients.models import (
     Invited,
     Ladder,
     LadderInfo,
+    LadderUpdated,
     LoggedIn,
     MatchFinished,
     Ratings,
@@ -48,6 +52,11 @@ RESTORE_ATTEMPTS = 5  # logins tried after a reconnect while refused for too man
 REPLACED = 4000
 """Close code of a connection replaced by a newer login of the same account: never reconnect
 (logging in again would replace the newer connection in turn, and the two would take turns)."""
+PAGE_RETRIES = 5
+MAX_PAGE_WAIT = 10.0
+"""A page the server refused for now (``rate_limited`` with ``retry_after``: its reads from
+this address are over their budget) is asked again after the wait, up to PAGE_RETRIES
+times, each wait at most MAX_PAGE_WAIT seconds."""
 
 
 class LobbyError(Exception):
@@ -326,10 +335,23 @@ class LobbyClient:
     async def call_all(self, cmd: str, **args: Any) -> Any:
         """:meth:`call`, then the rest of a paged reply (``ladder``, ``event show``, ``history``):
         its ``next`` sent back until it is null, each page's lists joined to the first's."""
-        data = await self.call(cmd, **args)
+        data = await self._page(cmd, args)
         while isinstance(data, dict) and isinstance(data.get("next"), dict):
-            data = join_pages(data, await self.call(cmd, **data["next"]))
+            data = join_pages(data, await self._page(cmd, data["next"]))
         return data
+
+    async def _page(self, cmd: str, args: dict[str, Any]) -> Any:
+        """One page; when the server asks to wait (its read budget for this address is spent),
+        asked again after the wait it names, a few times at most."""
+        for _ in range(PAGE_RETRIES):
+            try:
+                return await self.call(cmd, **args)
+            except LobbyError as e:
+                wait = (e.reply.get("error") or {}).get("retry_after")
+                if e.code != "rate_limited" or not isinstance(wait, int | float):
+                    raise
+                await asyncio.sleep(min(float(wait), MAX_PAGE_WAIT))
+        return await self.call(cmd, **args)
 
     async def call(self, cmd: str, *, retry: bool = False, **args: Any) -> Any:
         """Send a command and return its ``data``, raising :class:`LobbyError` on a refusal."""
@@ -359,6 +381,15 @@ class LobbyClient:
                 if (event is None or p["event"] == event) and (where is None or where(p)):
                     return p
         return await asyncio.wait_for(find(), timeout)
+
+    async def ladder_updated(self, ladder: str | None = None, timeout: float = 10.0
+                             ) -> LadderUpdated:
+        """The next ``ladder_updated`` push (of ``ladder``): which rows moved, at most a few;
+        :meth:`ladder` fetches the rows to show."""
+        push = await self.next_push("ladder_updated", timeout,
+                                    None if ladder is None
+                                    else lambda p: p["data"]["ladder"] == ladder)
+        return LadderUpdated.from_dict(push["data"])
 
     def drain_pushes(self) -> list[Push]:
         out = []

@@ -209,6 +209,29 @@ class Ladder:
 
 
 @dataclass(frozen=True)
+class LadderUpdated:
+    """A ``ladder_updated`` push: many ratings moved at once. It lists the best-placed
+    ``changed`` rows only (``more`` counts the others); a client showing the ladder fetches
+    the rows it shows again (:meth:`clients.LobbyClient.ladder`)."""
+
+    ladder: str
+    event: int | None
+    total: int
+    changed: list[LadderRow]
+    more: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LadderUpdated:
+        return cls(d["ladder"], d.get("event"), d["total"],
+                   [LadderRow.from_dict(r) for r in d["changed"]], d.get("more", 0))
+
+    @property
+    def moved(self) -> int:
+        """How many players' ratings moved."""
+        return len(self.changed) + self.more
+
+
+@dataclass(frozen=True)
 class HistoryEntry:
     ladder: str
     at: str

@@ -675,6 +675,23 @@ def _rating_changed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
             f"{change_text(d, d['ladder'], ladders)}{_played(d)}.")
 
 
+LISTED_MOVES = 5
+
+
+def _ladder_updated(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    """The best-placed of the players who moved, with their rank and rating now; the rest
+    counted (``ladder LADDER`` shows the table)."""
+    rows = d["changed"]
+    listed = [f"{'you' if viewer.mine(r['player']) else r['player']} "
+              f"{_rating_column(ladders, d['ladder'], r['rating']).text(r['rating'])} "
+              f"(#{r['rank']})" for r in rows[:LISTED_MOVES]]
+    more = len(rows) - len(listed) + int(d.get("more") or 0)
+    moved = ", ".join(listed) + (f" and {more} more" if more else "")
+    why = f" after event {d['event']}" if d.get("event") is not None else ""
+    return (f"Ladder {d['ladder']} updated{why} ({_count(int(d['total']), 'player')})"
+            + (f": {moved}." if moved else "."))
+
+
 def _claim_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
     return (f"{d['by']} claims a win in match {d['match']}{_scores(d.get('scores'))}. "
             f"Type 'confirm {d['match']}' or 'dispute {d['match']}'.")
@@ -712,8 +729,7 @@ PUSHES: dict[str, Renderer] = {
     "match_finished": match_finished,
     "match_corrected": _corrected_pushed,
     "rating_changed": _rating_changed,
-    "ladder_updated": lambda d, ladders, viewer: (
-        f"Ladder {d['ladder']} updated ({_count(len(d['players']), 'player')})."),
+    "ladder_updated": _ladder_updated,
     "presence": lambda d, ladders, viewer: presence(d, viewer),
     "logged_out": lambda d, ladders, viewer: str(d["reason"]),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",

@@ -76,6 +76,9 @@ class Limits:
     idle_timeout: float = 3600.0
     outgoing_queue: int = 1024
     outgoing_bytes: int = 1024 * 1024
+    # Each connection's kernel send buffer (SO_SNDBUF; 0: the kernel's own, growing to
+    # net.ipv4.tcp_wmem's maximum, ~3 MB queued for a peer that does not read).
+    send_buffer: int = 64 * 1024
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     login_free_failures: int = 5
@@ -93,6 +96,10 @@ class Limits:
     invitations_per_minute: int = 10  # sent by one player, to anyone
     invitations_per_pair_per_minute: int = 3  # from one player to the same player
     invitations_received_per_minute: int = 20  # to one player, from anyone
+    # What one address (an IPv6 /64) may have read, over all its connections: units of about
+    # one small read (server/lobby/reads.py); 0: no limit.
+    read_units_per_second: float = 100.0
+    read_units_burst: float = 600.0
     origins: tuple[str, ...] = ()
 
 

@@ -35,12 +35,17 @@ class Call:
     args: dict[str, Any]
     key: RequestKey | None = None
     pushes: Pushes = field(default_factory=Pushes)
+    read: int = 0  # rows read beyond those in the reply (the asker's read budget pays for them)
 
     @property
     def me(self) -> Player:
         if self.session.player is None:
             raise fail("not_logged_in", "Log in first.")
         return self.session.player
+
+    def charge(self, rows: int) -> None:
+        """This request read ``rows`` rows that its reply does not hold (a sum over many)."""
+        self.read += max(0, rows)
 
     def push(self, targets: Iterable[Session | None], message: Message) -> None:
         """Send ``message`` to ``targets`` after this command's reply."""

@@ -14,9 +14,10 @@ from server.accounts import PasswordHasher
 from server.api import DomainEvent, LadderConfig, LobbyPlugin, Publisher
 from server.commands import COMMANDS, CommandTable
 from server.config import Config
-from server.limits import LoginRate, LoginThrottle, RegistrationLimit
+from server.limits import LoginRate, LoginThrottle, ReadBudget, RegistrationLimit
 from server.lobby.account_watch import AccountWatch
 from server.lobby.call import fail
+from server.lobby.event_views import EventListing, EventStandings
 from server.lobby.invitation_limit import InvitationLimit
 from server.lobby.invitations import Invitations
 from server.lobby.presence import Presence
@@ -71,6 +72,8 @@ class Lobby:
                                                 config.limits.invitations_per_pair_per_minute,
                                                 config.limits.invitations_received_per_minute)
         self.requests = StoredReplies()
+        self.standings = EventStandings()
+        self.listing = EventListing()
         lim = config.limits
         self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
                                      lim.password_hash_queue)
@@ -81,6 +84,7 @@ class Lobby:
         self.registrations = RegistrationLimit(lim.registrations_per_hour)
         self.login_rate = LoginRate(lim.account_logins_per_minute, lim.address_logins_per_minute)
         self.account_watch = AccountWatch(self)
+        self.reads = ReadBudget(lim.read_units_per_second, lim.read_units_burst)
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started

@@ -99,3 +99,6 @@ async def corrected(tx: WriteTx, match_id: int, kind: str, old: tuple[str, str |
                          (match_id,))
     await tx.execute("UPDATE matches SET status = ?, winner = ? WHERE id = ?",
                      (new[0], new[1], match_id))
+    # an event's game: the event's results changed (server/store/events.py)
+    await tx.execute("UPDATE events SET version = version + 1 WHERE id = "
+                     "(SELECT event_id FROM matches WHERE id = ?)", (match_id,))

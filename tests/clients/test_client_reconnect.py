@@ -106,7 +106,8 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     await admin.call("event close", event=event["id"])
     updated = await alice.next_push("ladder_updated")
     assert (updated["data"]["ladder"], updated["data"]["event"]) == ("scrabble", event["id"])
-    assert [r["player"] for r in updated["data"]["players"]] == ["bob", "carol"]
+    assert [r["player"] for r in updated["data"]["changed"]] == ["bob", "carol"]
+    assert (updated["data"]["total"], updated["data"]["more"]) == (2, 0)
     # and alice can play: she is a player again, not a spectator
     await alice.call("invite", name="bob", ladder="backgammon")
     assert (await bob.next_push("invited"))["data"]["from"] == "alice"

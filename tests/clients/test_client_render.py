@@ -320,6 +320,7 @@ def test_ladders_events_and_an_event() -> None:
     ]
 
 
+ROW = {"rank": 1, "of": 6, "player": "amy", "rating": 1000, "games": 1, "active": True}
 FINISHED = {"match": 17, "ladder": "backgammon", "length": 5, "winner": "alice",
             "loser": "bob", "how": "resign", "rated": True, "changes": [
                 {"player": "alice", "before": 1500.0, "after": 1522.136, "change": 22.136},
@@ -414,9 +415,15 @@ def test_errors_and_odd_replies() -> None:
     ({"event": "result_claimed", "data": {"match": 4, "by": "bob", "scores": [5, 2],
                                           "status": "claimed"}},
      "** bob claims a win in match 4 (5 to 2). Type 'confirm 4' or 'dispute 4'."),
-    ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3,
-                                          "players": [{}, {}]}},
-     "** Ladder scrabble updated (2 players)."),
+    ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3, "total": 6, "more": 0,
+                                          "changed": [ROW | {"player": "amy", "rank": 1},
+                                                      ROW | {"player": "bob", "rank": 3}]}},
+     "** Ladder scrabble updated after event 3 (6 players): amy 1000 (#1), bob 1000 (#3)."),
+    ({"event": "ladder_updated", "data": {
+        "ladder": "backgammon", "event": None, "total": 900, "more": 14,
+        "changed": [ROW | {"player": f"p{i}", "rank": i, "rating": 1500.5} for i in range(1, 7)]}},
+     "** Ladder backgammon updated (900 players): p1 1500.50 (#1), p2 1500.50 (#2), "
+     "p3 1500.50 (#3), p4 1500.50 (#4), p5 1500.50 (#5) and 15 more."),
     ({"event": "presence", "data": {"players": [{"player": "bob", "status": "ready"}]}},
      "** bob is online, free to play."),
     ({"event": "presence", "data": {"players": [{"player": "bob", "status": "offline"},

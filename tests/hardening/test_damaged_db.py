@@ -363,8 +363,8 @@ async def test_a_page_damaged_under_the_server_stops_every_write(damaged_later: 
 async def test_a_full_disk_stops_every_write(db_path: Path, tmp_path: Path) -> None:
     """A file-size limit on the server process: the WAL cannot grow, the disk is "full"."""
     config = tmp_path / "matchlobby.toml"
-    # the same two players invite each other until the disk is full: the limits lifted
-    config.write_text(FAST_CONFIG + "[limits]\n" + "".join(
+    # The same two players invite each other hundreds of times a minute.
+    config.write_text(FAST_CONFIG + "\n[limits]\n" + "".join(
         f"{key} = {value}\n" for key, value in PLAY_FREELY.items()), encoding="utf-8")
     limit = db_path.stat().st_size + 256 * 1024
     server = ServerProcess(db_path, config).start()

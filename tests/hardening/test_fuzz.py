@@ -49,7 +49,7 @@ REPLY_TIMEOUT = 10.0  # no reply within this is a hang, not slowness
 FUZZ_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, strikes=1_000_000,
                      login_free_failures=1_000_000_000, login_address_failures=1_000_000_000,
                      login_account_failures=1_000_000_000, connections_per_address=1000,
-                     **PLAY_FREELY)
+                     read_units_per_second=0, **PLAY_FREELY)
 # Besides the read-only ones, the commands that write nothing to the database even when
 # they succeed: a batch in which no other command succeeded must leave it untouched.
 IN_MEMORY = frozenset({"watch", "unwatch", "invite", "uninvite", "decline"})

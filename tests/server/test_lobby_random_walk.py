@@ -42,8 +42,10 @@ REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok
            ("event close", "ok"), ("event result", "ok"), ("event import", "ok"))
 CROWDS = (PLAYERS, ("erin", "fred", "gina", "hugo"), ("ivan", "jane", "kurt", "lara"))
 DROP_TIMEOUT = 0.2  # seconds a dropped player's opponent waits before a claim
-# The walk sends as fast as replies come back, which the per-connection rate limit refuses.
-WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, **PLAY_FREELY)
+# The walk sends as fast as replies come back, which the per-connection rate limit (and every
+# player's reads from one address, the read budget) refuses.
+WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, read_units_per_second=0,
+                     **PLAY_FREELY)
 
 
 class Walk:

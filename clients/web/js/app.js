@@ -1035,15 +1035,13 @@ lobby.on("rating_changed", (data) => {
   if (state.profile && state.profile === data.player) soon("profile", () => openProfile(state.profile, { focus: false }), 120);
   soon("who-ratings", loadWho, 200);
 });
+// Many ratings moved at once (a close, a correction, an import): the push says which, a few
+// at most, and the table asks again for the rows it shows.
 lobby.on("ladder_updated", (data) => {
   if (data.event) soon("browse", loadBrowse, 0); // an event closed: browse it
-  const ladder = state.ladders.get(data.ladder);
-  if (!ladder || !ladder.rows) return;
-  clearTimeout(timers.get(`ladder:${data.ladder}`));
-  renderLadder(ladder, data.players);
-  if (state.profile && data.players.some((r) => r.player === state.profile)) {
-    soon("profile", () => openProfile(state.profile, { focus: false }), 120);
-  }
+  if (state.ladders.get(data.ladder)?.rows) soon(`ladder:${data.ladder}`, () => loadLadder(data.ladder), 0);
+  if (state.profile) soon("profile", () => openProfile(state.profile, { focus: false }), 120);
+  soon("who-ratings", loadWho, 200);
 });
 
 $("ladder-filter").addEventListener("change", () => act(watchShown));

@@ -202,6 +202,10 @@ class PgDatabase(Hooks):
         """A small indexed lookup (on SQLite read on the loop's thread; here from the pool)."""
         return await self.committed.fetchone(sql, params)
 
+    async def fetchall_soon(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """A small indexed read (on SQLite read on the loop's thread; here from the pool)."""
+        return await self.committed.fetchall(sql, params)
+
     # ---- the writer -----------------------------------------------------------------------
 
     async def _run(self) -> None:

@@ -1,15 +1,16 @@
 """The test's side of a conversation with a server: a client that keeps its replies, a match
 started and played, a refusal expected, a round trip that settles the pushes, a client that
-has given up, a request held in flight."""
+has given up, a request held in flight, a ``ladder_updated`` checked against the ladder."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from clients import LobbyClient, LobbyError
 from clients.lobby_client import Disconnected, Push
+from ratings_plugin.plugin import CHANGED_ROWS
 from testkit.constants import LIVENESS
 
 REQUEST_TIMEOUT = 10.0
@@ -162,3 +163,18 @@ async def until_offline(c: LobbyClient, name: str) -> None:
         return not (await c.call("whois", name=name))["online"]
 
     await wait_until(gone, what=f"{name} offline")
+
+
+def check_ladder_update(update: dict[str, Any], table: dict[str, Any],
+                        changed: Iterable[str]) -> None:
+    """A ``ladder_updated``'s data against the ladder read after it (``ladder --all``, every
+    row in one page) and the players whose ratings it changed: the ladder's size, the rows of
+    the best-placed of them as the ladder shows them, and how many others moved."""
+    moved = set(changed)
+    assert len(table["players"]) == table["total"], "read the whole ladder"
+    rows = [r for r in table["players"] if r["player"] in moved]
+    assert rows, "nothing moved"
+    assert update["ladder"] == table["ladder"]
+    assert update["total"] == table["total"]
+    assert update["changed"] == rows[:CHANGED_ROWS]
+    assert update["more"] == len(rows) - len(update["changed"])

@@ -50,5 +50,5 @@ def open_config(drop_timeout: float | None = None) -> str:
     server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
     return (server + FAST_CONFIG + "\n"
             "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
-            "connections_per_address = 100000\n"
+            "connections_per_address = 100000\nread_units_per_second = 0\n"
             + "".join(f"{key} = {value}\n" for key, value in PLAY_FREELY.items()))
