@@ -18,6 +18,8 @@ from testkit.fibs import fibs_changes
 from testkit.server_loop import LobbyServer
 from testkit.terminal import Terminal, screen_text
 
+from server import PROTOCOL_VERSION
+
 MENU_ENTRY = re.compile(r" {4,}[a-z]+")
 
 
@@ -37,7 +39,7 @@ async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, 
     term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
                                 terminal_env(tmp_path))
     try:
-        await term.expect(r"Connected to matchlobby \S+ \(protocol 1\)\.\n")
+        await term.expect(rf"Connected to matchlobby \S+ \(protocol {PROTOCOL_VERSION}\)\.\n")
         await term.expect(r"matchlobby>")
         term.type(f"register alice {PASSWORD}\r")
         await term.expect(r"Welcome, alice: your account is made and you are logged in\.\n")
