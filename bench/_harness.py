@@ -139,7 +139,8 @@ def config_text(connections: int, cost_n: int = 16) -> str:
     """The lobby's config for a bench: per-address and per-connection limits lifted.
 
     Every client connects from 127.0.0.1, which the default cap of 64 connections
-    per address would refuse; the message rate is lifted too (logins, syncs).
+    per address would refuse; the message rate and the logins per address are lifted too
+    (logins, syncs).
     Everything else (idle timeout, ping, outgoing queue, size) keeps its default.
     """
     return (
@@ -151,6 +152,7 @@ def config_text(connections: int, cost_n: int = 16) -> str:
         "messages_per_second = 1000000.0\nburst = 1000000\n"
         "# logins in flight count against the address's budget until they succeed\n"
         f"login_address_failures = {connections + 64}\n"
+        "address_logins_per_minute = 0   # every client logs in from here\n"
     )
 
 
@@ -661,7 +663,7 @@ class ClientSide:
         sem = asyncio.Semaphore(concurrency)
         names = [group] if group is not None else list(self.groups)
         # Last connected first: spectators before logged-in players, whose sign-outs push
-        # player_offline to every session still there.
+        # presence to every session still there that listed `who`.
         conns = [c for g in names for c in reversed(self.groups.pop(g, []))]
 
         async def one(c: Conn) -> None:

@@ -13,12 +13,12 @@
 
 2. Fan-out. An admin closes a ČAS (scrabble) event with ``--games`` (6) games;
    the time runs from just before ``event close`` is sent to the moment the
-   last of the watchers has the ``ladder_updated`` push (which carries the
-   whole scrabble ladder, ``--ladder-players`` (200) rows, after the
-   ``rating_changed`` pushes of the event's players, which watchers get too).
-   Done ``--closes`` (3) times, one event each.
+   last of the watchers has the ``ladder_updated`` push (the one push a close
+   sends watchers: the best-placed 20 rows of those it moved on the
+   ``--ladder-players`` (200) player ladder). Done ``--closes`` (3) times, one
+   event each.
 
-All 10,000 log in. Logins push ``player_online`` only to the sessions that
+All 10,000 log in. Logins push ``presence`` only to the sessions that
 have listed ``who`` and to a live match's opponent (none here); when every
 login went to every session, 10,000 logins meant 50 million pushes, about half
 an hour of server CPU, and only 1,000 clients logged in. ``--logged-in N``
@@ -172,7 +172,7 @@ async def lobby_phase(args: argparse.Namespace, tmp: Path, names: list[str],
                      f"{len(ladder_players)} players; "
                      + "; ".join(f"{label} in {s:.1f} s" for label, s in steps)
                      + f"; the logins cost the server {login_cpu:.1f} s of CPU and made "
-                     f"{pushes} pushes reach the clients (player_online, hello)")
+                     f"{pushes} pushes reach the clients (presence, hello)")
 
         closes = []
         frames: list[str] = []

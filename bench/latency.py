@@ -25,9 +25,9 @@ closed. So ``whois`` and ``rating`` return one or two ladder rows and
 The clients are light raw ``websockets`` clients (``bench/_harness.py``:
 a connection and a reader task each; no ``LobbyClient``), the same code
 against both servers, in ``--workers`` client processes (default 1). Each
-client logs in as soon as it is connected; every login pushes
-``player_online`` to every session already connected, so logging 1,000 in
-makes the lobby send ~500,000 pushes, which the setup line reports.
+client logs in as soon as it is connected; a login pushes ``presence`` to
+the sessions that listed ``who`` (at most one push a second each), which the
+setup line reports.
 
 Run from the repository root:  .venv/bin/python bench/latency.py
 """

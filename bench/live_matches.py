@@ -86,7 +86,9 @@ def config_text(pairs: int) -> str:
     if limits is not None:
         known = {f.name for f in dataclasses.fields(Config().limits)}
         wanted = {"connections_per_address": 2 * pairs + 8, "messages_per_second": 1e6,
-                  "burst": 1_000_000, "registrations_per_hour": 0}
+                  "burst": 1_000_000, "registrations_per_hour": 0, "invitations_per_minute": 0,
+                  "invitations_per_pair_per_minute": 0, "invitations_received_per_minute": 0,
+                  "address_logins_per_minute": 0}
         lines = [f"{k} = {v!r}" for k, v in wanted.items() if k in known]
         text += "\n[limits]   # one address, flat out\n" + "\n".join(lines) + "\n"
     return text

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from clients.models import PresenceChange
+
 PLAYER_ARGS = frozenset({"NAME", "WINNER", "SIDE_A", "SIDE_B"})
 
 
@@ -48,11 +50,13 @@ class Names:
         self.usages = {c["command"]: c["usage"] for c in help_listing["commands"]}
 
     def update(self, push: dict[str, Any]) -> None:
-        data = push.get("data") or {}
-        if push.get("event") == "player_online":
-            self.players.add(data.get("player", ""))
-        elif push.get("event") == "player_offline":
-            self.players.discard(data.get("player", ""))
+        if push.get("event") != "presence":
+            return
+        for change in PresenceChange.list_from(push.get("data") or {}):
+            if change.online:
+                self.players.add(change.player)
+            else:
+                self.players.discard(change.player)
 
     def _words(self, group: str | None) -> list[str]:
         """The first words of the commands, or the sub-commands of ``group``."""

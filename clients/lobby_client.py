@@ -5,10 +5,15 @@ id; pushes arrive on an async iterator (:meth:`LobbyClient.pushes`) or through
 callbacks (:meth:`LobbyClient.on`). When the connection drops it reconnects
 with exponential back-off, logs in again (``resume`` with the session token of
 its login, else the password), re-watches its ladders and lists ``who`` again
-if it had (the server sends presence pushes to who has).
+if it had (the server sends presence pushes to who has). A ``logged_out`` push
+(a new password or role, a logout everywhere, a newer login elsewhere) makes it
+forget the token and the password: it does not log in again by itself.
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
+A watched ladder's ``ladder_updated`` push names a few of the rows that moved
+(:class:`clients.models.LadderUpdated`), whatever the ladder's size: fetch the
+rows you show with :meth:`LobbyClient.ladder`.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import itertools
 import json
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -31,6 +37,7 @@ from clients.models import (
     Invited,
     Ladder,
     LadderInfo,
+    LadderUpdated,
     LoggedIn,
     MatchFinished,
     Ratings,
@@ -41,9 +48,15 @@ from clients.models import (
 
 log = logging.getLogger(__name__)
 Push = dict[str, Any]
+RESTORE_ATTEMPTS = 5  # logins tried after a reconnect while refused for too many logins
 REPLACED = 4000
 """Close code of a connection replaced by a newer login of the same account: never reconnect
 (logging in again would replace the newer connection in turn, and the two would take turns)."""
+PAGE_RETRIES = 5
+MAX_PAGE_WAIT = 10.0
+"""A page the server refused for now (``rate_limited`` with ``retry_after``: its reads from
+this address are over their budget) is asked again after the wait, up to PAGE_RETRIES
+times, each wait at most MAX_PAGE_WAIT seconds."""
 
 
 class LobbyError(Exception):
@@ -179,15 +192,7 @@ class LobbyClient:
         `who` again (for presence) and describe the ladders again (if it had) after a
         reconnect."""
         try:
-            if self.session is not None:
-                try:
-                    await self.call("resume", token=self.session.token)
-                except LobbyError as e:
-                    if e.code != "forbidden" or self.credentials is None:
-                        raise
-                    self.session = None
-            if self.session is None and self.credentials is not None:
-                await self.login(*self.credentials)
+            await self._log_in_again()
             for ladder in sorted(self.watching):
                 await self.call("watch", ladder=ladder)
             if self.listed_who:
@@ -196,6 +201,28 @@ class LobbyClient:
                 await self.call("ladders")  # the server may have restarted with other ladders
         except (LobbyError, Disconnected) as e:
             log.warning("could not restore the session: %s", e)
+
+    async def _log_in_again(self) -> None:
+        """``resume`` with the token, else ``login`` with the password; refused for too many
+        logins (a crowd behind one address coming back at once), tried again a little later."""
+        for attempt in range(RESTORE_ATTEMPTS):
+            try:
+                if self.session is not None:
+                    try:
+                        await self.call("resume", token=self.session.token)
+                        return
+                    except LobbyError as e:
+                        if e.code != "forbidden" or self.credentials is None:
+                            raise
+                        self.session = None
+                if self.credentials is not None:
+                    await self.login(*self.credentials)
+                return
+            except LobbyError as e:
+                if e.code != "rate_limited" or attempt + 1 == RESTORE_ATTEMPTS:
+                    raise
+                wait = re.search(r"try again in (\d+) s", e.message)
+                await asyncio.sleep(min(float(wait.group(1)) if wait else 5.0, 60.0))
 
     def _fail_pending(self, exc: Exception) -> None:
         for fut in list(self._pending.values()) + self._lines:
@@ -226,6 +253,10 @@ class LobbyClient:
         self.ladder_info = described
 
     def _deliver(self, message: Push) -> None:
+        if message["event"] == "logged_out":
+            # the account's password or role changed, it logged out everywhere, or another
+            # connection took over: logging in again by itself would undo what was meant
+            self.credentials = self.session = self.player = None
         self._pushes.put_nowait(message)
         for cb in self._callbacks.get(message["event"], []) + self._callbacks.get("*", []):
             try:
@@ -304,10 +335,23 @@ class LobbyClient:
     async def call_all(self, cmd: str, **args: Any) -> Any:
         """:meth:`call`, then the rest of a paged reply (``ladder``, ``event show``, ``history``):
         its ``next`` sent back until it is null, each page's lists joined to the first's."""
-        data = await self.call(cmd, **args)
+        data = await self._page(cmd, args)
         while isinstance(data, dict) and isinstance(data.get("next"), dict):
-            data = join_pages(data, await self.call(cmd, **data["next"]))
+            data = join_pages(data, await self._page(cmd, data["next"]))
         return data
+
+    async def _page(self, cmd: str, args: dict[str, Any]) -> Any:
+        """One page; when the server asks to wait (its read budget for this address is spent),
+        asked again after the wait it names, a few times at most."""
+        for _ in range(PAGE_RETRIES):
+            try:
+                return await self.call(cmd, **args)
+            except LobbyError as e:
+                wait = (e.reply.get("error") or {}).get("retry_after")
+                if e.code != "rate_limited" or not isinstance(wait, int | float):
+                    raise
+                await asyncio.sleep(min(float(wait), MAX_PAGE_WAIT))
+        return await self.call(cmd, **args)
 
     async def call(self, cmd: str, *, retry: bool = False, **args: Any) -> Any:
         """Send a command and return its ``data``, raising :class:`LobbyError` on a refusal."""
@@ -337,6 +381,15 @@ class LobbyClient:
                 if (event is None or p["event"] == event) and (where is None or where(p)):
                     return p
         return await asyncio.wait_for(find(), timeout)
+
+    async def ladder_updated(self, ladder: str | None = None, timeout: float = 10.0
+                             ) -> LadderUpdated:
+        """The next ``ladder_updated`` push (of ``ladder``): which rows moved, at most a few;
+        :meth:`ladder` fetches the rows to show."""
+        push = await self.next_push("ladder_updated", timeout,
+                                    None if ladder is None
+                                    else lambda p: p["data"]["ladder"] == ladder)
+        return LadderUpdated.from_dict(push["data"])
 
     def drain_pushes(self) -> list[Push]:
         out = []
@@ -372,11 +425,16 @@ class LobbyClient:
             self.player = data["player"]
             self.session = Session.maybe(data.get("session"))
 
-    async def logout(self) -> Any:
+    async def logout(self, everywhere: bool = False, others: bool = False) -> Any:
+        """Log out (ending this login's session token); ``everywhere``: every session of the
+        account on every connection (``--all``); ``others``: every one but this login's, which
+        stays (``--others``)."""
+        if others:
+            return await self.call("logout", others=True)
         self.credentials = None
         self.session = None
         self.player = None
-        return await self.call("logout")
+        return await self.call("logout", all=True if everywhere else None)
 
     async def watch(self, ladder: str) -> Any:
         data = await self.call("watch", ladder=ladder)

@@ -209,6 +209,29 @@ class Ladder:
 
 
 @dataclass(frozen=True)
+class LadderUpdated:
+    """A ``ladder_updated`` push: many ratings moved at once. It lists the best-placed
+    ``changed`` rows only (``more`` counts the others); a client showing the ladder fetches
+    the rows it shows again (:meth:`clients.LobbyClient.ladder`)."""
+
+    ladder: str
+    event: int | None
+    total: int
+    changed: list[LadderRow]
+    more: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LadderUpdated:
+        return cls(d["ladder"], d.get("event"), d["total"],
+                   [LadderRow.from_dict(r) for r in d["changed"]], d.get("more", 0))
+
+    @property
+    def moved(self) -> int:
+        """How many players' ratings moved."""
+        return len(self.changed) + self.more
+
+
+@dataclass(frozen=True)
 class HistoryEntry:
     ladder: str
     at: str
@@ -370,8 +393,28 @@ class LoggedIn:
     role: str
     match: dict[str, Any] | None
     session: Session | None
+    other_sessions: int = 0  # after ``login``: the account's other sessions still open
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LoggedIn:
         return cls(d["player"], d.get("role", "player"), d.get("match"),
-                   Session.maybe(d.get("session")))
+                   Session.maybe(d.get("session")), int(d.get("other_sessions") or 0))
+
+
+@dataclass(frozen=True)
+class PresenceChange:
+    """One entry of the ``presence`` push: a player's status now (``ready``, ``playing`` or
+    ``offline``)."""
+
+    player: str
+    status: str
+
+    @property
+    def online(self) -> bool:
+        return self.status != "offline"
+
+    @classmethod
+    def list_from(cls, d: Mapping[str, Any]) -> list[PresenceChange]:
+        """The entries of a ``presence`` push's data."""
+        return [cls(str(e["player"]), str(e["status"])) for e in d.get("players") or ()
+                if isinstance(e, Mapping) and "player" in e and "status" in e]

@@ -443,6 +443,10 @@ def logged_in(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewe
     if isinstance(data.get("match"), dict):
         lines.append(_with_stake(match_line(data["match"], "You are in match"),
                                  data["match"].get("stake"), ladders))
+    others = data.get("other_sessions")
+    if isinstance(others, int) and others > 0:
+        lines.append(f"You have {_count(others, 'other session')} open (other devices or "
+                     "browsers); 'logout --others' ends them.")
     return "\n".join(lines)
 
 
@@ -458,8 +462,23 @@ def resumed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
 
 def logged_out(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                viewer: Viewer = NOBODY) -> str:
+    if "ended" in data:  # --all or --others
+        ended = _count(data["ended"], "session")
+        if data.get("logged_in"):
+            return f"Ended your other sessions ({ended}); you stay logged in here."
+        return f"Logged out of {data['player']} everywhere ({ended} ended)."
     ended = " This login's session has ended." if data.get("revoked") else ""
     return f"Logged out of {data['player']}.{ended}"
+
+
+PRESENCE_WORDS = {"offline": "left", "playing": "is playing a match",
+                  "ready": "is online, free to play"}
+
+
+def presence(data: dict[str, Any], viewer: Viewer = NOBODY) -> str:
+    """The ``presence`` push: who came, went, started or ended a match (not the reader)."""
+    return " ".join(f"{e['player']} {PRESENCE_WORDS.get(e['status'], e['status'])}."
+                    for e in data["players"] if not viewer.mine(e["player"]))
 
 
 def watching(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
@@ -656,6 +675,23 @@ def _rating_changed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
             f"{change_text(d, d['ladder'], ladders)}{_played(d)}.")
 
 
+LISTED_MOVES = 5
+
+
+def _ladder_updated(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
+    """The best-placed of the players who moved, with their rank and rating now; the rest
+    counted (``ladder LADDER`` shows the table)."""
+    rows = d["changed"]
+    listed = [f"{'you' if viewer.mine(r['player']) else r['player']} "
+              f"{_rating_column(ladders, d['ladder'], r['rating']).text(r['rating'])} "
+              f"(#{r['rank']})" for r in rows[:LISTED_MOVES]]
+    more = len(rows) - len(listed) + int(d.get("more") or 0)
+    moved = ", ".join(listed) + (f" and {more} more" if more else "")
+    why = f" after event {d['event']}" if d.get("event") is not None else ""
+    return (f"Ladder {d['ladder']} updated{why} ({_count(int(d['total']), 'player')})"
+            + (f": {moved}." if moved else "."))
+
+
 def _claim_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
     return (f"{d['by']} claims a win in match {d['match']}{_scores(d.get('scores'))}. "
             f"Type 'confirm {d['match']}' or 'dispute {d['match']}'.")
@@ -693,13 +729,8 @@ PUSHES: dict[str, Renderer] = {
     "match_finished": match_finished,
     "match_corrected": _corrected_pushed,
     "rating_changed": _rating_changed,
-    "ladder_updated": lambda d, ladders, viewer: (
-        f"Ladder {d['ladder']} updated ({_count(len(d['players']), 'player')})."),
-    "player_online": lambda d, ladders, viewer: f"{d['player']} logged in.",
-    "player_offline": lambda d, ladders, viewer: f"{d['player']} left.",
-    "player_status": lambda d, ladders, viewer: (
-        f"{d['player']} is playing a match." if d.get("status") == "playing"
-        else f"{d['player']} is free to play."),
+    "ladder_updated": _ladder_updated,
+    "presence": lambda d, ladders, viewer: presence(d, viewer),
     "logged_out": lambda d, ladders, viewer: str(d["reason"]),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",

@@ -37,7 +37,7 @@ PIPE_WIDTH = 80
 """The width replies are wrapped to when the output is not a terminal."""
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 LOGINS = {"login", "register", "resume"}
-PRESENCE = {"player_online", "player_offline", "player_status"}
+PRESENCE = "presence"
 REPLACED_TEXT = ("Not reconnecting: that would close your newer login. Type 'login NAME PASSWORD' "
                  "to log in here again (the other connection is then closed), or 'quit'.")
 NOT_CONNECTED_TEXT = ("Not connected: you logged in from another connection. Type "
@@ -182,9 +182,13 @@ class _Session:
             if message.get("event") == "result_disputed" and isinstance(data, dict) and \
                     self.viewer.mine(data.get("by")):
                 return
-            if message.get("event") in PRESENCE and isinstance(data, dict) and \
-                    self.viewer.mine(data.get("player")):
+            if message.get("event") == PRESENCE and isinstance(data, dict) and isinstance(
+                    data.get("players"), list) and all(
+                    isinstance(e, dict) and self.viewer.mine(e.get("player"))
+                    for e in data["players"]):
                 return
+        if message.get("event") == "logged_out":
+            self.me = self.role = None  # the connection carries on as a spectator's (or closes)
         if message.get("event") == "disconnected" and isinstance(data, dict) and \
                 data.get("code") == REPLACED:
             self.replaced = True
@@ -232,7 +236,7 @@ class _Session:
             return
         if reply.get("cmd") in ("login", "register", "resume") and "player" in data:
             self.me, self.role = data["player"], data.get("role")
-        elif reply.get("cmd") == "logout":
+        elif reply.get("cmd") == "logout" and not data.get("logged_in"):
             self.me = self.role = None
 
     async def _rest(self, reply: dict[str, Any]) -> dict[str, Any]:
@@ -316,7 +320,7 @@ def _columns(out: TextIO) -> int:
 async def run_interactive(url: str, as_json: bool = False, bell: bool = True) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.history import InMemoryHistory
     from prompt_toolkit.patch_stdout import patch_stdout
 
     client = _CountingClient(url)
@@ -347,13 +351,11 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     output = _Session(client, as_json, None, width=lambda: shutil.get_terminal_size().columns,
                       bell=bell_wanted(bell))
     client.on("*", output.push)
-    history: Any = InMemoryHistory()
-    path = history_file()
-    if path is None:
+    history: Any = file_history()
+    if history is None:
         print("Command history is kept for this session only: no writable home folder "
               f"for {HISTORY_NAME}.")
-    else:
-        history = FileHistory(str(path))
+        history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(history=history, completer=LobbyCompleter())
     with patch_stdout():
         while True:
@@ -388,16 +390,16 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     return 0
 
 
-def history_file() -> Path | None:
-    """Where the command history is kept, if the home folder lets it be written: prompt_toolkit
-    would otherwise fail at every command it tries to save."""
+def file_history() -> Any:
+    """The command history kept in the home folder (:class:`clients.history.PrivateHistory`),
+    or ``None`` when the folder cannot be written: prompt_toolkit would otherwise fail at every
+    command it tries to save."""
+    from clients.history import PrivateHistory
+
     try:
-        path = Path.home() / HISTORY_NAME
-        with path.open("a", encoding="utf-8"):
-            pass
+        return PrivateHistory(Path.home() / HISTORY_NAME)
     except (OSError, RuntimeError):  # RuntimeError: no home folder can be found
         return None
-    return path
 
 
 def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> None:
@@ -414,7 +416,7 @@ def _remember_login(client: LobbyClient, line: str, reply: dict[str, Any]) -> No
     elif command == "resume" and len(words) == 2:
         client.credentials = None
         client.session = Session(words[1])
-    elif command == "logout":
+    elif command == "logout" and not data.get("logged_in"):
         client.credentials = client.session = None
 
 

@@ -8,7 +8,8 @@ rating before it is durable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -36,6 +37,11 @@ from server.api import (
     Schema,
     Tx,
 )
+
+CHANGED_ROWS = 20
+"""The most rows a ``ladder_updated`` lists: a push stays a few KB whatever the ladder's size
+(every row of 20,000 players would be 2.1 MB to each watcher, most of it queued by the kernel
+for watchers that do not read). Watchers fetch the rows they show with ``ladder``."""
 
 
 @dataclass
@@ -152,10 +158,11 @@ class RatingsPlugin:
 
     def on_commit(self, done: Sequence[tuple[DomainEvent, Any]], publish: Publisher,
                   bulk: bool = False) -> None:
-        """Publish the committed outcomes, then push: each change to its player (and, unless
-        only normalisation moved them, to the ladder's watchers), and for a close or a
-        correction one ``ladder_updated``. Results recorded together (``bulk``: an import)
-        push one net change per player and one ``ladder_updated``."""
+        """Publish the committed outcomes, then push: each change to its player; a single
+        result's changes to the ladder's watchers too; and for what rates many at once (a
+        close, a correction, results recorded together: ``bulk``, an import, one net change
+        per player) one ``ladder_updated`` to the watchers instead, whose size does not grow
+        with the ladder or the event."""
         outcomes = [(e, o) for e, o in done if o is not None]
         for _, outcome in outcomes:
             self._published(outcome)
@@ -172,12 +179,12 @@ class RatingsPlugin:
             closed = isinstance(event, EventClosed)
             event_id = event.unit.event_id if isinstance(event, EventClosed) else None
             for change in outcome.changes:
-                played = closed and change.player in outcome.players
                 publish.push("rating_changed",
                              closed_change(change, outcome) if closed
                              else change.as_dict(outcome.ladder),
-                             players=[change.player], watchers=outcome.ladder if played else None)
-            self._push_ladder(publish, outcome.ladder, event_id)
+                             players=[change.player])
+            self._push_ladder(publish, outcome.ladder, event_id,
+                              [c.player for c in outcome.changes])
 
     def _push_bulk(self, outcomes: Sequence[tuple[DomainEvent, Outcome]],
                    publish: Publisher) -> None:
@@ -201,12 +208,17 @@ class RatingsPlugin:
                 "cause": {"event": event_id} if event_id is not None else change.cause},
                 players=[player])
         if last:
-            self._push_ladder(publish, ladder, event_id)
+            self._push_ladder(publish, ladder, event_id, list(last))
 
-    def _push_ladder(self, publish: Publisher, ladder: str, event_id: int | None) -> None:
+    def _push_ladder(self, publish: Publisher, ladder: str, event_id: int | None,
+                     changed: Collection[str]) -> None:
         def ladder_updated() -> dict[str, Any]:  # built after the reply has gone out
-            return {"ladder": ladder, "event": event_id,
-                    "players": self.rows(ladder, today())}
+            as_of = today()
+            rows = [r for p in changed if (r := self.row_of(ladder, p, as_of)) is not None]
+            best = heapq.nsmallest(CHANGED_ROWS, rows,
+                                   key=lambda r: (r["rank"], r["player"].casefold()))
+            return {"ladder": ladder, "event": event_id, "total": len(self.rows(ladder, as_of)),
+                    "changed": best, "more": len(rows) - len(best)}
 
         publish.push("ladder_updated", ladder_updated, watchers=ladder)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from server.config import Config
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
+from server.net.descriptors import raise_open_file_limit
 from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.store import Database
@@ -38,6 +39,7 @@ class RunningServer:
     async def stop(self) -> None:
         """Close connections, then let the writer finish every queued job and close the file."""
         await self.transport.close()
+        await self.lobby.stop()
         await self.db.close()
 
 
@@ -54,12 +56,15 @@ async def start_server(config: Config, host: str | None = None, port: int | None
         await check_database(config.database, quick_check=config.startup_check == "quick")
     db = lobby_database(config.database, config.commit_batch,
                         [plugin.schema for plugin in plugins])
+    lobby: Lobby | None = None
     try:
         await db.open()
         lobby = Lobby(config, db, plugins)
         await lobby.start()
     except BaseException as e:  # what the check cannot see, found while loading
         fault = db.fault
+        if lobby is not None:
+            await lobby.stop()
         await db.close()
         if isinstance(e, sqlite3.Error):
             raise problem(config.database, e, "loading it") from None
@@ -76,6 +81,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                               config.compression)
         await transport.start(host or config.host, config.port if port is None else port)
     except BaseException:
+        await lobby.stop()
         await db.close()
         raise
     return RunningServer(config, db, lobby, transport)
@@ -99,6 +105,9 @@ class CannotListen(Exception):
 
 async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> int:
     """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving)."""
+    before, after = raise_open_file_limit()
+    if after > before:
+        log.info("open-file limit raised from %d to %d", before, after)
     try:
         server = await start_server(config, host, port)
     except OSError as e:

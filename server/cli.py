@@ -250,8 +250,10 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
     """``serve``, ``migrate`` or ``user add``: a database it cannot use raises
     ``DatabaseProblem``."""
     if args.command == "serve":
+        from server import logfilter
         from server.app import CannotListen, serve_forever
 
+        logfilter.install()  # what clients make the server log, they can make it log often
         try:
             return asyncio.run(serve_forever(config, args.host, args.port))
         except CannotListen as e:

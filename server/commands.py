@@ -32,10 +32,11 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("resume", ANYONE, "Log in again with the session token a login gave, without the "
                              "password (until it expires or you log out).",
            Arg("token", "text")),
-        _c("logout", PLAYER, "Log out and end this login's session token; the connection "
-                             "stays open as a spectator."),
+        _c("logout", PLAYER, "Log out, ending this login's session (--all: all of yours; "
+                             "--others: all but this one).",
+           flags=(Flag("all"), Flag("others"))),
         _c("who", ANYONE, "Online players with their status and ratings; from then on, "
-                          "player_online and player_offline pushes tell who comes and goes.",
+                          "presence pushes tell who comes and goes.",
            read_only=True),
         _c("whois", ANYONE, "A player's profile: status, every ladder's rating, matches.",
            Arg("name", "name"), read_only=True),

@@ -72,9 +72,13 @@ class Limits:
     burst: int = 60
     strikes: int = 20
     connections_per_address: int = 64
+    max_connections: int = 0  # 0: as many as the open-file limit leaves room for
     idle_timeout: float = 3600.0
     outgoing_queue: int = 1024
     outgoing_bytes: int = 1024 * 1024
+    # Each connection's kernel send buffer (SO_SNDBUF; 0: the kernel's own, growing to
+    # net.ipv4.tcp_wmem's maximum, ~3 MB queued for a peer that does not read).
+    send_buffer: int = 64 * 1024
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     login_free_failures: int = 5
@@ -82,8 +86,20 @@ class Limits:
     login_account_failures: int = 100
     login_max_delay: float = 300.0
     registrations_per_hour: int = 10
+    # Successful logins and resumes a minute, per account and per address (0: no limit).
+    account_logins_per_minute: int = 20
+    address_logins_per_minute: int = 60
+    sessions_per_account: int = 20  # session tokens kept per account, the oldest ended first
+    presence_interval: float = 1.0  # seconds between two presence pushes to a connection
     password_hash_slots: int = 2
     password_hash_queue: int = 64
+    invitations_per_minute: int = 10  # sent by one player, to anyone
+    invitations_per_pair_per_minute: int = 3  # from one player to the same player
+    invitations_received_per_minute: int = 20  # to one player, from anyone
+    # What one address (an IPv6 /64) may have read, over all its connections: units of about
+    # one small read (server/lobby/reads.py); 0: no limit.
+    read_units_per_second: float = 100.0
+    read_units_burst: float = 600.0
     origins: tuple[str, ...] = ()
 
 

@@ -271,3 +271,132 @@ class RegistrationLimit:
         if len(self._buckets) >= MAX_RECORDS:  # still full: keep the most recently used half
             newest = sorted(self._buckets.items(), key=lambda kv: kv[1].stamp)[MAX_RECORDS // 2:]
             self._buckets = dict(newest)
+
+
+class ReadBudget:
+    """What one address may have the server read, in units: ``per_second`` of them a second,
+    up to ``burst`` saved up, shared by all its connections (:func:`client_key`); 0 a second
+    means no limit.
+
+    A read's cost (:func:`read_cost`) is known once it has run, so it is paid then: the
+    budget may go into debt by that one read, and the address's reads are refused until the
+    debt is paid back. So a stranger's flood of costly reads costs the server at most
+    ``per_second`` units a second, however many connections it spreads them over.
+    """
+
+    def __init__(self, per_second: float, burst: float) -> None:
+        self.per_second = per_second
+        self.burst = max(burst, 1.0)
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def wait(self, address: str, now: float | None = None) -> float:
+        """Seconds until ``address`` may read again (0: now)."""
+        if self.per_second <= 0:
+            return 0.0
+        bucket = self._buckets.get(client_key(address))
+        if bucket is None:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens = min(bucket.capacity, bucket.tokens + (now - bucket.stamp) * bucket.rate)
+        return 0.0 if tokens > 0 else (1e-3 - tokens) / bucket.rate
+
+    def pay(self, address: str, cost: float, now: float | None = None) -> None:
+        """``address`` had ``cost`` units read."""
+        if self.per_second <= 0:
+            return
+        now = time.monotonic() if now is None else now
+        key = client_key(address)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= MAX_RECORDS:
+                self._sweep(now)
+            bucket = self._buckets[key] = TokenBucket(self.per_second, self.burst, stamp=now)
+        bucket.tokens = min(bucket.capacity, bucket.tokens + (now - bucket.stamp) * bucket.rate)
+        bucket.stamp = now
+        bucket.tokens -= cost
+
+    def _sweep(self, now: float) -> None:
+        """Forget the buckets that have filled up again: a new one is the same."""
+        self._buckets = {a: b for a, b in self._buckets.items()
+                         if b.tokens + (now - b.stamp) * b.rate < b.capacity}
+        if len(self._buckets) >= MAX_RECORDS:  # still full: keep the most recently used half
+            newest = sorted(self._buckets.items(), key=lambda kv: kv[1].stamp)[MAX_RECORDS // 2:]
+            self._buckets = dict(newest)
+
+
+class LoginRate:
+    """Successful logins and resumes: at most ``per_account`` a minute for one account and
+    ``per_address`` a minute from one address (token buckets, full to begin with; 0: no limit).
+
+    A correct password or token costs the server too: each login writes to the database
+    and tells every ``who`` listener. Only successes are taken (failures have
+    :class:`LoginThrottle`), so nobody can spend an account's allowance without its password
+    or a token. :meth:`wait` is checked before a password is hashed, :meth:`take` once it
+    was right.
+    """
+
+    def __init__(self, per_account: float, per_address: float) -> None:
+        self.accounts = _Buckets(per_account)
+        self.addresses = _Buckets(per_address)
+
+    def wait(self, account: str, address: str, now: float | None = None) -> float:
+        """Seconds until a login of ``account`` from ``address`` may succeed (0: now)."""
+        now = time.monotonic() if now is None else now
+        return max(self.accounts.wait(account, now), self.addresses.wait(address, now))
+
+    def take(self, account: str, address: str, now: float | None = None) -> float:
+        """Count a successful login (0), or the seconds to wait when either allowance is spent
+        (then nothing is counted)."""
+        now = time.monotonic() if now is None else now
+        wait = self.wait(account, address, now)
+        if wait > 0:
+            return wait
+        self.accounts.take(account, now)
+        self.addresses.take(address, now)
+        return 0.0
+
+    def give_back(self, account: str, address: str) -> None:
+        """A login counted by :meth:`take` that did not happen after all (its write failed)."""
+        self.accounts.give_back(account)
+        self.addresses.give_back(address)
+
+
+class _Buckets:
+    """A token bucket per key, ``per_minute`` tokens a minute up to ``per_minute``."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def _bucket(self, key: str, now: float) -> TokenBucket:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= MAX_RECORDS:
+                self._sweep(now)
+            bucket = self._buckets[key] = TokenBucket(self.per_minute / 60.0, self.per_minute,
+                                                      stamp=now)
+        return bucket
+
+    def wait(self, key: str, now: float) -> float:
+        if self.per_minute <= 0 or key not in self._buckets:
+            return 0.0
+        bucket = self._buckets[key]
+        tokens = min(bucket.capacity, bucket.tokens + (now - bucket.stamp) * bucket.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / bucket.rate
+
+    def take(self, key: str, now: float) -> None:
+        if self.per_minute > 0:
+            self._bucket(key, now).take(now)
+
+    def give_back(self, key: str) -> None:
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.tokens = min(bucket.capacity, bucket.tokens + 1.0)
+
+    def _sweep(self, now: float) -> None:
+        """Forget the buckets that have filled up again: a new one is the same."""
+        self._buckets = {k: b for k, b in self._buckets.items()
+                         if b.tokens + (now - b.stamp) * b.rate < b.capacity}
+        if len(self._buckets) >= MAX_RECORDS:
+            newest = sorted(self._buckets.items(), key=lambda kv: kv[1].stamp)[MAX_RECORDS // 2:]
+            self._buckets = dict(newest)

@@ -175,6 +175,8 @@ def _id(value: Any) -> Id:
     if isinstance(value, int) and -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
         return value
     if isinstance(value, str) and len(value) <= MAX_ID_LENGTH and not _lone_surrogate(value):
+        if "\x00" in value:  # kept with a mutating request's reply: PostgreSQL text holds no NUL
+            raise bad("id must not contain a NUL character (U+0000).")
         return value
     raise bad("id must be a number or a string of at most 64 characters.")
 

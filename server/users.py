@@ -9,9 +9,9 @@ from server.api import Tx, valid_name
 from server.config import Config
 from server.plugins import open_database
 from server.store import now
+from server.store.account_changes import PASSWORD, ROLE, changed
 from server.store.backends import is_postgres, shown
 from server.store.dbcheck import check_database
-from server.store.sessions import REVOKE_ALL
 
 
 async def add_user(config: Config, name: str, password: str, admin: bool) -> int:
@@ -30,7 +30,7 @@ async def add_user(config: Config, name: str, password: str, admin: bool) -> int
     store = await open_database(config)
 
     async def job(tx: Tx) -> tuple[str, str, str]:
-        row = await tx.fetchone("SELECT id, name FROM players WHERE name_key = ?",
+        row = await tx.fetchone("SELECT id, name, role FROM players WHERE name_key = ?",
                                 (name.casefold(),))
         if row is None:
             await tx.execute(
@@ -39,7 +39,9 @@ async def add_user(config: Config, name: str, password: str, admin: bool) -> int
             return name, "created", ""
         await tx.execute("UPDATE players SET password_hash = ?, role = ? WHERE id = ?",
                          (hashed, role, row["id"]))
-        ended = len(await tx.fetchall(REVOKE_ALL + " RETURNING 1", (row["id"],)))
+        # every server ends the account's open logins (and its tokens end here)
+        kinds = [PASSWORD] if row["role"] == role else [PASSWORD, ROLE]
+        _, ended = await changed(tx, row["id"], kinds, None, now())
         return row["name"], "updated", f"; {ended} of its sessions ended" if ended else ""
 
     try:

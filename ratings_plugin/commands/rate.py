@@ -19,8 +19,7 @@ from server.api.results_file import (
     parse_date,
     read_results,
 )
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+from server.api.spreadsheet import escape
 
 
 def _check_rows(rows: Sequence[ResultRow], system: RatingSystem, source: str) -> LadderConfig:
@@ -119,18 +118,14 @@ def format_table(ladder: dict[str, Any]) -> str:
 
 
 def spreadsheet_safe(value: Any, cell: str) -> str:
-    """A text cell a spreadsheet would run as a formula, made inert with a leading ``'``.
-
-    OWASP's advice on CSV injection: a cell starting with ``=``, ``+``, ``-``, ``@``, tab
-    or carriage return (after spaces, which some spreadsheets skip). Only text is escaped:
-    numbers (a negative rating) are written as they are and stay numbers; a player named
-    ``-2`` is text and is escaped like any other name starting with ``-``.
+    """A text cell a spreadsheet would run as a formula, made inert with a leading ``'``
+    (:mod:`server.api.spreadsheet`). Only text is escaped: numbers (a negative rating) are
+    written as they are and stay numbers; a player named ``-2`` is text and is escaped like
+    any other name starting with ``-``.
     """
     if isinstance(value, int | float) and not isinstance(value, bool):
         return cell
-    if cell.lstrip(" ").startswith(FORMULA_START):
-        return "'" + cell
-    return cell
+    return escape(cell)
 
 
 def format_csv(ladder: dict[str, Any]) -> str:

@@ -112,6 +112,11 @@ class CommandContext(Protocol):
 
     def today(self) -> date: ...
 
+    def charge(self, rows: int) -> None:
+        """The command read ``rows`` rows that its reply does not hold (a count, a sort, an
+        aggregate over them): the asker's read budget pays for them as for the rows of the
+        reply. Only read-only commands are charged."""
+
     async def write(self, job: Callable[[Tx], Awaitable[T]]) -> T:
         """Run ``job`` in a write transaction; returns once it has committed. What the job
         returns is kept with its writes as the command's reply: a retry of the request (the same

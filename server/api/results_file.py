@@ -15,6 +15,7 @@ from datetime import date
 from pathlib import Path
 
 from server.api.records import Game, valid_name
+from server.api.spreadsheet import unescape
 from server.api.text import EVENT_NAME_MAX, REASON_MAX, clean_text
 
 REQUIRED = ("event", "date", "side_a", "side_b", "score_a", "score_b")
@@ -132,7 +133,7 @@ def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
                 continue
             if len(record) != len(header):
                 raise _fail(source, line, f"expected {len(header)} fields, found {len(record)}")
-            cells = dict(zip(header, record, strict=True))
+            cells = {h: unescape(c) for h, c in zip(header, record, strict=True)}
             try:
                 rows.append(ResultRow(line, *_parse_row(cells, spelling)))
             except ValueError as e:

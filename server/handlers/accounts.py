@@ -10,6 +10,7 @@ from server.limits import Throttled, client_key
 from server.lobby import Call, LobbyError, Player, fail
 from server.protocol import help_text
 from server.session_tokens import expiry, new_token, token_hash
+from server.store import account_changes as changes
 from server.store import now, sessions
 from server.store import players as stored
 from server.store.handle import WriteTx
@@ -80,19 +81,28 @@ async def refresh_player(call: Call, name: str) -> Player | None:
     return player
 
 
+def too_many_logins(wait: float) -> LobbyError:
+    return fail("rate_limited", f"Too many logins for this account or from your address; "
+                                f"try again in {math.ceil(wait)} s.")
+
+
 async def login(call: Call) -> Any:
     lobby, session, args = call.lobby, call.session, call.args
     client = client_key(session.address)
+    account = args["name"].casefold()
+    wait = lobby.login_rate.wait(account, client)
+    if wait > 0:  # refused before a hash is spent on it
+        raise too_many_logins(wait)
     try:  # counted before anything is awaited: concurrent guesses each see the earlier ones
-        attempt = lobby.login_throttle.begin(args["name"].casefold(), client)
+        attempt = lobby.login_throttle.begin(account, client)
     except Throttled as e:
         raise fail("rate_limited",
                    f"Too many failed logins; try again in {math.ceil(e.wait)} s.") from None
     try:
         player = await refresh_player(call, args["name"])
         # an unknown name is checked against a dummy hash: it takes as long as a wrong password
-        ok = await lobby.hasher.verify(args["password"], player.password_hash if player else None,
-                                       client)
+        verified = player.password_hash if player else None
+        ok = await lobby.hasher.verify(args["password"], verified, client)
     except HashBusy:
         lobby.login_throttle.cancelled(attempt)
         raise busy() from None
@@ -102,24 +112,41 @@ async def login(call: Call) -> Any:
     if player is None or not ok:
         raise fail("forbidden", WRONG)
     lobby.login_throttle.succeeded(attempt)
+    wait = lobby.login_rate.take(player.key, client)
+    if wait > 0:
+        raise too_many_logins(wait)
     when = now()
     token = new_token()
     expires_at = expiry(lobby.config.session_days)
 
-    async def job(tx: WriteTx) -> None:
+    async def job(tx: WriteTx) -> tuple[str, int, int]:
+        stored_now = await changes.account_in(tx, player.id)
+        if stored_now is None or stored_now[0] != verified:  # a new password meanwhile
+            raise fail("forbidden", WRONG)
         await stored.logged_in(tx, player.id, when)
-        await sessions.create(tx, token_hash(token), player.id, when, expires_at)
+        others = await sessions.create(tx, token_hash(token), player.id, when, expires_at,
+                                       lobby.config.limits.sessions_per_account)
+        return stored_now[1], stored_now[2], others
 
-    await call.write(job)
-    return {**signed_in(call, player, when, token_hash(token)),
-            "session": {"token": token, "expires_at": expires_at}}
+    try:
+        player.role, seen, others = await call.write(job)
+    except BaseException:
+        lobby.login_rate.give_back(player.key, client)
+        raise
+    return {**signed_in(call, player, when, token_hash(token), seen, WRONG),
+            "session": {"token": token, "expires_at": expires_at}, "other_sessions": others}
 
 
-def signed_in(call: Call, player: Player, when: str, digest: str) -> dict[str, Any]:
-    """Log the connection in as ``player`` (with the session ``digest``); login's reply."""
+def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
+              refusal: str = ENDED) -> dict[str, Any]:
+    """Log the connection in as ``player`` (with the session ``digest``, having seen the
+    account's changes up to ``seen``); login's reply. Refused with ``refusal`` when a change
+    made after ``seen`` has already been applied here (it would miss this login)."""
     lobby = call.lobby
+    if lobby.account_watch.missed(player.key, seen) is not None:
+        raise fail("forbidden", refusal)
     player.last_login = when
-    lobby.sign_in(call.session, player)
+    lobby.sign_in(call.session, player, seen)
     call.session.token_hash = digest
     mid = lobby.match_of.get(player.name)
     return {"player": player.name, "role": player.role,
@@ -136,29 +163,67 @@ async def resume(call: Call) -> Any:
     player = await refresh_player(call, row[2])
     if player is None or not player.password_hash:
         raise fail("forbidden", ENDED)
+    client = client_key(call.session.address)
+    wait = lobby.login_rate.take(player.key, client)
+    if wait > 0:
+        raise too_many_logins(wait)
     when = now()
 
-    async def job(tx: WriteTx) -> None:
+    async def job(tx: WriteTx) -> tuple[str, int]:
         again = await sessions.find_in(tx, digest)  # revoked since it was read?
-        if again is None or again[1] <= when:
+        stored_now = await changes.account_in(tx, player.id)
+        if again is None or again[1] <= when or stored_now is None:
             raise fail("forbidden", ENDED)
         await stored.logged_in(tx, player.id, when)
+        return stored_now[1], stored_now[2]
 
-    await call.write(job)
-    return signed_in(call, player, when, digest)
+    try:
+        player.role, seen = await call.write(job)
+    except BaseException:
+        lobby.login_rate.give_back(player.key, client)
+        raise
+    return signed_in(call, player, when, digest, seen)
 
 
 async def logout(call: Call) -> Any:
-    name = call.me.name
-    digest = call.session.token_hash
-    revoked = False
-    if digest is not None:
-        async def job(tx: WriteTx) -> bool:
-            return await sessions.revoke(tx, digest)
+    """``logout`` ends this login's token; ``--all`` every token and login of the account
+    (this one too), ``--others`` every one but this. Other servers' logins of the account
+    follow the change it records (``account_changes``)."""
+    lobby, me, session = call.lobby, call.me, call.session
+    everywhere, others = bool(call.args.get("all")), bool(call.args.get("others"))
+    if everywhere and others:
+        raise fail("bad_request", "Give --all or --others, not both.")
+    digest = session.token_hash
+    if not (everywhere or others):
+        revoked = False
+        if digest is not None:
+            async def job(tx: WriteTx) -> bool:
+                return await sessions.revoke(tx, digest)
 
-        revoked = await call.write(job)
-    call.lobby.sign_out(call.session)
-    return {"player": name, "logged_in": False, "revoked": revoked}
+            revoked = await call.write(job)
+        lobby.sign_out(session)
+        return {"player": me.name, "logged_in": False, "revoked": revoked}
+    kind = changes.LOGOUT_ALL if everywhere else changes.LOGOUT_OTHERS
+    keep = None if everywhere else digest
+
+    before = session.changes_seen
+
+    async def change(tx: WriteTx) -> int:
+        change_id, ended = await changes.changed(tx, me.id, [kind], me.id, now(), keep)
+        if others:  # made by this login, which stays: set before anyone can read the change
+            session.changes_seen = change_id
+        return ended
+
+    try:
+        ended = await call.write(change)
+    except BaseException:
+        session.changes_seen = before
+        raise
+    mine = session.player is me
+    if everywhere and mine:
+        lobby.sign_out(session)
+    return {"player": me.name, "logged_in": not everywhere and mine,
+            "revoked": everywhere and digest is not None, "ended": ended}
 
 
 async def watch(call: Call) -> Any:

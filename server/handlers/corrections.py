@@ -21,6 +21,11 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
     ``seen`` is the (status, winner) the caller checked the correction against:
     if the match changed since, the correction is refused rather than applied to
     a state nobody checked (say, an adjudication to a match voided meanwhile).
+
+    Whether the match was rated (and where in the log) is read again inside the write job:
+    an event close committed between the command's first look and its job rated the match
+    as it stood, and only the job, which the close's transaction cannot interleave with,
+    can know that.
     """
     lobby, admin = call.lobby, call.me
     row = await stored.with_event(lobby.db, match_id)
@@ -29,25 +34,25 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
     if seen is not None and (row["status"], row["winner"]) != seen:
         raise fail("conflict", f"Match {match_id} changed meanwhile; try again.")
     ladder = lobby.ladder(row["ladder"])
-    rated = row["seq"] is not None or row["event_status"] == "closed"
     names = row["side_a"].split("+") + row["side_b"].split("+")
     swap = new_winner is not None and row["winner"] not in (None, new_winner) \
         and row["score_a"] is not None
     old = (row["status"], row["winner"])
     data: dict[str, Any] = {"match": match_id, "ladder": ladder.name, "status": new_status,
-                            "winner": _winner_name(row, new_winner), "reason": reason,
-                            "recomputed": rated}
+                            "winner": _winner_name(row, new_winner), "reason": reason}
 
     async def job(tx: WriteTx) -> tuple[Effects, dict[str, Any]]:
         effects = Effects()
-        if await stored.outcome_in(tx, match_id) != old:
+        now_row = await stored.with_event_in(tx, match_id)
+        if now_row is None or (now_row["status"], now_row["winner"]) != old:
             raise fail("conflict", f"Match {match_id} changed meanwhile; try again.")
+        # The corrected unit's place in the log: the match's own, or its closed event's.
+        seq = now_row["seq"] if now_row["seq"] is not None else \
+            now_row["event_seq"] if now_row["event_status"] == "closed" else None
         await stored.corrected(tx, match_id, kind, old, (new_status, new_winner), reason,
                                admin.id, now(), swap)
-        full = dict(data)
-        if rated:
-            # The corrected unit's place in the log: the match's own, or its closed event's.
-            seq = row["seq"] if row["seq"] is not None else row["event_seq"]
+        full = {**data, "recomputed": seq is not None}
+        if seq is not None:
             full.update(await lobby.emit(tx, LadderCorrected(ladder.name,
                                                              cause={"match": match_id}, seq=seq),
                                          effects))
@@ -55,7 +60,8 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
         return effects, full
 
     effects, full = await call.write(job)
-    call.push(lobby.sessions_of(names), push("match_corrected", data))
+    call.push(lobby.sessions_of(names), push("match_corrected",
+                                             {**data, "recomputed": full["recomputed"]}))
     call.committed(effects)
     return full
 

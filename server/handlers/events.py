@@ -28,6 +28,7 @@ class EventRow:
     ladder: str
     date: str
     status: str
+    version: int = 0  # moves on with every change to its results
 
 
 def event_data(e: EventRow) -> dict[str, Any]:
@@ -38,7 +39,8 @@ async def load_event(lobby: Lobby, event_id: int) -> EventRow:
     row = await stored.get(lobby.db, event_id)
     if row is None:
         raise fail("not_found", f"No event {event_id}.")
-    return EventRow(row["id"], row["name"], row["ladder"], row["date"], row["status"])
+    return EventRow(row["id"], row["name"], row["ladder"], row["date"], row["status"],
+                    row["version"])
 
 
 async def open_event(lobby: Lobby, event_id: int) -> tuple[EventRow, LadderConfig]:
@@ -161,6 +163,7 @@ async def event_result(call: Call) -> Any:
 
     async def job(tx: WriteTx) -> tuple[Effects, dict[str, Any]]:
         await still_open(tx, event.id)
+        await stored.results_changed(tx, event.id)
         created.clear()
         effects = Effects()
         mid, fields, kept = await record(lobby, tx, event, ladder, game, created, effects)
@@ -202,6 +205,7 @@ async def event_import(call: Call) -> Any:
 
     async def job(tx: WriteTx) -> tuple[Effects, dict[str, Any]]:
         await still_open(tx, event.id)
+        await stored.results_changed(tx, event.id)
         created.clear()
         effects = Effects()
         results = [await record(lobby, tx, event, ladder, g, created, effects) for g in games]
@@ -244,29 +248,33 @@ async def event_close(call: Call) -> Any:
 
 
 async def events(call: Call) -> Any:
-    rows = await stored.listing(call.lobby.db, call.args.get("status"))
-    return {"events": [{**event_data(EventRow(r["id"], r["name"], r["ladder"], r["date"],
-                                               r["status"])), "games": r["games"]} for r in rows]}
+    """Every event, or the open or closed ones, with their games counted once per change."""
+    rows, _ = await call.lobby.listing.get(call.lobby.db)
+    status = call.args.get("status")
+    return {"events": [r for r in rows if status is None or r["status"] == status]}
 
 
 async def event_show(call: Call) -> Any:
-    """A page of the games and of the standings, each cut by SQL: however big the event, only
-    a page of it is ever held."""
-    event = await load_event(call.lobby, call.args["event"])
+    """A page of the games (cut by SQL) and of the standings (worked out once per version of
+    the event's results): however big the event, a request reads only a page of it."""
+    lobby = call.lobby
+    event = await load_event(lobby, call.args["event"])
     page = Page.of(call.args, None, EVENT_PAGE)
-    sizes, rows, table = await stored.page(call.lobby.db, event.id, page.size, page.start - 1)
-    assert sizes is not None
+    table, computed = await lobby.standings.get(lobby.db, event.id, event.version)
+    if computed:
+        call.charge(table.games)  # every game of the event was read
+    rows = await stored.games(lobby.db, event.id, page.size, page.start - 1)
     games = [{"match": r["id"], "side_a": r["side_a"], "side_b": r["side_b"],
               "score_a": r["score_a"], "score_b": r["score_b"], "length": r["length"],
               "date": r["played_on"], "status": r["status"],
               "rated": r["unrated_reason"] is None, "unrated": r["unrated_reason"]}
              for r in rows]
-    standings = [dict(r) for r in table]
+    standings = table.page(page.start - 1, page.size)
     # one window over both lists: a client that follows `next` gets each of them whole
     return {**event_data(event), "games": games, "standings": standings, "from": page.start,
-            "total": sizes["games"], "total_standings": sizes["players"],
+            "total": table.games, "total_standings": len(table.rows),
             "next": page.next(call.args, max(len(games), len(standings)),
-                              max(sizes["games"], sizes["players"]))}
+                              max(table.games, len(table.rows)))}
 
 
 HANDLERS = {"event create": event_create, "event result": event_result,

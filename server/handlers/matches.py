@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -152,12 +153,30 @@ async def invite(call: Call) -> Any:
     length = _length(call)
     inv = Invitation(me.name, target.name, ladder.name, length)
     fields = lobby.describe_match(ladder.name, me.name, target.name, length)
+    _count_invitation(call, target)
     replaced = lobby.invitations.add(inv)
     call.push(lobby.sessions_of([target.name]), push("invited", {
         "from": me.name, "ladder": ladder.name, "length": inv.shown_length,
         "expires_at": inv.expires_at, **fields}))
     return {"to": target.name, "ladder": ladder.name, "length": inv.shown_length,
             "expires_at": inv.expires_at, "replaced": replaced, **fields}
+
+
+def _count_invitation(call: Call, target: Player) -> None:
+    """Take the invitation's tokens (:mod:`server.lobby.invitation_limit`) or refuse it."""
+    refusal = call.lobby.invitation_limit.take(call.me.key, target.key)
+    if refusal is None:
+        return
+    wait = f"try again in {math.ceil(refusal.wait)} s"
+    n = refusal.per_minute
+    if refusal.limit == "sent":
+        raise fail("rate_limited", f"You are sending invitations too fast (at most {n} a "
+                                   f"minute); {wait}.")
+    if refusal.limit == "pair":
+        raise fail("rate_limited", f"You have invited {target.name} too often (at most {n} "
+                                   f"times a minute); {wait}.")
+    raise fail("rate_limited", f"{target.name} is being invited too often (at most {n} "
+                               f"invitations a minute); {wait}.")
 
 
 def _invitation_from(call: Call, inviter: Player) -> Invitation:

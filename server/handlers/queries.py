@@ -20,7 +20,7 @@ def status_of(lobby: Lobby, name: str) -> str:
 
 async def who(call: Call) -> Any:
     lobby = call.lobby
-    lobby.presence.add(call.session)  # from now on, told who comes and goes
+    lobby.presence.listen(call.session)  # from now on, told who comes and goes
     players = []
     for s in sorted(lobby.online.values(), key=lambda s: s.player.key if s.player else ""):
         if s.player is None:
@@ -39,7 +39,7 @@ async def whois(call: Call) -> Any:
     player = lobby.player(call.args["name"])
     online = player.key in lobby.online
     mid = lobby.match_of.get(player.name)
-    played, disputed = await stored.match_counts(lobby.db, player.id)
+    played, disputed, record = await stored.record(lobby.db, player.id)
     return {
         "player": player.name,
         "online": online,
@@ -49,7 +49,7 @@ async def whois(call: Call) -> Any:
         "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,
         **lobby.describe_player(player.name, brief=False),
         "matches": {"played": played, "dropped": player.dropped, "disputed": disputed},
-        "record": await stored.records(lobby.db, player.id),
+        "record": record,
     }
 
 

@@ -10,7 +10,6 @@ from server.api import CommandError
 from server.lobby.publish import Message, Publisher, Pushes
 from server.lobby.requests import RequestKey, remember
 from server.lobby.state import Player, Session
-from server.protocol import push
 from server.store.handle import WriteTx, transact
 
 if TYPE_CHECKING:
@@ -36,6 +35,7 @@ class Call:
     args: dict[str, Any]
     key: RequestKey | None = None
     pushes: Pushes = field(default_factory=Pushes)
+    read: int = 0  # rows read beyond those in the reply (the asker's read budget pays for them)
 
     @property
     def me(self) -> Player:
@@ -43,19 +43,22 @@ class Call:
             raise fail("not_logged_in", "Log in first.")
         return self.session.player
 
+    def charge(self, rows: int) -> None:
+        """This request read ``rows`` rows that its reply does not hold (a sum over many)."""
+        self.read += max(0, rows)
+
     def push(self, targets: Iterable[Session | None], message: Message) -> None:
         """Send ``message`` to ``targets`` after this command's reply."""
         self.pushes.add(targets, message)
 
     def tell_status(self, *names: str) -> None:
-        """``player_status`` after the reply, to the sessions that listed ``who``: these
-        players started or ended a live match, and a list on screen stays true without
-        asking again."""
+        """These players started or ended a live match: the sessions that listed ``who`` are
+        told after the reply (``presence``), so a list on screen stays true without asking
+        again."""
         lobby = self.lobby
-        for name in names:
-            if lobby.session_of(name) is not None:
-                self.push(set(lobby.presence), push("player_status", {
-                    "player": name, "status": "playing" if name in lobby.match_of else "ready"}))
+        online = [name for name in names if lobby.session_of(name) is not None]
+        if online:
+            self.pushes.after(lambda: lobby.presence.changed(online))
 
     @property
     def publisher(self) -> Publisher:

@@ -49,6 +49,9 @@ class PluginContext:
     def today(self) -> date:
         return today()
 
+    def charge(self, rows: int) -> None:
+        self.call.charge(rows)
+
     async def write(self, job: Callable[[Tx], Awaitable[T]]) -> T:
         """The job's result is the command's stored reply: a retry of the request (the same id)
         gets it back instead of running the command again."""

@@ -14,19 +14,34 @@ from server.accounts import PasswordHasher
 from server.api import DomainEvent, LadderConfig, LobbyPlugin, Publisher
 from server.commands import COMMANDS, CommandTable
 from server.config import Config
-from server.limits import LoginThrottle, RegistrationLimit
+from server.limits import LoginRate, LoginThrottle, ReadBudget, RegistrationLimit
+from server.lobby.account_watch import AccountWatch
 from server.lobby.call import fail
+from server.lobby.event_views import EventListing, EventStandings
+from server.lobby.invitation_limit import InvitationLimit
 from server.lobby.invitations import Invitations
+from server.lobby.presence import Presence
 from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.state import Invitation, LiveMatch, Player, Session
 from server.protocol import push
 from server.store import Database
+from server.store import account_changes as stored_changes
 from server.store import matches as stored_matches
 from server.store import now as timestamp
 from server.store import players as stored_players
 from server.store import sessions as stored_sessions
 from server.store.handle import WriteTx, transact
+
+REPLACED = "replaced"
+LOGGED_OUT = {
+    REPLACED: "You logged in from another connection; this one has been closed.",
+    stored_changes.PASSWORD: "Your password was changed; log in again with the new one.",
+    stored_changes.ROLE: "Your role was changed; log in again.",
+    stored_changes.LOGOUT_ALL: "You logged out everywhere.",
+    stored_changes.LOGOUT_OTHERS: "You ended your other sessions from another connection.",
+}
+"""Why a connection was logged out (the push ``logged_out``'s ``cause``), in words."""
 
 
 @dataclass
@@ -47,13 +62,18 @@ class Lobby:
         self.sessions: set[Session] = set()
         # Who hears what: ladder watchers, and the sessions that listed `who` (presence).
         self.watching: dict[str, set[Session]] = {}
-        self.presence: set[Session] = set()
+        self.presence = Presence(self, config.limits.presence_interval)
         self.online: dict[str, Session] = {}
         self.players: dict[str, Player] = {}
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
+        self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
+                                                config.limits.invitations_per_pair_per_minute,
+                                                config.limits.invitations_received_per_minute)
         self.requests = StoredReplies()
+        self.standings = EventStandings()
+        self.listing = EventListing()
         lim = config.limits
         self.hasher = PasswordHasher(config.password, lim.password_hash_slots,
                                      lim.password_hash_queue)
@@ -62,6 +82,9 @@ class Lobby:
                                             per_account=lim.login_account_failures,
                                             cap=lim.login_max_delay)
         self.registrations = RegistrationLimit(lim.registrations_per_hour)
+        self.login_rate = LoginRate(lim.account_logins_per_minute, lim.address_logins_per_minute)
+        self.account_watch = AccountWatch(self)
+        self.reads = ReadBudget(lim.read_units_per_second, lim.read_units_burst)
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started
@@ -90,6 +113,11 @@ class Lobby:
             m.away_since = {m.a: now, m.b: now}
             self.matches[m.id] = m
             self.match_of[m.a] = self.match_of[m.b] = m.id
+        await self.account_watch.start()
+
+    async def stop(self) -> None:
+        """Stop following the database (before it is closed)."""
+        await self.account_watch.stop()
 
     # ---- the plugins ----------------------------------------------------------------------
 
@@ -158,7 +186,7 @@ class Lobby:
     def disconnect(self, session: Session) -> None:
         session.closed = True
         self.sessions.discard(session)
-        self.presence.discard(session)
+        self.presence.forget(session)
         for ladder in list(session.watching):
             self.unwatch(session, ladder)
         self.sign_out(session)
@@ -171,24 +199,6 @@ class Lobby:
         session.watching.discard(ladder)
         self.watching.get(ladder, set()).discard(session)
 
-    def tell_presence(self, player: Player, online: bool, exclude: Session | None = None) -> None:
-        """``player_online``/``player_offline``: to the sessions that listed ``who``, and to the
-        player's opponent in a live match (who may claim it after a drop).
-
-        Not to everyone: with N players logging in, that is N² pushes (10,000 logins
-        would cost half an hour of server time).
-        """
-        targets = set(self.presence)
-        m = self.matches.get(self.match_of.get(player.name, 0))
-        if m is not None:
-            opponent = self.session_of(m.opponent(player.name))
-            if opponent is not None:
-                targets.add(opponent)
-        if exclude is not None:
-            targets.discard(exclude)
-        fan_out(targets, push("player_online" if online else "player_offline",
-                              {"player": player.name}))
-
     def sign_out(self, session: Session) -> None:
         p = session.player
         session.player = None
@@ -200,23 +210,30 @@ class Lobby:
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None:
             m.away_since[p.name] = time.monotonic()
-        self.tell_presence(p, online=False, exclude=session)
+        self.presence.changed([p.name], coming=True)
 
-    def sign_in(self, session: Session, player: Player) -> None:
+    def sign_in(self, session: Session, player: Player, changes_seen: int = 0) -> None:
+        """Log ``session`` in as ``player``; ``changes_seen``: the account's latest change
+        (``account_changes``) committed before this login, which therefore does not end it."""
         old = self.online.get(player.key)
         if old is not None and old is not session:
-            old.send(push("logged_out", {"reason": "You logged in from another connection; "
-                                                   "this one has been closed."}))
-            self.sign_out(old)
+            self.end_login(old, REPLACED)
             old.close(4000, "replaced by a newer login")
         if session.player is not None and session.player.key != player.key:
             self.sign_out(session)
         session.player = player
+        session.changes_seen = changes_seen
         self.online[player.key] = session
         m = self.matches.get(self.match_of.get(player.name, 0))
         if m is not None:
             m.away_since.pop(player.name, None)
-        self.tell_presence(player, online=True, exclude=session)
+        self.presence.changed([player.name], coming=True)
+
+    def end_login(self, session: Session, cause: str) -> None:
+        """Log ``session`` out for ``cause`` (see :data:`LOGGED_OUT`), telling it why first.
+        The connection stays open as a spectator's (a replaced one is closed next)."""
+        fan_out([session], push("logged_out", {"reason": LOGGED_OUT[cause], "cause": cause}))
+        self.sign_out(session)
 
     def _invitation_expired(self, invitation: Invitation) -> None:
         """Both players hear that an invitation lapsed unanswered."""

@@ -36,14 +36,22 @@ class Pushes:
 
     def __init__(self) -> None:
         self.held: list[tuple[Collection[Session], Message]] = []
+        self.then: list[Callable[[], None]] = []
 
     def add(self, targets: Iterable[Session | None], message: Message) -> None:
         self.held.append(([t for t in targets if t is not None], message))
+
+    def after(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once the reply and these pushes have gone (a presence change)."""
+        self.then.append(fn)
 
     def send(self) -> None:
         held, self.held = self.held, []
         for targets, message in held:
             fan_out(targets, message() if callable(message) else message)
+        then, self.then = self.then, []
+        for fn in then:
+            fn()
 
 
 class Publisher:

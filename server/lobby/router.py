@@ -13,6 +13,7 @@ from server.commands import ADMIN, COMMANDS, PLAYER, CommandTable
 from server.lobby.call import Call, LobbyError
 from server.lobby.context import plugin_handler
 from server.lobby.lobby import Lobby
+from server.lobby.reads import read_cost, refusal, retry_after
 from server.lobby.requests import Answer, key_of
 from server.lobby.state import Session
 from server.protocol import ProtocolError, Request, error, parse_frame, reply
@@ -40,13 +41,30 @@ class Router:
                 f"handled twice: {sorted(set(handlers) & set(self.added))}")
         lobby.commands = self.table
 
-    async def answer(self, session: Session, text: str) -> None:
-        """Answer one frame: the reply first, then the pushes it caused."""
+    async def answer(self, session: Session, text: str, listening: bool = True) -> float:
+        """Answer one frame: the reply first, then the pushes it caused.
+
+        ``listening`` false: the peer has gone (or is closing) and will read no reply, so a
+        read is not run; a change still is (a client may send one and leave at once).
+        A read past its address's budget is refused (server.limits.ReadBudget); then the
+        seconds the connection should wait before its next frame are returned (else 0): what
+        it sends meanwhile waits in the network, not in the server.
+        """
         try:
             request = parse_frame(text, self.table)
         except ProtocolError as e:
             session.send(error(e.code, e.message, e.id, e.cmd))
-            return
+            return 0.0
+        reading = request.spec.read_only
+        if reading:
+            if not listening:
+                return 0.0
+            wait = self.lobby.reads.wait(session.address)
+            if wait > 0:
+                refused = error("rate_limited", refusal(wait), request.id, request.cmd)
+                refused["error"]["retry_after"] = retry_after(wait)  # for clients that page
+                session.send(refused)
+                return wait
         call = Call(self.lobby, session, request.args)
         # Named in the log line of a storage fault (server/writer.py).
         token = current_command.set(request.cmd if session.player is None
@@ -55,9 +73,12 @@ class Router:
             message = await self.run(call, request)
         finally:
             current_command.reset(token)
+        if reading:
+            self.lobby.reads.pay(session.address, read_cost(message, call.read))
         if not session.closed:
             session.send(message)
         call.pushes.send()
+        return 0.0
 
     async def run(self, call: Call, request: Request) -> dict[str, Any]:
         spec = request.spec

@@ -40,6 +40,7 @@ class Session:
     last_seen: float = field(default_factory=time.monotonic)
     closed: bool = False
     token_hash: str | None = None  # the session token this connection logged in with
+    changes_seen: int = 0  # the account's latest account_changes row when this login was made
 
 
 @dataclass

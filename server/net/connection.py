@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TypeVar, cast
 
 from websockets.asyncio.messages import Assembler
 from websockets.asyncio.server import ServerConnection
 from websockets.typing import Data
 
+from server.net.sockets import cap_send_buffer, reset_on_close, unsent
+
 log = logging.getLogger("server.transport")
+C = TypeVar("C", bound="CorkedConnection")
 
 
 class CorkedConnection(ServerConnection):
@@ -24,8 +28,16 @@ class CorkedConnection(ServerConnection):
 
     corked = 0
     """Bytes framed by :meth:`Cork.send` and not yet handed to the transport."""
+    send_buffer = 0
+    """The cap on the socket's send buffer, in bytes (0: the kernel's own): :func:`capped`."""
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # Called before the socket is closed. A peer that ends without answering our close
+        # (cut off for not reading, or for not answering a ping or the closing handshake in
+        # time) and has not taken what we sent would have the kernel keep it, for as long as
+        # the peer keeps its window shut: a reset drops it at once.
+        if self.protocol.close_rcvd is None and unsent(self.transport):
+            reset_on_close(self.transport)
         super().connection_lost(exc)
         # websockets keeps the exceptions that ended the connection, and their tracebacks hold
         # the frames that were running: this connection, the frame it was writing. A cycle
@@ -45,10 +57,17 @@ class CorkedConnection(ServerConnection):
         super().send_data()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        cap_send_buffer(transport, self.send_buffer)
         super().connection_made(transport)
         # The assembler websockets made, with its own arguments (they differ between versions),
         # as the subclass that answers text that is not UTF-8 instead of closing.
         self.recv_messages.__class__ = TolerantAssembler
+
+
+def capped(base: type[C], send_buffer: int) -> type[C]:
+    """``base`` with each socket's send buffer capped at ``send_buffer`` bytes
+    (``limits.send_buffer``; 0: the kernel's default)."""
+    return cast("type[C]", type(base.__name__, (base,), {"send_buffer": send_buffer}))
 
 
 class NotUtf8(bytes):

@@ -6,8 +6,9 @@ in one write: :class:`Cork`); once the socket's buffer backs up, frames wait
 in the connection's outgoing queue, drained by its own task, so one slow
 reader never holds up the fan-out to everyone else. What a connection's peer
 has not taken yet (queued, corked, or in the socket's write buffer) is
-bounded in bytes: past ``limits.outgoing_bytes`` it is disconnected instead,
-and whatever was held for it is let go at once.
+bounded in bytes, what the kernel holds for it counted too: past
+``limits.outgoing_bytes`` it is disconnected instead, and whatever was held
+for it, in the server and in the kernel, is let go (see :mod:`server.net.sockets`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import logging
 import ssl
 import sys
 import time
-from collections import Counter
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -29,10 +29,13 @@ from websockets.protocol import State
 from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Router, Session
-from server.net.connection import Cork, CorkedConnection, NotUtf8
+from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
+from server.net.descriptors import connection_budget, open_file_limit
+from server.net.gate import Gate
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
+from server.net.sockets import reset_on_close, unsent
 from server.net.static import not_allowed, static_response, without_body
 from server.protocol import encode_frame, error, frame_id
 
@@ -51,6 +54,9 @@ CLOSING_GRACE = 2.0  # seconds a closing peer has to answer our close frame
 # Seconds a peer dropped for not reading has to take what it was sent and our close frame;
 # then its TCP connection is cut, and the bytes held for it are freed.
 UNREAD_GRACE = 5.0
+# The longest a connection waits, unread, after one of its reads was refused for its address's
+# read budget (well under the ping timeout: its pongs wait too).
+MAX_PAUSE = 5.0
 WS_PATH = "/ws"
 
 
@@ -68,7 +74,7 @@ class Transport:
         self.connections: set[ServerConnection] = set()
         self.sessions: dict[ServerConnection, Session] = {}
         self._watchdog: asyncio.Task[None] | None = None
-        self.per_address: Counter[str] = Counter()
+        self.gate: Gate | None = None  # known once listening (its budget counts what is open)
         self._closing: set[asyncio.Task[None]] = set()
         self.cork = Cork()
         self.origins: OriginPolicy | None = None  # known once listening (the port may be 0)
@@ -102,6 +108,10 @@ class Transport:
 
     async def start(self, host: str, port: int) -> Server:
         lim = self.limits
+        # Sized from what is open before any client connects (the listening sockets come
+        # out of descriptors.RESERVE).
+        gate = self.gate = Gate(connection_budget(lim.max_connections),
+                                lim.connections_per_address)
         self.server = await serve(
             self.handler, host, port,
             process_request=self.process_request,
@@ -110,7 +120,7 @@ class Transport:
             max_size=lim.max_message * HARD_LIMIT_FACTOR,
             ping_interval=lim.ping_interval or None, ping_timeout=lim.ping_timeout or None,
             server_header="matchlobby",
-            create_connection=CorkedConnection,
+            create_connection=capped(gate.connection_class(), lim.send_buffer),
             logger=WS_LOG,
             ssl=self._ssl_context(),
             # Off by default: lobby frames are a few hundred bytes, where deflate
@@ -122,6 +132,8 @@ class Transport:
         level = logging.WARNING if self.origins.wildcard_host and not self.origins.configured \
             else logging.INFO
         log.log(level, "%s", self.origins.describe())
+        log.info("at most %d connections (%d per address; open-file limit %d)",
+                 gate.max_connections, gate.per_address, open_file_limit())
         for entry in self.origins.malformed():
             log.warning("limits.origins: %r is not an origin such as "
                         "\"https://lobby.example.org\" (scheme://host[:port]); it allows nothing",
@@ -162,10 +174,8 @@ class Transport:
         if origin is not None and not self.origin_allowed(origin):
             log.warning("refused a connection from origin %r", origin[:100])
             return connection.respond(403, "This origin may not connect to the lobby.\n")
-        address = _address(connection)
-        if self.per_address[address] >= self.limits.connections_per_address:
-            return connection.respond(429, "Too many connections from your address.\n")
-        return None
+        assert self.gate is not None
+        return self.gate.admit(connection)
 
     def origin_allowed(self, origin: str) -> bool:
         """Browsers only: ``limits.origins``, or by default the server's own origins."""
@@ -174,13 +184,13 @@ class Transport:
 
     async def handler(self, ws: ServerConnection) -> None:
         lim = self.limits
-        address = _address(ws)
-        if self.per_address[address] >= lim.connections_per_address:
-            await ws.close(1008, "too many connections from your address")
-            return
-        self.per_address[address] += 1
+        address = _address(ws)  # counted by the gate since its handshake was admitted
         queue = Outbox(lim.outgoing_queue)
         budget = lim.outgoing_bytes or sys.maxsize  # 0: no limit
+        # What the kernel holds is read (a system call) at every send when it may be a good
+        # part of the budget; under a cap of at most a quarter of it (the kernel doubles the
+        # cap), only once asyncio buffers, which it does when the kernel's buffer is full.
+        kernel_always = not lim.send_buffer or 8 * lim.send_buffer > budget
         assert isinstance(ws, CorkedConnection)  # start() has websockets make every one so
         self.connections.add(ws)
 
@@ -188,11 +198,14 @@ class Transport:
             if session.closed:
                 return
             buffered = ws.transport.get_write_buffer_size()
-            # Taken while under the budget, whatever its size (the pushes of an event close
-            # end with the whole ladder); past it, the peer is not reading.
-            if queue.bytes + buffered + ws.corked >= budget:
-                self._drop(ws, session, queue, f"{queue.bytes + buffered + ws.corked} bytes "
-                           f"unread, limit {budget}", "too much unread data")
+            unread = queue.bytes + buffered + ws.corked
+            if buffered or kernel_always:
+                unread += unsent(ws.transport)
+            # Taken while under the budget, whatever its size (a page of a reply); past it,
+            # the peer is not reading.
+            if unread >= budget:
+                self._drop(ws, session, queue, f"{unread} bytes unread, limit {budget}",
+                           "too much unread data")
                 return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
@@ -257,8 +270,11 @@ class Transport:
                     else:
                         send(error("bad_request", "Binary frames are not understood; send text."))
                     continue
-                await self.router.answer(session, frame)
+                # a peer that has closed, or whose connection is lost, reads no reply
+                pause = await self.router.answer(session, frame, ws.protocol.state is State.OPEN)
                 self.cork.flush()  # the reply and its pushes leave now, together
+                if pause:  # its address reads too much: its next frames wait, unread
+                    await _paused(ws, min(pause, MAX_PAUSE))
             await self._read_out(ws)
         except ConnectionClosed:
             if not session.closed:  # the peer went away: nothing queued can reach it any more
@@ -267,9 +283,6 @@ class Transport:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
             self.sessions.pop(ws, None)
-            self.per_address[address] -= 1
-            if self.per_address[address] <= 0:
-                del self.per_address[address]
             await self._stop_writer(queue, writer)
             if queue.bytes or queue.dropped:  # what it did not read goes back to the system
                 trim_soon()
@@ -322,6 +335,8 @@ class Transport:
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
+        if self.gate is not None:
+            self.gate.close()
         self.server.close(close_connections=True)
         await self.server.wait_closed()
 
@@ -334,7 +349,15 @@ async def _close(ws: ServerConnection, code: int, reason: str) -> None:
         async with asyncio.timeout(UNREAD_GRACE):
             await ws.close(code, reason)
     except TimeoutError:
+        reset_on_close(ws.transport)  # as the connection's end would, but in time with TLS too
         ws.transport.abort()
+
+async def _paused(ws: ServerConnection, seconds: float) -> None:
+    """Wait ``seconds``, or until the connection closes."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await ws.wait_closed()
+
 
 def _gone(*args: Any, **kwargs: Any) -> None:
     """What a finished connection's session does when told to send or close: nothing."""

@@ -17,7 +17,7 @@ from server.api import Schema, Store, Table, Tx
 from server.store.backends import is_postgres, open_store
 
 CORE_TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
-               "requests", "sessions")
+               "requests", "sessions", "account_changes")
 SQLITE_PREFIX = "sqlite:///"
 CHUNK_ROWS = 50_000  # rows held in memory at a time
 

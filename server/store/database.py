@@ -120,17 +120,34 @@ class Database(Hooks):
         in the tail of ``whois`` latency). Each call is its own snapshot of what
         has been committed.
         """
+        rows = self._quick(sql, params)
+        return rows[0] if rows else None
+
+    def _quick(self, sql: str, params: Iterable[Any]) -> list[sqlite3.Row]:
         assert self.quick is not None
         try:
             rows: list[sqlite3.Row] = self.quick.execute(sql, tuple(params)).fetchall()  # ends the read
         except sqlite3.Error as e:
             self._read_failed(e)
             raise
-        return rows[0] if rows else None
+        return rows
+
+    def data_version(self) -> int | None:
+        """SQLite's ``PRAGMA data_version``: it changes when another connection (the writer,
+        another process) has committed, so a poll can skip reading when it has not."""
+        assert self.quick is not None
+        row = self.quick.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
 
     async def fetchone_soon(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
         """:meth:`fetchone_now`, as the backends share it."""
         return self.fetchone_now(sql, params)
+
+    async def fetchall_soon(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """Every row of a small indexed read, read on the event loop's thread as
+        :meth:`fetchone_now` reads one: a cheap read does not wait behind a costly one queued
+        on the reader's thread."""
+        return self._quick(sql, params)
 
     def _read_failed(self, error: sqlite3.Error) -> None:
         """After a read's error: one that says the file failed stops every write (see

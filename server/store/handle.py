@@ -29,6 +29,9 @@ class Reads(Protocol):
         """A small indexed lookup (on SQLite read on the event loop's thread: no thread
         switch)."""
 
+    async def fetchall_soon(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """The rows of a small indexed read, as :meth:`fetchone_soon` reads them."""
+
 
 Row = Sequence[Any]
 

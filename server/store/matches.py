@@ -71,18 +71,19 @@ async def get(db: Reads, match_id: int) -> Any | None:
     return await db.fetchone("SELECT * FROM matches WHERE id = ?", (match_id,))
 
 
+WITH_EVENT = """SELECT m.*, e.status AS event_status, e.seq AS event_seq FROM matches m
+    LEFT JOIN events e ON e.id = m.event_id WHERE m.id = ?"""
+
+
 async def with_event(db: Reads, match_id: int) -> Any | None:
     """A match with its event's status and place in the rating order (``event_status``,
-    ``event_seq``)."""
-    return await db.fetchone(
-        "SELECT m.*, e.status AS event_status, e.seq AS event_seq FROM matches m "
-        "LEFT JOIN events e ON e.id = m.event_id WHERE m.id = ?", (match_id,))
+    ``event_seq``), as committed."""
+    return await db.fetchone(WITH_EVENT, (match_id,))
 
 
-async def outcome_in(tx: WriteTx, match_id: int) -> tuple[str, str | None] | None:
-    """(status, winner) as this transaction sees them."""
-    row = await tx.fetchone("SELECT status, winner FROM matches WHERE id = ?", (match_id,))
-    return None if row is None else (row[0], row[1])
+async def with_event_in(tx: WriteTx, match_id: int) -> Any | None:
+    """The same, as this transaction sees it: what a correction decides on."""
+    return await tx.fetchone(WITH_EVENT, (match_id,))
 
 
 async def corrected(tx: WriteTx, match_id: int, kind: str, old: tuple[str, str | None],
@@ -98,3 +99,6 @@ async def corrected(tx: WriteTx, match_id: int, kind: str, old: tuple[str, str |
                          (match_id,))
     await tx.execute("UPDATE matches SET status = ?, winner = ? WHERE id = ?",
                      (new[0], new[1], match_id))
+    # an event's game: the event's results changed (server/store/events.py)
+    await tx.execute("UPDATE events SET version = version + 1 WHERE id = "
+                     "(SELECT event_id FROM matches WHERE id = ?)", (match_id,))

@@ -41,23 +41,20 @@ async def by_name(db: Reads, name: str) -> Any | None:
     return await db.fetchone("SELECT * FROM players WHERE name_key = ?", (name.casefold(),))
 
 
-async def match_counts(db: Reads, player_id: int) -> tuple[int, int]:
-    """Matches a player finished and had disputed (a small indexed read)."""
-    row = await db.fetchone_soon(
-        """SELECT count(CASE WHEN m.status = 'finished' THEN 1 END),
-                  count(CASE WHEN m.disputed = 1 THEN 1 END)
-           FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE mp.player_id = ?""",
+async def record(db: Reads, player_id: int) -> tuple[int, int, dict[str, dict[str, int]]]:
+    """Matches a player finished and had disputed, and each ladder's won, lost and drawn of
+    them (event games included): one indexed read of their matches, on the event loop's
+    thread on SQLite (``whois`` never waits behind another command's read)."""
+    rows = await db.fetchall_soon(
+        """SELECT m.ladder, count(CASE WHEN m.status = 'finished' THEN 1 END),
+                  count(CASE WHEN m.disputed = 1 THEN 1 END),
+                  count(CASE WHEN m.status = 'finished' AND m.winner = mp.side THEN 1 END),
+                  count(CASE WHEN m.status = 'finished' AND m.winner IN ('a', 'b')
+                             AND m.winner <> mp.side THEN 1 END),
+                  count(CASE WHEN m.status = 'finished' AND m.winner = 'draw' THEN 1 END)
+           FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE mp.player_id = ?
+           GROUP BY m.ladder ORDER BY m.ladder""",
         (player_id,))
-    return (int(row[0]), int(row[1])) if row else (0, 0)
-
-
-async def records(db: Reads, player_id: int) -> dict[str, dict[str, int]]:
-    """Each ladder's finished matches and event games of a player: won, lost, drawn."""
-    rows = await db.fetchall(
-        """SELECT m.ladder, count(CASE WHEN m.winner = mp.side THEN 1 END),
-                  count(CASE WHEN m.winner IN ('a', 'b') AND m.winner <> mp.side THEN 1 END),
-                  count(CASE WHEN m.winner = 'draw' THEN 1 END)
-           FROM match_players mp JOIN matches m ON m.id = mp.match_id
-           WHERE mp.player_id = ? AND m.status = 'finished' GROUP BY m.ladder ORDER BY m.ladder""",
-        (player_id,))
-    return {str(r[0]): {"won": int(r[1]), "lost": int(r[2]), "drawn": int(r[3])} for r in rows}
+    ladders = {str(r[0]): {"won": int(r[3]), "lost": int(r[4]), "drawn": int(r[5])}
+               for r in rows if r[1]}
+    return sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows), ladders

@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
 
 MIGRATIONS: dict[int, str] = {
@@ -116,6 +116,23 @@ MIGRATIONS: dict[int, str] = {
         expires_at TEXT NOT NULL
     ) WITHOUT ROWID;
     CREATE INDEX sessions_player ON sessions (player_id);
+    """,
+    # An event's version: every change to its results (a result, an import, a correction, the
+    # close) moves it on, so a node's cached standings are known to be current by one read.
+    6: """
+    ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    """,
+    # What changed about an account (a new password, a role, a logout everywhere), appended in
+    # the transaction of the change: every server polls it and ends the account's open logins.
+    7: """
+    CREATE TABLE account_changes (
+        id INTEGER PRIMARY KEY,
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        kind TEXT NOT NULL,
+        by_player INTEGER REFERENCES players (id),
+        at TEXT NOT NULL
+    );
+    CREATE INDEX account_changes_player ON account_changes (player_id, id);
     """,
 }
 

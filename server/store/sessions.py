@@ -8,17 +8,26 @@ from server.store.handle import Reads, WriteTx
 
 FIND = """SELECT s.player_id, s.expires_at, p.name FROM sessions s
     JOIN players p ON p.id = s.player_id WHERE s.token_hash = ?"""
-REVOKE_ALL = "DELETE FROM sessions WHERE player_id = ?"
-"""Every session of one account (a new password ends them)."""
 
 
 async def create(tx: WriteTx, token_hash: str, player_id: int, created_at: str,
-                 expires_at: str) -> None:
-    """A new session; the account's sessions that have ended go with it."""
+                 expires_at: str, cap: int = 0) -> int:
+    """A new session; the account's sessions that have ended go with it, and beyond ``cap``
+    sessions (0: no cap) its oldest others. Returns how many others the account keeps."""
     await tx.later("DELETE FROM sessions WHERE player_id = ? AND expires_at <= ?",
                    (player_id, created_at))
     await tx.later("INSERT INTO sessions (token_hash, player_id, created_at, expires_at) "
                    "VALUES (?, ?, ?, ?)", (token_hash, player_id, created_at, expires_at))
+    row = await tx.fetchone("SELECT count(*) FROM sessions WHERE player_id = ?", (player_id,))
+    others = (int(row[0]) if row else 1) - 1
+    if cap > 0 and others >= cap:
+        # created_at has whole seconds: ties go by hash, an order as good as any
+        await tx.execute(
+            "DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions "
+            "WHERE player_id = ? AND token_hash <> ? ORDER BY created_at, token_hash LIMIT ?)",
+            (player_id, token_hash, others - cap + 1))
+        others = cap - 1
+    return others
 
 
 async def find(db: Reads, token_hash: str) -> Any | None:

@@ -131,7 +131,9 @@ async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path
         ["foosball-singles", "P4P", "singles", "no", "when an event closes", "0"],
         ["foosball-doubles", "P4P", "doubles", "no", "when an event closes", "4"],
     ], right={5})
-    expected = ["Logged in as alice.", *expected_whois, *expected_ladder,
+    # alice's registration still holds its session
+    expected = ["Logged in as alice.", "You have 1 other session open (other devices or "
+                "browsers); 'logout --others' ends them.", *expected_whois, *expected_ladder,
                 *expected_page, *expected_rating, *expected_history, *expected_who,
                 *expected_ladders]
     for i, (got, want) in enumerate(zip(out, expected, strict=False)):
@@ -284,6 +286,7 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
         "Logged in as alice.",  # rating_changed repeats it
         f"You are in match {mid}: alice vs bob (backgammon, 1 point).",
         *at_stake,
+        "You have 1 other session open (other devices or browsers); 'logout --others' ends them.",
         *result,
     ]
     # without --pushes, only the replies
@@ -294,8 +297,9 @@ async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> N
     quiet = await run_batch(lobby.url, [f"login bob {PASSWORD}", "resign"])
     assert quiet.lines[:2] == ["Logged in as bob.",
                                f"You are in match {mid + 1}: bob vs alice (backgammon, 1 point)."]
-    assert quiet.lines[4] == f"bob resigned; alice wins match {mid + 1} (backgammon, 1 point)."
-    assert len(quiet.lines) == 7 and not any(line.startswith("**") for line in quiet.lines)
+    assert quiet.lines[4].startswith("You have 1 other session open")
+    assert quiet.lines[5] == f"bob resigned; alice wins match {mid + 1} (backgammon, 1 point)."
+    assert len(quiet.lines) == 8 and not any(line.startswith("**") for line in quiet.lines)
 
 
 async def test_json_prints_each_raw_reply_on_one_line(lobby: LobbyServer) -> None:

@@ -16,14 +16,21 @@ from pathlib import Path
 
 import pytest
 from testkit.cli import rate_file
-from testkit.clients import expect_error, settle, start_match
+from testkit.clients import (
+    check_ladder_update,
+    expect_error,
+    settle,
+    start_match,
+    told_presence,
+    until_offline,
+)
 from testkit.constants import ADMIN, PASSWORD
 from testkit.fibs import FibsModel, check_changes, close
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 from testkit.shapes import LADDERS_REPLY
 
-from clients.models import Ladder, LadderInfo, MatchFinished, Ratings, Whois
+from clients.models import Ladder, LadderInfo, LadderUpdated, MatchFinished, Ratings, Whois
 from server.plugins import command_table
 
 DROP_TIMEOUT = 0.4  # the claim case's: short, so that a claim can be tested without a long wait
@@ -83,7 +90,7 @@ async def _register(lobby: LobbyServer, tmp: Path) -> None:
     assert set(registered) == {"player", "role", "session"}
     assert (registered["player"], registered["role"]) == ("alice", "player")
     assert alice.credentials == ("alice", PASSWORD)
-    assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "ready"})
     profile = await watcher.whois("alice")
     assert isinstance(profile, Whois)
     assert (profile.player, profile.online, profile.status, profile.role) == (
@@ -113,9 +120,9 @@ async def _login(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(c.login("nobody", PASSWORD), "forbidden")  # same answer: no probing
     assert c.credentials is None
     logged_in = await c.login("Alice", PASSWORD)
-    assert set(logged_in) == {"player", "role", "match", "session"}
+    assert set(logged_in) == {"player", "role", "match", "session", "other_sessions"}
     assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
-    assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "ready"})
     assert (await watcher.whois("alice")).online
     admin = await lobby.client()
     assert (await admin.login(ADMIN, "root-secret"))["role"] == "admin"
@@ -127,10 +134,10 @@ async def _logout(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()
     await watcher.call("who")
     alice = await lobby.player("alice")
-    await watcher.next_push("player_online")
+    await told_presence(watcher, {"alice": "ready"})
     assert await alice.logout() == {"player": "alice", "logged_in": False, "revoked": True}
     assert alice.credentials is None
-    assert (await watcher.next_push("player_offline"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "offline"})
     profile = await watcher.whois("alice")
     assert (profile.online, profile.status) == (False, "offline")
     # still connected, now as a spectator
@@ -374,17 +381,18 @@ async def _watch(lobby: LobbyServer, tmp: Path) -> None:
     assert pushes[0]["data"]["match"] == mid and pushes[0]["data"]["winner"] == "alice"
     check_changes([p["data"] for p in pushes[1:]], FibsModel().play("alice", "bob", 3))
     assert all(p["data"]["cause"] == {"match": mid} for p in pushes[1:])
-    # an event closing on a watched ladder pushes the whole new ladder
+    # an event closing on a watched ladder pushes one ladder_updated: the rows it moved
     event = await admin.call("event create", name="Cup", ladder="scrabble")
     await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
                      score_a=400, score_b=300)
     assert await settle(watcher) == []  # nothing is rated before the close
     await admin.call("event close", event=event["id"])
     pushes = await settle(watcher)
-    assert [p["event"] for p in pushes] == ["rating_changed", "rating_changed", "ladder_updated"]
-    updated = pushes[-1]["data"]
-    assert (updated["ladder"], updated["event"]) == ("scrabble", event["id"])
-    assert updated["players"] == (await watcher.call("ladder", ladder="scrabble"))["players"]
+    assert [p["event"] for p in pushes] == ["ladder_updated"]  # the changes went to the players
+    updated = LadderUpdated.from_dict(pushes[-1]["data"])
+    assert (updated.ladder, updated.event, updated.moved) == ("scrabble", event["id"], 2)
+    table = await watcher.ladder("scrabble", all=True)
+    assert (updated.total, updated.changed) == (table.total, table.players)
     # a ladder not watched stays silent
     other = await admin.call("event create", name="Kicker", ladder="foosball-singles")
     await admin.call("event result", event=other["id"], side_a="alice", side_b="bob",
@@ -600,7 +608,7 @@ async def _claim(lobby: LobbyServer, tmp: Path) -> None:
     mid = await start_match(alice, bob, length=5)
     await expect_error(alice.claim(mid), "conflict")  # bob is connected
     await bob.close()
-    await alice.next_push("player_offline")
+    await until_offline(alice, "bob")
     await expect_error(alice.claim(mid), "conflict")  # not away long enough yet
     await asyncio.sleep(DROP_TIMEOUT + 0.1)
     finished = await alice.claim(mid)
@@ -745,10 +753,11 @@ async def _event_close(lobby: LobbyServer, tmp: Path) -> None:
         for p in offline["players"]]
     assert {c["player"]: c["after"] for c in closed["changes"]} == {
         p["player"]: p["rating"] for p in offline["players"]}
-    updated = await watcher.next_push("ladder_updated")
-    assert updated["data"]["event"] == event["id"]
-    assert updated["data"]["players"] == (await watcher.call(
-        "ladder", ladder="foosball-doubles"))["players"]
+    updated = await watcher.ladder_updated("foosball-doubles")
+    assert updated.event == event["id"]
+    played = {c["player"] for c in closed["changes"]}
+    assert updated.changed == [r for r in table.players if r.player in played]
+    assert (updated.total, updated.more) == (table.total, 0)
     mine = await alice.next_push("rating_changed")
     assert mine["data"]["player"] == "alice" and mine["data"]["cause"] == {"event": event["id"]}
     await expect_error(admin.call("event close", event=event["id"]), "conflict")
@@ -834,8 +843,9 @@ async def _void(lobby: LobbyServer, tmp: Path) -> None:
     assert corrected["data"]["match"] == m1 and corrected["data"]["status"] == "voided"
     pushes = await settle(watcher)
     assert pushes[-1]["event"] == "ladder_updated"
-    assert pushes[-1]["data"]["players"] == (await watcher.call("ladder", ladder="backgammon"))[
-        "players"]
+    check_ladder_update(pushes[-1]["data"],
+                        await watcher.call("ladder", ladder="backgammon", all=True),
+                        [c["player"] for c in voided["changes"]])
     await expect_error(admin.call("void", match=m1, reason="again"), "conflict")
     await expect_error(admin.call("void", match=999, reason="none"), "not_found")
     # a live match can be voided too; it ends unrated

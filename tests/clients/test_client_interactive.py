@@ -18,6 +18,8 @@ from testkit.fibs import fibs_changes
 from testkit.server_loop import LobbyServer
 from testkit.terminal import Terminal, screen_text
 
+from server import PROTOCOL_VERSION
+
 MENU_ENTRY = re.compile(r" {4,}[a-z]+")
 
 
@@ -37,7 +39,7 @@ async def test_prompt_commands_pushes_while_typing_and_quit(lobby: LobbyServer, 
     term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
                                 terminal_env(tmp_path))
     try:
-        await term.expect(r"Connected to matchlobby \S+ \(protocol 1\)\.\n")
+        await term.expect(rf"Connected to matchlobby \S+ \(protocol {PROTOCOL_VERSION}\)\.\n")
         await term.expect(r"matchlobby>")
         term.type(f"register alice {PASSWORD}\r")
         await term.expect(r"Welcome, alice: your account is made and you are logged in\.\n")
@@ -157,7 +159,7 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
     await until_screen(tmux, "Welcome, alice: your account is made and you are logged in.",
                        "alice>")
     carol = await lobby.player("carol")
-    await until_screen(tmux, "** carol logged in.", "alice>")
+    await until_screen(tmux, "** carol is online, free to play.", "alice>")
     await keys("who")
     await until_screen(tmux, "alice> who")
     until = (await carol.call("invite", name="alice", ladder="backgammon", length=3)
@@ -169,7 +171,7 @@ async def test_the_screen_keeps_the_prompt_below_a_push(lobby: LobbyServer, tmp_
               "Type 'join carol' or 'decline carol'.",
         *(f"  {name} (rating 1500.00): 50.0% to win; a win {win:+.2f}, a loss {loss:+.2f}."
           for name in ("carol", "alice")), "alice> who")
-    assert lines[-5] == "** carol logged in."
+    assert lines[-5] == "** carol is online, free to play."
     await keys("Enter")
     await until_screen(tmux, "alice> who", "player  status  ratings", "alice   ready   -",
                        "carol   ready   -", "2 players, 0 spectators.", "alice>")
@@ -199,6 +201,46 @@ async def test_no_writable_home_keeps_the_history_in_memory(lobby: LobbyServer, 
     everything = screen_text(term.raw)
     assert "Traceback" not in everything and everything.count(".matchlobby_history") == 1
     assert not missing.exists()
+
+
+OLD_HISTORY = ("\n# 2026-03-01 20:00:00.000000\n+login carol carol-pass-1\n"
+               "\n# 2026-03-01 20:00:05.000000\n+whois bob\n"
+               "\n# 2026-03-01 20:00:09.000000\n+RESUME 4f9c2d1e\n"
+               "\n# 2026-03-01 20:00:12.000000\n+ladder backgammon\n")
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new file", "file of an older client"])
+async def test_the_history_keeps_no_password_or_token_and_only_its_owner_reads_it(
+        lobby: LobbyServer, tmp_path: Path, existing: bool) -> None:
+    path = tmp_path / ".matchlobby_history"
+    if existing:
+        path.write_text(OLD_HISTORY, encoding="utf-8")
+        path.chmod(0o644)
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    typed = [f"register alice {PASSWORD}", "who", "resume 0123456789abcdef",
+             f'{{"cmd": "login", "args": {{"name": "alice", "password": "{PASSWORD}"}}}}',
+             f"  Login alice {PASSWORD}", "whois alice", "help login"]
+    try:
+        await term.expect(r"matchlobby>")
+        for line in typed:
+            term.type(line + "\r")
+            await term.expect(r"(alice|matchlobby)> ")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    assert "Traceback" not in term.raw.decode("utf-8", "replace")
+    history = path.read_text(encoding="utf-8")
+    assert PASSWORD not in history and "0123456789abcdef" not in history
+    assert "carol-pass-1" not in history and "4f9c2d1e" not in history
+    assert path.stat().st_mode & 0o777 == 0o600
+    kept = [line[1:] for line in history.splitlines() if line.startswith("+")]
+    assert kept == (["whois bob", "ladder backgammon"] if existing else []) + [
+        "who", "whois alice", "help login", "quit"]
+    if existing:  # the older entries kept as they were written, with their times
+        assert history.startswith("\n# 2026-03-01 20:00:05.000000\n+whois bob\n"
+                                  "\n# 2026-03-01 20:00:12.000000\n+ladder backgammon\n")
 
 
 async def test_a_login_elsewhere_logs_this_terminal_out_without_reconnecting(

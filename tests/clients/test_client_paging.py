@@ -22,7 +22,10 @@ async def test_the_terminal_client_prints_every_page(lobby: LobbyServer) -> None
     rows = [f"Big,{today()},p{2 * i:04d},p{2 * i + 1:04d},{1 + i % 3},0,1,"
             for i in range(PLAYERS // 2)]
     await admin.call("event import", event=eid, csv=results_text(rows))
-    ladder = [r["player"] for r in (await watcher.next_push("ladder_updated"))["data"]["players"]]
+    update = await watcher.ladder_updated("backgammon")
+    assert update.total == PLAYERS
+    ladder = [r.player for r in (await watcher.ladder("backgammon", count=PLAYERS, all=True)).players]
+    assert [r.player for r in update.changed] == ladder[:len(update.changed)]
     assert PLAYERS // 2 > EVENT_PAGE and LADDER_PAGE < 1000  # more than a page of each
 
     done = await run_batch(lobby.url, ["ladder backgammon 1 1000 --all", f"event show {eid}"])

@@ -12,14 +12,16 @@ import logging
 import time
 
 import pytest
-from testkit.clients import Gate, expect_error, given_up, settle, start_match
+from testkit.clients import Gate, expect_error, given_up, presence_entries, settle, start_match, told_presence
 from testkit.constants import PASSWORD
 from testkit.fibs import FibsModel, check_changes
 from testkit.probes import wait_until
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 
+from clients import LobbyClient
 from clients.lobby_client import Disconnected
+from server.app import start_server
 
 BACKOFF = (0.02, 0.1)
 FAILURES = 6
@@ -90,14 +92,11 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     finished = await carol.resign()
     check_changes(finished.changes, FibsModel().play("bob", "carol", 3))
     pushes = await settle(alice)
-    assert [p["data"]["player"] for p in pushes if p["event"] == "player_online"] == [
-        "bob", "carol"]
-    presence = ("player_online", "player_status")
-    assert [p["event"] for p in pushes if p["event"] not in presence] == [
+    assert [p["event"] for p in pushes if p["event"] != "presence"] == [
         "match_finished", "rating_changed", "rating_changed"]
-    assert [(p["data"]["player"], p["data"]["status"]) for p in pushes
-            if p["event"] == "player_status"] == [
-        ("bob", "playing"), ("carol", "playing"), ("bob", "ready"), ("carol", "ready")]
+    # `who` listed again: told who came and played (the changes of a second come together)
+    told = presence_entries(pushes)
+    await told_presence(alice, {n: "ready" for n in ("bob", "carol") if (n, "ready") not in told})
     assert [p["data"]["match"] for p in pushes if p["event"] == "match_finished"] == [mid]
     # ... and an event closed by the director
     admin = await lobby.admin()
@@ -107,7 +106,8 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     await admin.call("event close", event=event["id"])
     updated = await alice.next_push("ladder_updated")
     assert (updated["data"]["ladder"], updated["data"]["event"]) == ("scrabble", event["id"])
-    assert [r["player"] for r in updated["data"]["players"]] == ["bob", "carol"]
+    assert [r["player"] for r in updated["data"]["changed"]] == ["bob", "carol"]
+    assert (updated["data"]["total"], updated["data"]["more"]) == (2, 0)
     # and alice can play: she is a player again, not a spectator
     await alice.call("invite", name="bob", ladder="backgammon")
     assert (await bob.next_push("invited"))["data"]["from"] == "alice"
@@ -159,3 +159,32 @@ async def test_the_client_resumes_with_its_session_token_not_its_password(
     await alice.logout()  # ends the token
     assert alice.session is None
     await expect_error((await lobby.client()).resume(token), "forbidden")
+
+
+async def test_a_client_logged_out_everywhere_does_not_log_itself_back_in(
+        lobby: LobbyServer) -> None:
+    """``logout --all`` on another server of the same database: the client is told
+    (``logged_out``), forgets its token and its password, and after a reconnect stays a
+    spectator (with the password it kept it would have logged back in)."""
+    alice = await lobby.client(reconnect=True, backoff=BACKOFF)
+    await alice.register("alice", PASSWORD)
+    other = await start_server(lobby.config(), host="127.0.0.1", port=0)
+    try:
+        elsewhere = LobbyClient(f"ws://127.0.0.1:{other.port}/ws", reconnect=False)
+        await elsewhere.connect()
+        await elsewhere.login("alice", PASSWORD)
+        assert (await elsewhere.call("logout", all=True))["ended"] == 2
+        await elsewhere.close()
+    finally:
+        await other.stop()
+    told = await alice.next_push("logged_out")
+    assert told["data"]["cause"] == "logout_all"
+    assert (alice.credentials, alice.session, alice.player) == (None, None, None)
+    reconnected = asyncio.Event()
+    alice.on("reconnected", lambda p: reconnected.set())
+    await lobby.restart()
+    await asyncio.wait_for(reconnected.wait(), 10)
+    assert alice._restoring is not None
+    await asyncio.wait_for(alice._restoring, 10)  # what the client does by itself, done
+    await expect_error(alice.call("invitations"), "not_logged_in")
+    assert not (await alice.whois("alice")).online

@@ -320,6 +320,7 @@ def test_ladders_events_and_an_event() -> None:
     ]
 
 
+ROW = {"rank": 1, "of": 6, "player": "amy", "rating": 1000, "games": 1, "active": True}
 FINISHED = {"match": 17, "ladder": "backgammon", "length": 5, "winner": "alice",
             "loser": "bob", "how": "resign", "rated": True, "changes": [
                 {"player": "alice", "before": 1500.0, "after": 1522.136, "change": 22.136},
@@ -414,16 +415,22 @@ def test_errors_and_odd_replies() -> None:
     ({"event": "result_claimed", "data": {"match": 4, "by": "bob", "scores": [5, 2],
                                           "status": "claimed"}},
      "** bob claims a win in match 4 (5 to 2). Type 'confirm 4' or 'dispute 4'."),
-    ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3,
-                                          "players": [{}, {}]}},
-     "** Ladder scrabble updated (2 players)."),
-    ({"event": "player_online", "data": {"player": "bob"}}, "** bob logged in."),
-    ({"event": "player_offline", "data": {"player": "bob"}}, "** bob left."),
-    ({"event": "player_status", "data": {"player": "bob", "status": "playing"}},
-     "** bob is playing a match."),
-    ({"event": "player_status", "data": {"player": "bob", "status": "ready"}},
-     "** bob is free to play."),
-    ({"event": "logged_out", "data": {"reason": "Replaced."}}, "** Replaced."),
+    ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3, "total": 6, "more": 0,
+                                          "changed": [ROW | {"player": "amy", "rank": 1},
+                                                      ROW | {"player": "bob", "rank": 3}]}},
+     "** Ladder scrabble updated after event 3 (6 players): amy 1000 (#1), bob 1000 (#3)."),
+    ({"event": "ladder_updated", "data": {
+        "ladder": "backgammon", "event": None, "total": 900, "more": 14,
+        "changed": [ROW | {"player": f"p{i}", "rank": i, "rating": 1500.5} for i in range(1, 7)]}},
+     "** Ladder backgammon updated (900 players): p1 1500.50 (#1), p2 1500.50 (#2), "
+     "p3 1500.50 (#3), p4 1500.50 (#4), p5 1500.50 (#5) and 15 more."),
+    ({"event": "presence", "data": {"players": [{"player": "bob", "status": "ready"}]}},
+     "** bob is online, free to play."),
+    ({"event": "presence", "data": {"players": [{"player": "bob", "status": "offline"},
+                                                {"player": "carol", "status": "playing"}]}},
+     "** bob left. carol is playing a match."),
+    ({"event": "logged_out", "data": {"reason": "Replaced.", "cause": "replaced"}},
+     "** Replaced."),
     ({"event": "declined", "data": {"by": "bob"}}, "** bob declined your invitation."),
     ({"event": "declined", "data": {}}, "** declined: "),  # incomplete
     ({"event": "invited", "data": {"from": "bob"}}, "** invited: from: bob"),  # incomplete
@@ -440,7 +447,7 @@ PROTOCOL = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
 def test_every_push_of_the_protocol_and_every_lobby_command_has_its_sentence() -> None:
     table = PROTOCOL[PROTOCOL.index("## Pushes"):]
     pushes = re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M)
-    assert "invitation_expired" in pushes and len(pushes) >= 17
+    assert "invitation_expired" in pushes and len(pushes) >= 16
     assert set(pushes) - {"hello"} <= set(render.PUSHES), set(pushes) - set(render.PUSHES)
     assert set(COMMANDS) <= set(render.REPLIES), set(COMMANDS) - set(render.REPLIES)
 
@@ -466,6 +473,13 @@ ALICE_READS = render.Viewer("alice", "player")
      "Logged in again as alice."),
     ("logout", {"player": "alice", "logged_in": False, "revoked": True},
      "Logged out of alice. This login's session has ended."),
+    ("logout", {"player": "alice", "logged_in": False, "revoked": True, "ended": 3},
+     "Logged out of alice everywhere (3 sessions ended)."),
+    ("logout", {"player": "alice", "logged_in": True, "revoked": False, "ended": 1},
+     "Ended your other sessions (1 session); you stay logged in here."),
+    ("login", {"player": "alice", "role": "player", "match": None, "other_sessions": 2},
+     "Logged in as alice.\nYou have 2 other sessions open (other devices or browsers); "
+     "'logout --others' ends them."),
     ("watch", {"ladder": "scrabble", "watching": True},
      "Watching scrabble: its results and rating changes are shown here."),
     ("unwatch", {"ladder": "scrabble", "watching": False}, "No longer watching scrabble."),

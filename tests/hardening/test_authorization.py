@@ -220,8 +220,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, template_db: Path) -> Itera
     config = Config(database=str(db), password=FAST_HASHING)
     for name in DIRECTORS[1:]:  # one admin account per situation set up at once
         assert asyncio.run(add_user(config, name, ADMIN_PASSWORD, admin=True)) == 0
-    # every scene registers its players from 127.0.0.1
-    running = ServerThread(db, Limits(registrations_per_hour=0), drop_timeout=0.0).start()
+    # every scene registers and logs in its players from 127.0.0.1, the admins again and again
+    running = ServerThread(db, Limits(registrations_per_hour=0, account_logins_per_minute=0,
+                                      address_logins_per_minute=0), drop_timeout=0.0).start()
     try:
         yield running
     finally:

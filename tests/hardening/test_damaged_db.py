@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 from testkit.cli import run_cli
-from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_CONFIG, PASSWORD
+from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_CONFIG, PASSWORD, PLAY_FREELY
 from testkit.db import sql
 from testkit.logs import captured_logs
 from testkit.probes import Prober
@@ -363,7 +363,9 @@ async def test_a_page_damaged_under_the_server_stops_every_write(damaged_later: 
 async def test_a_full_disk_stops_every_write(db_path: Path, tmp_path: Path) -> None:
     """A file-size limit on the server process: the WAL cannot grow, the disk is "full"."""
     config = tmp_path / "matchlobby.toml"
-    config.write_text(FAST_CONFIG, encoding="utf-8")
+    # The same two players invite each other hundreds of times a minute.
+    config.write_text(FAST_CONFIG + "\n[limits]\n" + "".join(
+        f"{key} = {value}\n" for key, value in PLAY_FREELY.items()), encoding="utf-8")
     limit = db_path.stat().st_size + 256 * 1024
     server = ServerProcess(db_path, config).start()
     try:

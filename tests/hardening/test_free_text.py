@@ -51,6 +51,19 @@ BAD = {
     "line separator U+2028": "Brno\u2028Open",
     "paragraph separator U+2029": "Brno\u2029Open",
     "only spaces": "   ",
+    # Invisible without being format characters (Default_Ignorable_Code_Point), or blank
+    "combining grapheme joiner U+034F": "Brno\u034fOpen",
+    "variation selector-16 U+FE0F": "Brno\ufe0f Open",
+    "variation selector-17 U+E0100": "Brno Open\U000e0100",
+    "Hangul filler U+3164": "\u3164",
+    "Hangul choseong filler U+115F": "Brno \u115f Open",
+    "Hangul jungseong filler U+1160": "Brno\u1160Open",
+    "halfwidth Hangul filler U+FFA0": "Brno \uffa0",
+    "braille pattern blank U+2800": "\u2800\u2800",
+    "Khmer vowel inherent U+17B4": "Brno\u17b4Open",
+    "Mongolian free variation selector U+180B": "Brno\u180bOpen",
+    "Mongolian vowel separator U+180E": "Brno\u180eOpen",
+    "tag letter U+E0041": "Brno Open\U000e0041",
 }
 NFD = "Kavárna Čí\u0301"  # with a combining acute accent: NFC composes "í"
 NFD_NAME = unicodedata.normalize("NFD", "Café Dvořák")

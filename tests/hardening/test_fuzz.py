@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
-from testkit.constants import ADMIN, ADMIN_PASSWORD, ERROR_CODES, PASSWORD
+from testkit.constants import ADMIN, ADMIN_PASSWORD, ERROR_CODES, PASSWORD, PLAY_FREELY
 from testkit.db import dump_db
 from testkit.figures import group
 from testkit.logs import Capture, captured_logs
@@ -48,8 +48,8 @@ HARD_LIMIT = 16 * LIMIT  # beyond it websockets itself closes with 1009 (server/
 REPLY_TIMEOUT = 10.0  # no reply within this is a hang, not slowness
 FUZZ_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, strikes=1_000_000,
                      login_free_failures=1_000_000_000, login_address_failures=1_000_000_000,
-                     login_account_failures=1_000_000_000, registrations_per_hour=0,
-                     connections_per_address=1000)
+                     login_account_failures=1_000_000_000, connections_per_address=1000,
+                     read_units_per_second=0, **PLAY_FREELY)
 # Besides the read-only ones, the commands that write nothing to the database even when
 # they succeed: a batch in which no other command succeeded must leave it untouched.
 IN_MEMORY = frozenset({"watch", "unwatch", "invite", "uninvite", "decline"})
@@ -282,7 +282,7 @@ def valid_id(v: Any) -> bool:
         return False
     if isinstance(v, int):
         return -(2**53) <= v <= 2**53
-    return isinstance(v, str) and len(v) <= 64 and encodable(v)
+    return isinstance(v, str) and len(v) <= 64 and encodable(v) and "\x00" not in v
 
 
 def encodable(text: str) -> bool:

@@ -59,8 +59,9 @@ SLOW_READERS = 8
 REQUESTS = 200  # each slow reader's: more than the kernel's socket buffers take (up to 4 MB)
 BUDGET = Limits().outgoing_bytes
 CONFIG = ("[password_hashing]\nn = 1024\n"
-          # the attack at full speed: the message rate is another limit, not the one under test
-          "[limits]\nmessages_per_second = 1000.0\nburst = 1000\n")
+          # the attack at full speed: the message rate and the read budget are other limits,
+          # not the one under test
+          "[limits]\nmessages_per_second = 1000.0\nburst = 1000\nread_units_per_second = 0\n")
 MB = 1024 * 1024
 AFTER_SLACK = 4 * MB  # "within a few MB": what the allocator may keep of a busy moment
 WAIT = 60.0  # a liveness bound: only a stuck server (or one that keeps the memory) misses it
@@ -250,7 +251,7 @@ async def test_slow_readers_asking_for_a_big_event(server: ServerProcess) -> Non
 # ---- in this process, with the collector off -----------------------------------------------
 
 
-FAST = {"messages_per_second": 10_000.0, "burst": 10_000}
+FAST = {"messages_per_second": 10_000.0, "burst": 10_000, "read_units_per_second": 0.0}
 
 
 @pytest.fixture

@@ -41,3 +41,25 @@ def test_what_is_kept() -> None:
         clean_text("👩\u200d💻", "NAME", 100)
     with pytest.raises(ValueError, match=r"U\+00AD"):  # a soft hyphen is invisible as well
         clean_text("Brno\u00adOpen", "NAME", 100)
+
+
+# Default_Ignorable_Code_Point in DerivedCoreProperties.txt (Unicode 14.0-16.0) that are not
+# format characters (Cf), with the two blank cells; each is refused wherever it stands.
+IGNORABLE_NOT_FORMAT = [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F,
+                        0x2065, 0x3164, *range(0xFE00, 0xFE10), 0xFFA0, *range(0xFFF0, 0xFFF9),
+                        0xE0000, *range(0xE0002, 0xE0020), *range(0xE0080, 0xE0100),
+                        *range(0xE0100, 0xE01F0), 0xE01F0, 0xE0FFF, 0x2800, 0x1D159]
+
+
+@pytest.mark.parametrize("where", ["{}Brno", "Brno{}Open", "Brno{}", "{}"])
+def test_invisible_characters_that_are_not_format_characters_are_refused(where: str) -> None:
+    for code in IGNORABLE_NOT_FORMAT:
+        assert unicodedata.category(chr(code)) != "Cf"
+        with pytest.raises(ValueError, match=rf"NAME contains an invisible character \(U\+{code:04X}\)"):
+            clean_text(where.format(chr(code)), "NAME", 100)
+
+
+def test_their_visible_neighbours_are_kept() -> None:
+    for text in ("\u1100\u1161", "\u1161", "\u3165", "\uffa1", "\u2801", "\u17b6", "\u180a",
+                 "\ufe10", "\u034e", "\u2764", "\U0001d158"):
+        assert clean_text(f"a{text}b", "NAME", 100) == unicodedata.normalize("NFC", f"a{text}b")

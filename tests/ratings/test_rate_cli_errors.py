@@ -102,6 +102,13 @@ CASES: dict[str, Case] = {
     "reason with a left-to-right isolate": Case(
         "cas", body("Open,2026-03-14,ann,bob,400,300,,no:void\u2066ed"), "results.csv:7",
         "the reason in rated contains an invisible formatting character (U+2066)",
+    ),    "event name with a combining grapheme joiner": Case(
+        "cas", body("Op\u034fen,2026-03-14,ann,bob,400,300,,"), "results.csv:7",
+        "event contains an invisible character (U+034F)",
+    ),
+    "reason that is a Hangul filler": Case(
+        "cas", body("Open,2026-03-14,ann,bob,400,300,,no:\u3164"), "results.csv:7",
+        "the reason in rated contains an invisible character (U+3164)",
     ),
 }
 

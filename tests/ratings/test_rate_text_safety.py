@@ -18,6 +18,8 @@ from typing import Any
 from testkit.cli import Completed, RunRate, WriteResults, run_many
 
 from ratings_plugin.commands.rate import spreadsheet_safe
+from server.api.results_file import read_results
+from server.api.spreadsheet import escape, unescape
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMERIC = {"rank", "of", "rating", "games", "experience", "paluba", "dansa", "peklo"}
@@ -88,8 +90,11 @@ def test_the_escaping_rule() -> None:
     """Every start OWASP names, after spaces too; text only, never a number or an inert text."""
     for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", " =1", "  @x", "-", "=HYPERLINK(\"x\")"):
         assert spreadsheet_safe(text, text) == "'" + text, text
-    for text in ("a=1", "_x", "1-2", "Newcomer", "", " ", "'=1", "b-c"):
+    for text in ("a=1", "_x", "1-2", "Newcomer", "", " ", "'a", "b-c", "''"):
         assert spreadsheet_safe(text, text) == text, text
+    # a text whose "'" a reader would take for the escape is escaped too
+    for text in ("'=1", "' -x", "''@x"):
+        assert spreadsheet_safe(text, text) == "'" + text, text
     assert spreadsheet_safe(-35, "-35") == "-35"
     assert spreadsheet_safe(-1.5, "-1.5") == "-1.5"
     assert spreadsheet_safe(True, "true") == "true"
@@ -113,3 +118,34 @@ def test_event_names_are_grouped_in_nfc(write_results: WriteResults, run_rate: R
         assert json.loads(ok(run_rate(system, mixed, "--format", "json"))) == one
         # the check can tell: two events rate differently from one
         assert json.loads(ok(run_rate(system, split, "--format", "json"))) != one
+
+
+READ_BACK = ["=1+1", "-A1-B1x", "'=1", "''=1", "' -x", "'a", "''", "'", "x'", " =1", "\t=1",
+             "@", "-", "plain", "", "'\r'", "=HYPERLINK(\"https://x.example/\",\"x\")"]
+
+
+def test_escaped_text_reads_back_exactly() -> None:
+    """:func:`unescape` undoes :func:`escape`; a cell the escape did not touch reads as it is."""
+    for text in READ_BACK:
+        cell = escape(text)
+        assert not looks_like_a_formula(cell), cell
+        assert unescape(cell) == text, (text, cell)
+        if cell == text:
+            assert unescape(text) == text
+
+
+def test_a_results_file_of_escaped_cells_is_read_as_written(write_results: WriteResults,
+                                                           run_rate: RunRate) -> None:
+    """What the web page exports (every text cell escaped) rates as the file without escapes."""
+    rows = [("=Cup", "-a", "b", 10, 3), ("=Cup", "-2", "-a", 4, 10), ("=Cup", "b", "-2", 10, 9)]
+    plain = write_results([f"{e},2026-03-14,{a},{b},{x},{y},," for e, a, b, x, y in rows],
+                          name="plain.csv")
+    escaped = write_results([",".join([escape(e), "2026-03-14", escape(a), escape(b), str(x),
+                                       str(y), "", ""]) for e, a, b, x, y in rows],
+                            name="escaped.csv")
+    assert "'-2" in escaped.read_text() and "'=Cup" in escaped.read_text()
+    assert [(r.event, r.game) for r in read_results(escaped)] == [
+        (r.event, r.game) for r in read_results(plain)]
+    for system in ("p4p", "cas"):
+        assert ok(run_rate(system, escaped, "--format", "json")) == ok(
+            run_rate(system, plain, "--format", "json"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -12,7 +13,8 @@ import pytest
 from testkit.clients import expect_error, settle
 from testkit.server_loop import LobbyServer
 
-from server.config import Config, ConfigError, load_config
+from server.config import Config, ConfigError, Limits, load_config
+from server.lobby.invitation_limit import InvitationLimit, Refusal
 
 
 async def start(harness: LobbyServer, invitation_timeout: float) -> None:
@@ -170,3 +172,64 @@ def test_the_timeouts_in_the_configuration(tmp_path: Path) -> None:
         path.write_text(f"[server]\n{bad}\n")
         with pytest.raises(ConfigError, match=bad.split()[0]):
             load_config(path)
+
+
+# ---- how fast invitations may be sent ---------------------------------------------------
+
+
+async def test_invitation_spam_is_limited_per_inviter_pair_and_target(harness: LobbyServer) -> None:
+    """The default limits: 3 a minute from one player to the same one, 10 a minute from one
+    player to anyone, 20 a minute to one player from anyone. A refused invitation pushes
+    nothing and counts for nothing."""
+    harness.limits = Limits(registrations_per_hour=0)
+    await harness.start()
+    alice, bob, carol, dave, erin = await harness.players("alice", "bob", "carol", "dave", "erin")
+    # one account ringing another flat out (the web page plays a tone at each `invited`)
+    replies = [await alice.request("invite", {"name": "bob", "ladder": "backgammon"})
+               for _ in range(50)]
+    assert [r["ok"] for r in replies[:3]] == [True] * 3
+    for r in replies[3:]:
+        assert r["error"]["code"] == "rate_limited", r
+    assert re.fullmatch(r"You have invited bob too often \(at most 3 times a minute\); "
+                        r"try again in (1[0-9]|20) s\.", replies[3]["error"]["message"])
+    pushed = await settle(bob)
+    assert [p["event"] for p in pushed] == ["invited"] * 3
+    assert [i["from"] for i in (await bob.call("invitations"))["received"]] == ["alice"]
+    # one account ringing everyone: 10 a minute in all (3 are spent on bob)
+    for invitee, times in ((carol, 3), (dave, 3), (erin, 1)):
+        for _ in range(times):
+            await alice.call("invite", name=invitee.name, ladder="backgammon")
+    e = await expect_error(alice.call("invite", name="erin", ladder="backgammon"), "rate_limited")
+    assert e.message.startswith("You are sending invitations too fast (at most 10 a minute); "
+                                "try again in "), e.message
+    for invitee, times in ((carol, 3), (dave, 3), (erin, 1)):
+        assert [p["event"] for p in await settle(invitee)] == ["invited"] * times
+    # many accounts ringing one: 20 a minute to bob from anyone (3 are alice's)
+    others = await harness.players(*(f"p{i:02d}" for i in range(9)))
+    answers = [await o.request("invite", {"name": "bob", "ladder": "backgammon"})
+               for o in others for _ in range(2)]
+    assert [a["ok"] for a in answers] == [True] * 17 + [False]
+    assert answers[-1]["error"]["code"] == "rate_limited"
+    assert answers[-1]["error"]["message"].startswith(
+        "bob is being invited too often (at most 20 invitations a minute); try again in ")
+    assert len([p for p in await settle(bob) if p["event"] == "invited"]) == 17
+    # the refused ones took nothing from their senders: p08 may still invite someone else
+    assert (await others[-1].call("invite", name="carol", ladder="backgammon"))["to"] == "carol"
+
+
+def test_an_invitation_takes_from_every_limit_or_none_and_tokens_come_back() -> None:
+    limit = InvitationLimit(sent=2, pair=1, received=3)
+    assert limit.take("a", "b", now=0.0) is None
+    assert limit.take("a", "b", now=0.0) == Refusal("pair", 1, 60.0)
+    assert limit.take("a", "c", now=0.0) is None
+    assert limit.take("a", "d", now=0.0) == Refusal("sent", 2, 30.0)
+    assert limit.take("x", "d", now=0.0) is None  # a's refusals counted nothing for d
+    assert limit.take("y", "d", now=0.0) is None
+    assert limit.take("z", "d", now=0.0) is None
+    refused = limit.take("w", "d", now=0.0)
+    assert refused is not None and refused.limit == "received"
+    assert limit.take("w", "e", now=0.0) is None  # w's sent and pair tokens were given back
+    assert limit.take("a", "b", now=30.0) == Refusal("pair", 1, 30.0)
+    assert limit.take("a", "b", now=60.0) is None  # a minute: the pair's token is back
+    unlimited = InvitationLimit(sent=0, pair=0, received=0)
+    assert all(unlimited.take("a", "b", now=0.0) is None for _ in range(1000))

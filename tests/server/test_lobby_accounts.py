@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from testkit.cli import run_cli_async
-from testkit.clients import expect_error, start_match
+from testkit.clients import expect_error, presence_entries, start_match, told_presence
 from testkit.constants import PASSWORD
 from testkit.db import sql
 from testkit.server_loop import LobbyServer
@@ -59,23 +59,22 @@ async def test_user_add_while_the_server_runs(lobby: LobbyServer, fast_config: P
 
 
 async def test_presence_goes_to_who_listers_and_to_the_opponent(lobby: LobbyServer) -> None:
-    """player_online/offline reach the sessions that listed ``who`` and a live match's
-    opponent, not every session (which would be N² pushes for N logins)."""
+    """``presence`` reaches the sessions that listed ``who`` and a live match's opponent, not
+    every session (which would be N² pushes for N logins)."""
     lister, quiet = await lobby.client(), await lobby.client()
     await lister.call("who")
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
-    assert (await lister.next_push("player_online"))["data"] == {"player": "alice"}
-    assert (await lister.next_push("player_online"))["data"] == {"player": "bob"}
+    await told_presence(lister, {"alice": "ready", "bob": "ready"})
     await start_match(alice, bob)
     await bob.close()
-    assert (await alice.next_push("player_offline"))["data"] == {"player": "bob"}
-    assert (await lister.next_push("player_offline"))["data"] == {"player": "bob"}
+    await told_presence(alice, {"bob": "offline"})  # the opponent, who may claim
+    await told_presence(lister, {"bob": "offline"})
     # a reply on the same connection comes after any push sent before it
     await quiet.whois("alice")
-    presence = {"player_online", "player_offline"}
-    assert [p for p in quiet.drain_pushes() if p["event"] in presence] == []
+    assert presence_entries(quiet.drain_pushes()) == []
     carol = await lobby.player("carol")  # alice neither listed `who` nor plays carol
+    await told_presence(lister, {"carol": "ready"})
     await alice.whois("carol")
-    assert [p for p in alice.drain_pushes() if p["event"] in presence] == []
+    assert [e for e in presence_entries(alice.drain_pushes()) if e[0] != "bob"] == []
     await carol.close()
-    assert (await lister.next_push("player_offline"))["data"] == {"player": "carol"}
+    await told_presence(lister, {"carol": "offline"})

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import websockets.asyncio.client
-from testkit.clients import expect_error, given_up, settle, start_match
+from testkit.clients import expect_error, given_up, settle, start_match, until_offline
 from testkit.db import sql
 from testkit.fibs import FibsModel, check_changes, check_fibs_state, close, fibs_changes
 from testkit.server_loop import LobbyServer
@@ -171,7 +171,7 @@ async def test_claim_after_the_drop_timeout(harness: LobbyServer) -> None:
     await expect_error(alice.call("claim", match=mid), "conflict")  # bob is still connected
     await expect_error(carol.call("claim", match=mid), "forbidden")  # not carol's match
     await bob.close()
-    await alice.next_push("player_offline", where=lambda p: p["data"]["player"] == "bob")
+    await until_offline(alice, "bob")
     e = await expect_error(alice.call("claim", match=mid), "conflict")  # too early
     assert "bob" in e.message
     await asyncio.sleep(0.35)
@@ -193,7 +193,7 @@ async def test_claim_is_refused_once_the_dropper_is_back(harness: LobbyServer) -
     alice, bob = await harness.player("alice"), await harness.player("bob")
     mid = await start_match(alice, bob)
     await bob.close()
-    await alice.next_push("player_offline", where=lambda p: p["data"]["player"] == "bob")
+    await until_offline(alice, "bob")
     await asyncio.sleep(0.25)
     bob2 = await harness.client()
     back = await bob2.login("bob", "pw-secret")

@@ -2,20 +2,23 @@
 `next` (the arguments of the same command) brings the rest of what was asked.
 
 The joined pages are checked against views of the same data built whole elsewhere: the
-`ladder_updated` push a watcher gets (every row of the ladder), the standings recomputed here
-from the games, as a director would add them up, and the history table read with SQLite.
+ladder `matchlobby rate` makes of the same results, the standings recomputed here from the
+games, as a director would add them up, and the history table read with SQLite.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.cli import rate_file
 from testkit.db import sql
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
+from ratings_plugin.plugin import CHANGED_ROWS
 from server.api.paging import EVENT_PAGE, HISTORY_PAGE, LADDER_PAGE
 
 PLAYERS = 1200  # more than two ladder pages
@@ -29,7 +32,8 @@ async def all_pages(client: LobbyClient, cmd: str, **args: Any) -> tuple[list[di
     return pages, len(pages)
 
 
-async def test_a_ladder_comes_in_pages_and_next_brings_the_rest(harness: LobbyServer) -> None:
+async def test_a_ladder_comes_in_pages_and_next_brings_the_rest(harness: LobbyServer,
+                                                                tmp_path: Path) -> None:
     await harness.start()
     admin, watcher = await harness.admin(), await harness.client()
     await watcher.watch("backgammon")
@@ -37,8 +41,12 @@ async def test_a_ladder_comes_in_pages_and_next_brings_the_rest(harness: LobbySe
     rows = [f"Big,{today()},p{2 * i:04d},p{2 * i + 1:04d},{1 + i % 3},0,1,"
             for i in range(PLAYERS // 2)]
     await admin.call("event import", event=eid, csv=results_text(rows))
-    whole = (await watcher.next_push("ladder_updated"))["data"]["players"]
+    whole = (await rate_file("fibs", rows, tmp_path / "big.csv"))["players"]
     assert len(whole) == PLAYERS
+    # the watcher is told that every row moved, the best-placed few of them by name
+    update = (await watcher.next_push("ladder_updated"))["data"]
+    assert (update["total"], update["changed"], update["more"]) == (
+        PLAYERS, whole[:CHANGED_ROWS], PLAYERS - CHANGED_ROWS)
 
     first = await admin.call("ladder", ladder="backgammon", count=1000, all=True)
     assert (first["total"], first["from"], len(first["players"])) == (PLAYERS, 1, LADDER_PAGE)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from testkit.cli import add_user, run_cli_async
-from testkit.constants import PASSWORD
+from testkit.constants import PASSWORD, PLAY_FREELY
 from testkit.server_loop import LobbyServer
 from testkit.sizes import count
 
@@ -47,8 +47,10 @@ REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok
            ("event close", "ok"), ("event result", "ok"), ("event import", "ok"))
 CROWDS = (PLAYERS, ("erin", "fred", "gina", "hugo"), ("ivan", "jane", "kurt", "lara"))
 DROP_TIMEOUT = 0.2  # seconds a dropped player's opponent waits before a claim
-# The walk sends as fast as replies come back, which the per-connection rate limit refuses.
-WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, registrations_per_hour=0)
+# The walk sends as fast as replies come back, which the per-connection rate limit (and every
+# player's reads from one address, the read budget) refuses.
+WALK_LIMITS = Limits(messages_per_second=1e6, burst=1_000_000, read_units_per_second=0,
+                     **PLAY_FREELY)
 SEEDS = range(1, count("MATCHLOBBY_WALK_SEEDS", 1) + 1)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from testkit.cli import run_cli_async
-from testkit.clients import expect_error, start_match
+from testkit.clients import expect_error, start_match, told_presence
 from testkit.constants import PASSWORD
 from testkit.db import execute, sql
 from testkit.server_loop import LobbyServer
@@ -45,7 +45,7 @@ async def test_a_login_is_resumed_with_its_token(harness: LobbyServer) -> None:
     resumed = await second.call("resume", token=session["token"])
     assert resumed == {"player": "alice", "role": "player", "match": None}  # login's reply
     assert (await first.next_push("logged_out"))["data"]["reason"]  # one connection an account
-    assert (await watcher.next_push("player_online"))["data"] == {"player": "alice"}
+    await told_presence(watcher, {"alice": "ready"})
     assert (await second.call("whois", name="alice"))["online"] is True
     assert (await second.call("invitations")) == {"sent": [], "received": []}  # logged in
     # a login made the same way gives a new token; both resume

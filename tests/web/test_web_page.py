@@ -257,7 +257,7 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
         site: LobbyServer, page: Page) -> None:
     await log_in(page, "alice", PASSWORD, register=True)
     await expect(page.locator("#play")).to_be_visible()
-    bob = await site.player("bob")  # the page hears player_online and lists bob
+    bob = await site.player("bob")  # the page hears presence and lists bob
     invite_bob = page.get_by_role("button", name="Invite bob")
     await expect(invite_bob).to_be_visible()
     await expect(page.locator("#online")).to_contain_text("alice")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 PLAYERS = 1200
 
 
-async def test_a_ladder_longer_than_a_page_is_shown_whole(
+async def test_a_ladder_longer_than_a_page_is_shown_whole_and_followed_live(
         site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
     assert PLAYERS > 2 * LADDER_PAGE
     admin, watcher = await site.admin(), await site.client()
@@ -22,13 +22,30 @@ async def test_a_ladder_longer_than_a_page_is_shown_whole(
     eid = (await admin.call("event create", name="Big", ladder="backgammon"))["id"]
     rows = [f"Big,{today()},p{2 * i:04d},p{2 * i + 1:04d},{1 + i % 3},0,1," for i in range(PLAYERS // 2)]
     await admin.call("event import", event=eid, csv="\n".join([HEADER, *rows]) + "\n")
-    whole = (await watcher.next_push("ladder_updated"))["data"]["players"]
+    whole = (await watcher.ladder("backgammon", count=PLAYERS, all=True)).players
 
     page = await open_page(browser, site.http_url, errors=page_errors)
     shown = page.locator("section[data-ladder='backgammon'] tbody tr")
     await expect(shown).to_have_count(PLAYERS)
     players = await shown.evaluate_all("(rows) => rows.map((r) => r.dataset.player)")
-    assert players == [r["player"] for r in whole]
+    assert players == [r.player for r in whole]
+
+    # the last two play: the push names only the best-placed rows that moved, and the page
+    # fetches what it shows again (without reloading)
+    await page.evaluate("window.noReload = true")
+    watcher.drain_pushes()
+    last, before = whole[-1].player, whole[-2].player
+    await admin.call("event import", event=eid,
+                     csv=f"{HEADER}\nBig,{today()},{last},{before},1,0,1,\n")
+    update = await watcher.ladder_updated("backgammon")
+    assert update.moved == 2 and update.total == PLAYERS
+    after = {r.player: r for r in (await watcher.ladder("backgammon", count=PLAYERS, all=True)).players}
+    for name in (last, before):
+        row = page.locator(f"section[data-ladder='backgammon'] tbody tr[data-player='{name}']")
+        shown_as = await page.evaluate("(x) => String(x)", after[name].rating)  # as JS writes it
+        await expect(row).to_have_attribute("data-rating", shown_as)
+        await expect(row.locator("td").first).to_have_text(str(after[name].rank))
+    assert await page.evaluate("window.noReload") is True
 
 
 async def test_a_history_longer_than_a_page_is_charted_whole(

@@ -542,6 +542,7 @@ function signedOut() {
   state.disputes.clear();
   $("login-form").hidden = false;
   $("signed-in").hidden = true;
+  $("other-sessions").hidden = true;
   $("play").hidden = true;
   $("skip-play").hidden = true;
   $("admin").hidden = true;
@@ -587,6 +588,7 @@ $("login-form").addEventListener("submit", (ev) => {
     $("register-hint").hidden = true;
     signedIn(data, { focus: true });
     say(cmd === "register" ? `Welcome, ${data.player}: your account is made and you are logged in.` : `Logged in as ${data.player}.`);
+    offerToEndOthers(data.other_sessions || 0);
   });
 });
 
@@ -598,9 +600,39 @@ $("logout").addEventListener("click", () => act(async () => {
   $("login-name").focus();
 }));
 
+$("logout-all").addEventListener("click", () => act(async () => {
+  forgetSession(state.token);
+  const data = await lobby.call("logout", { all: true });
+  signedOut();
+  say(`Logged out everywhere: ${plural(data.ended, "session")} ended.`);
+  $("login-name").focus();
+}));
+
+// After a login with the password: the account's other sessions, which it offers to end.
+function offerToEndOthers(count) {
+  const box = $("other-sessions");
+  if (!count) {
+    box.hidden = true;
+    return;
+  }
+  $("other-sessions-text").textContent = `You have ${plural(count, "other session")} open (other browsers or devices).`;
+  box.hidden = false;
+}
+
+$("end-others").addEventListener("click", () => act(async () => {
+  const data = await lobby.call("logout", { others: true });
+  $("other-sessions").hidden = true;
+  say(`Ended ${plural(data.ended, "other session")}; you stay logged in here.`);
+}));
+$("keep-others").addEventListener("click", () => {
+  $("other-sessions").hidden = true;
+});
+
 lobby.on("logged_out", (data) => {
   forgetSession(state.token); // unless another tab has saved its own since
-  state.replaced = true; // the server closes this connection next; keep the reason on screen
+  // replaced: the server closes this connection next; keep the reason on screen. Otherwise
+  // (a new password or role, a logout everywhere) it stays open, as a spectator's.
+  state.replaced = data.cause === "replaced";
   signedOut();
   say(data.reason, "error");
 });
@@ -640,17 +672,23 @@ function renderWho(spectators = null) {
     .map((p) => el("option", { value: p.player })));
 }
 
-lobby.on("player_online", () => soon("who", loadWho));
-lobby.on("player_offline", (data) => {
-  const gone = state.invitations.delete(data.player) | state.sent.delete(data.player);
-  if (gone) renderInvitations();
-  soon("who", loadWho);
-});
-lobby.on("player_status", (data) => {
-  const row = state.who.find((p) => p.player === data.player);
-  if (!row) return soon("who", loadWho);
-  row.status = data.status;
-  renderWho();
+// Who came, went, started or ended a match since the last push (at most one a second).
+lobby.on("presence", (data) => {
+  let newcomer = false;
+  let lapsed = false;
+  for (const { player, status } of data.players || []) {
+    if (status === "offline") {
+      lapsed = state.invitations.delete(player) | state.sent.delete(player) || lapsed;
+      state.who = state.who.filter((p) => p.player !== player);
+      continue;
+    }
+    const row = state.who.find((p) => p.player === player);
+    if (row) row.status = status;
+    else if (player !== state.me) newcomer = true; // their ratings come with `who`
+  }
+  if (lapsed) renderInvitations();
+  if (newcomer) soon("who", loadWho);
+  else renderWho();
 });
 
 // ---- playing --------------------------------------------------------------------------------
@@ -997,15 +1035,13 @@ lobby.on("rating_changed", (data) => {
   if (state.profile && state.profile === data.player) soon("profile", () => openProfile(state.profile, { focus: false }), 120);
   soon("who-ratings", loadWho, 200);
 });
+// Many ratings moved at once (a close, a correction, an import): the push says which, a few
+// at most, and the table asks again for the rows it shows.
 lobby.on("ladder_updated", (data) => {
   if (data.event) soon("browse", loadBrowse, 0); // an event closed: browse it
-  const ladder = state.ladders.get(data.ladder);
-  if (!ladder || !ladder.rows) return;
-  clearTimeout(timers.get(`ladder:${data.ladder}`));
-  renderLadder(ladder, data.players);
-  if (state.profile && data.players.some((r) => r.player === state.profile)) {
-    soon("profile", () => openProfile(state.profile, { focus: false }), 120);
-  }
+  if (state.ladders.get(data.ladder)?.rows) soon(`ladder:${data.ladder}`, () => loadLadder(data.ladder), 0);
+  if (state.profile) soon("profile", () => openProfile(state.profile, { focus: false }), 120);
+  soon("who-ratings", loadWho, 200);
 });
 
 $("ladder-filter").addEventListener("change", () => act(watchShown));
@@ -1034,9 +1070,18 @@ async function resumeSession(token) {
       say(err.message, "error");
       return false;
     }
+    if (err instanceof LobbyError && err.code === "rate_limited") {
+      // too many logins for now (a crowd behind one address coming back at once): the page
+      // loads as a spectator's and tries the same token again a little later
+      say(err.message, "error");
+      soon("resume", () => resumeSession(token), RESUME_RETRY_MS);
+      return false;
+    }
     throw err;
   }
 }
+
+const RESUME_RETRY_MS = 10000;
 
 lobby.on("open", (hello) => {
   $("connection").textContent = `Connected to ${hello.server} ${hello.version}.`;

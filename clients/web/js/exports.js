@@ -4,9 +4,25 @@
 
 export const RESULTS_HEADER = ["event", "date", "side_a", "side_b", "score_a", "score_b", "length", "rated"];
 
-// One CSV cell: quoted when it holds a comma, a quote or a line break.
-function cell(value) {
-  const text = value === null || value === undefined ? "" : String(value);
+// What a spreadsheet runs as a formula when a cell starts with it (after spaces): OWASP's list
+// for CSV injection, the one `matchlobby rate` escapes (`=HYPERLINK(...)` in an event name, a
+// player named `-A1-B1x`).
+const FORMULA_START = ["=", "+", "-", "@", "\t", "\r"];
+
+// Whether a text cell gets a leading "'", which a spreadsheet shows as text: it starts like a
+// formula, or with "'" before a text that would get one (so that `event import` and
+// `matchlobby rate`, which take that "'" off again, read back exactly what was written).
+export function needsEscape(text) {
+  const rest = text.replace(/^ +/, "");
+  if (FORMULA_START.some((c) => rest.startsWith(c))) return true;
+  return rest.startsWith("'") && needsEscape(rest.slice(1));
+}
+
+// One CSV cell: text made inert (numbers stay numbers, a negative one included), then quoted
+// when it holds a comma, a quote or a line break.
+export function cell(value) {
+  let text = value === null || value === undefined ? "" : String(value);
+  if (typeof value === "string" && needsEscape(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 

@@ -2,12 +2,18 @@
 // reconnect with exponential back-off. No DOM here.
 
 export class LobbyError extends Error {
-  constructor(code, message, cmd) {
+  constructor(code, message, cmd, retryAfter = null) {
     super(message);
     this.code = code;
     this.cmd = cmd;
+    this.retryAfter = retryAfter; // seconds, when the server says when to ask again
   }
 }
+
+// A page refused for now (the reads from this address are over the server's budget) is asked
+// again after the wait the server names, a few times at most.
+const PAGE_RETRIES = 5;
+const MAX_PAGE_WAIT = 10;
 
 export class Lobby {
   constructor(url, { minDelay = 250, maxDelay = 10000, timeout = 30000 } = {}) {
@@ -82,7 +88,8 @@ export class Lobby {
       waiting.resolve(msg.data);
     } else {
       const err = msg.error || {};
-      waiting.reject(new LobbyError(err.code || "internal", err.message || "The server refused.", msg.cmd));
+      waiting.reject(new LobbyError(err.code || "internal", err.message || "The server refused.", msg.cmd,
+        typeof err.retry_after === "number" ? err.retry_after : null));
     }
   }
 
@@ -119,15 +126,27 @@ export class Lobby {
   // A reply too big for one frame comes in pages (ladder, event show, history): `call`, then
   // its `next` sent back until it is null, each page's lists joined to the first's.
   async callAll(cmd, args = {}) {
-    const data = await this.call(cmd, args);
+    const data = await this.page(cmd, args);
     for (let more = data; more.next; ) {
-      more = await this.call(cmd, more.next);
+      more = await this.page(cmd, more.next);
       for (const [key, value] of Object.entries(more)) {
         if (Array.isArray(value) && Array.isArray(data[key])) data[key].push(...value);
       }
       data.next = more.next;
     }
     return data;
+  }
+
+  async page(cmd, args) {
+    for (let tries = 0; ; tries++) {
+      try {
+        return await this.call(cmd, args);
+      } catch (err) {
+        if (!(err instanceof LobbyError) || err.code !== "rate_limited" || err.retryAfter === null
+            || tries >= PAGE_RETRIES) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(err.retryAfter, MAX_PAGE_WAIT) * 1000));
+      }
+    }
   }
 }
 

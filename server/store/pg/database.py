@@ -194,9 +194,17 @@ class PgDatabase(Hooks):
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Any | None:
         return await self.committed.fetchone(sql, params)
 
+    def data_version(self) -> int | None:
+        """No cheap "has anything been committed" on PostgreSQL: a poll always reads."""
+        return None
+
     async def fetchone_soon(self, sql: str, params: Iterable[Any] = ()) -> Any | None:
         """A small indexed lookup (on SQLite read on the loop's thread; here from the pool)."""
         return await self.committed.fetchone(sql, params)
+
+    async def fetchall_soon(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """A small indexed read (on SQLite read on the loop's thread; here from the pool)."""
+        return await self.committed.fetchall(sql, params)
 
     # ---- the writer -----------------------------------------------------------------------
 

@@ -1,15 +1,16 @@
 """The test's side of a conversation with a server: a client that keeps its replies, a match
 started and played, a refusal expected, a round trip that settles the pushes, a client that
-has given up, a request held in flight."""
+has given up, a request held in flight, a ``ladder_updated`` checked against the ladder."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from clients import LobbyClient, LobbyError
 from clients.lobby_client import Disconnected, Push
+from ratings_plugin.plugin import CHANGED_ROWS
 from testkit.constants import LIVENESS
 
 REQUEST_TIMEOUT = 10.0
@@ -122,3 +123,58 @@ class Gate:
         self.entered.set()
         await self.release.wait()
         return {"held": True}
+
+
+async def told_presence(c: LobbyClient, expected: dict[str, str],
+                        timeout: float = REQUEST_TIMEOUT) -> list[dict[str, Any]]:
+    """Read ``c``'s ``presence`` pushes until each player of ``expected`` has been told with
+    that status (``ready``, ``playing``, ``offline``), however the changes were batched;
+    every entry read, in order. Other pushes read meanwhile are dropped."""
+    read: list[dict[str, Any]] = []
+    waiting = dict(expected)
+
+    async def find() -> None:
+        while waiting:
+            p = await c.next_push("presence", timeout)
+            for entry in p["data"]["players"]:
+                read.append(entry)
+                if waiting.get(entry["player"]) == entry["status"]:
+                    del waiting[entry["player"]]
+
+    try:
+        await asyncio.wait_for(find(), timeout)
+    except TimeoutError:
+        raise AssertionError(f"not told {waiting} within {timeout} s; told {read}") from None
+    return read
+
+
+def presence_entries(pushes: list[Push]) -> list[tuple[str, str]]:
+    """The (player, status) of every ``presence`` entry among ``pushes``, in order."""
+    return [(e["player"], e["status"]) for p in pushes if p["event"] == "presence"
+            for e in p["data"]["players"]]
+
+
+async def until_offline(c: LobbyClient, name: str) -> None:
+    """Until the lobby has seen ``name``'s connection go, as ``whois`` tells (a drop's time
+    counts from then; the ``presence`` push saying so may come up to a second later)."""
+    from testkit.probes import wait_until
+
+    async def gone() -> bool:
+        return not (await c.call("whois", name=name))["online"]
+
+    await wait_until(gone, what=f"{name} offline")
+
+
+def check_ladder_update(update: dict[str, Any], table: dict[str, Any],
+                        changed: Iterable[str]) -> None:
+    """A ``ladder_updated``'s data against the ladder read after it (``ladder --all``, every
+    row in one page) and the players whose ratings it changed: the ladder's size, the rows of
+    the best-placed of them as the ladder shows them, and how many others moved."""
+    moved = set(changed)
+    assert len(table["players"]) == table["total"], "read the whole ladder"
+    rows = [r for r in table["players"] if r["player"] in moved]
+    assert rows, "nothing moved"
+    assert update["ladder"] == table["ladder"]
+    assert update["total"] == table["total"]
+    assert update["changed"] == rows[:CHANGED_ROWS]
+    assert update["more"] == len(rows) - len(update["changed"])

@@ -29,6 +29,13 @@ ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "for
                          "not_found", "conflict", "rate_limited", "too_large", "internal"})
 """The stable error codes of a refusal: nothing else may ever come back."""
 
+PLAY_FREELY = {"registrations_per_hour": 0, "invitations_per_minute": 0,
+               "invitations_per_pair_per_minute": 0, "invitations_received_per_minute": 0,
+               "account_logins_per_minute": 0, "address_logins_per_minute": 0}
+"""The ``[limits]`` a test lifts to play as it likes: every player registers and logs in from
+one address, the same accounts many times a minute, and the same players invite each other
+many times a minute."""
+
 LIVENESS = 2.0
 """A liveness bound, not a performance claim: a reply slower than this means the server (or
 the connection) is stuck, whatever the machine."""
@@ -43,4 +50,5 @@ def open_config(drop_timeout: float | None = None) -> str:
     server = f"[server]\ndrop_timeout = {drop_timeout}\n\n" if drop_timeout is not None else ""
     return (server + FAST_CONFIG + "\n"
             "[limits]\nmessages_per_second = 100000.0\nburst = 100000\n"
-            "connections_per_address = 100000\nregistrations_per_hour = 0\n")
+            "connections_per_address = 100000\nread_units_per_second = 0\n"
+            + "".join(f"{key} = {value}\n" for key, value in PLAY_FREELY.items()))

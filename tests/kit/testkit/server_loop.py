@@ -10,16 +10,17 @@ from pathlib import Path
 from server.app import RunningServer, start_server
 from server.config import Config, Limits, load_config
 from testkit.clients import RecordingClient
-from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_HASHING, HELLO, PASSWORD
+from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_HASHING, HELLO, PASSWORD, PLAY_FREELY
 
 
 class LobbyServer:
     """One test's server: started, stopped and started again on the same port and file, with
     the clients (:class:`RecordingClient`) that talked to it, closed with it by :meth:`aclose`.
 
-    Its configuration is :data:`FAST_HASHING`, ``drop_timeout`` and ``limits`` (registrations
-    unlimited: every test registers its players from one address), then ``configure`` (more
-    ladders, say) applied at each start.
+    Its configuration is :data:`FAST_HASHING`, ``drop_timeout`` and ``limits`` (by default
+    :data:`PLAY_FREELY`: every test registers and logs in its players from one address, and
+    many invite the same player again and again), then ``configure`` (more ladders, say) applied at each
+    start.
     """
 
     def __init__(self, db: Path, *, drop_timeout: float = 600.0,
@@ -28,7 +29,7 @@ class LobbyServer:
                  admin: tuple[str, str] = (ADMIN, ADMIN_PASSWORD)) -> None:
         self.db = db
         self.drop_timeout = drop_timeout
-        self.limits = limits or Limits(registrations_per_hour=0)
+        self.limits = limits or Limits(**PLAY_FREELY)
         self.configure = configure
         self.admin_name, self.admin_password = admin
         self.server: RunningServer | None = None

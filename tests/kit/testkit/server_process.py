@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from testkit.children import die_with_parent
@@ -31,11 +32,13 @@ class ServerProcess:
     output and error go to ``log`` (``db`` with ``.log`` unless given), each start marked."""
 
     def __init__(self, db: Path, config: Path, port: int | None = None, log: Path | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None,
+                 preexec: Callable[[], None] | None = None) -> None:
         self.db, self.config = db, config
         self.port = port or free_port()
         self.log = log or db.with_suffix(".log")
         self.env = env or {}  # added to the environment (cli_env)
+        self.preexec = preexec  # run in the child before it starts (resource limits, say)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.began_at = 0  # where the last start's output begins in the log
@@ -58,9 +61,20 @@ class ServerProcess:
                 [*matchlobby_command(), "serve", "--db", str(self.db), "--config",
                  str(self.config), "--port", str(self.port)],
                 cwd=self.db.parent, env=cli_env(**self.env), stdout=out, stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent())
+                preexec_fn=self._in_child())
         self.starts += 1
         return self
+
+    def _in_child(self) -> Callable[[], None] | None:
+        """The child dies with this process, then applies the test's own preparation."""
+        steps = [step for step in (die_with_parent(), self.preexec) if step is not None]
+        if not steps:
+            return None
+
+        def run() -> None:
+            for step in steps:
+                step()
+        return run
 
     async def ready(self, timeout: float = 30.0) -> float:
         """Wait until this start has said it listens (after it does); the seconds it took."""

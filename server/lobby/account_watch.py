@@ -1,0 +1,91 @@
+"""Following the account_changes table: a new password, a new role or a logout everywhere,
+made by any process sharing the database, ends the account's open login here within a second.
+
+The change's process cannot reach this server's connections; the database is what every
+server shares, so each one reads the rows appended since the last it saw, every
+:data:`POLL_INTERVAL` seconds (on SQLite only when ``PRAGMA data_version`` says another
+connection has committed since: a few microseconds on the event loop's thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from server.store import account_changes as stored
+
+if TYPE_CHECKING:
+    from server.lobby.lobby import Lobby
+
+log = logging.getLogger(__name__)
+POLL_INTERVAL = 0.25  # seconds
+
+
+class AccountWatch:
+    """The task that applies other processes' account changes to this server's logins."""
+
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.last = 0  # the latest change applied (or made before this server started)
+        self.applied: dict[str, tuple[int, str]] = {}  # account → its latest change applied
+        self._version: int | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.last = await stored.latest(self.lobby.db)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="account-watch")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        failing = False
+        while True:
+            await asyncio.sleep(POLL_INTERVAL)
+            try:
+                await self.poll()
+            except Exception as e:  # the database is away or failing: try again, say it once
+                if not failing:
+                    log.warning("cannot read account changes (%s); trying again", e)
+                failing = True
+            else:
+                if failing:
+                    log.info("reading account changes again")
+                failing = False
+
+    async def poll(self) -> int:
+        """Apply the changes committed since the last poll; how many there were."""
+        version = self.lobby.db.data_version()  # read first: a commit after it shows next time
+        if version is not None and version == self._version:
+            return 0
+        rows = await stored.since(self.lobby.db, self.last)
+        self._version = version
+        for row in rows:
+            self.apply(row)
+        return len(rows)
+
+    def apply(self, row: Any) -> None:
+        """One change: the account as stored now, and its login here ended unless it was made
+        after the change (a login with the new password)."""
+        change, kind, name, role, password_hash = row[0], row[2], row[3], row[4], row[5]
+        lobby = self.lobby
+        player = lobby.players.get(name.casefold())
+        if player is not None:
+            player.role, player.password_hash = role, password_hash
+        session = lobby.online.get(name.casefold())
+        if session is not None and session.changes_seen < change:
+            lobby.end_login(session, kind)
+        self.applied[name.casefold()] = (change, kind)
+        self.last = max(self.last, change)
+
+    def missed(self, account: str, seen: int) -> str | None:
+        """The kind of a change to ``account`` applied here after ``seen``, if one was: a login
+        made before that change, and signed in only now, must not go ahead."""
+        change = self.applied.get(account)
+        return change[1] if change is not None and change[0] > seen else None

@@ -1,0 +1,110 @@
+"""Who comes and goes, and who starts or ends a live match, told in batches.
+
+Every login, logout and match start or end changes a player's status; the
+connections that listed ``who`` (and, of a login or logout, a live match's
+opponent) are told with the push ``presence``, which lists each player that changed since the last one with
+their status now. A connection gets at most one such push every ``interval``
+seconds, whatever the number of changes: one connection resuming two accounts in
+turn as fast as it may used to cost two pushes to every listener per resume (at
+1,000 listeners the server spent its whole time on them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from server.lobby.publish import fan_out
+from server.lobby.state import Session
+from server.protocol import push
+
+if TYPE_CHECKING:
+    from server.lobby.lobby import Lobby
+
+OFFLINE = "offline"
+
+
+class Presence:
+    """The listeners of presence and the changes waiting for the next push."""
+
+    def __init__(self, lobby: Lobby, interval: float) -> None:
+        self.lobby = lobby
+        self.interval = interval
+        self.listeners: set[Session] = set()
+        self.pending: dict[str, str] = {}  # the players changed since the last push, by key
+        self.comings: set[str] = set()  # those of them who logged in or out
+        self._due: asyncio.Handle | None = None
+        self._last = float("-inf")  # when the last push went (the loop's clock)
+        self.pushes = 0  # presence pushes sent (each to one connection)
+
+    def listen(self, session: Session) -> None:
+        self.listeners.add(session)
+
+    def forget(self, session: Session) -> None:
+        self.listeners.discard(session)
+
+    def changed(self, names: Iterable[str], coming: bool = False) -> None:
+        """These players' status changed (``coming``: they logged in or out): they are in the
+        next push."""
+        for name in names:
+            self.pending[name.casefold()] = name
+            if coming:
+                self.comings.add(name.casefold())
+        if self._due is None and self.pending:
+            loop = asyncio.get_running_loop()
+            wait = self._last + self.interval - loop.time()
+            # after the reply of the command that caused it, at the earliest
+            self._due = loop.call_later(wait, self.flush) if wait > 0 else \
+                loop.call_soon(self.flush)
+
+    def status(self, name: str) -> str:
+        lobby = self.lobby
+        if name.casefold() not in lobby.online:
+            return OFFLINE
+        return "playing" if name in lobby.match_of else "ready"
+
+    def flush(self) -> None:
+        """One push to each listener: every change since the last, but their own."""
+        self._due = None
+        self._last = asyncio.get_running_loop().time()
+        pending, self.pending = self.pending, {}
+        comings, self.comings = self.comings, set()
+        if not pending:
+            return
+        entries = {key: {"player": name, "status": self.status(name)}
+                   for key, name in pending.items()}
+        own: dict[str, list[Session]] = {}  # listeners whose own account changed
+        everything: list[Session] = []
+        for s in self.listeners:
+            if s.closed:
+                continue
+            if s.player is not None and s.player.key in entries:
+                own.setdefault(s.player.key, []).append(s)
+            else:
+                everything.append(s)
+        sent = self._send(everything, list(entries.values()))
+        for key, sessions in own.items():
+            sent += self._send(sessions, [e for k, e in entries.items() if k != key])
+        # a live match's opponent may claim it after a drop: told of comings and goings even
+        # without listing `who`
+        for key, entry in entries.items():
+            opponent = self._opponent(key) if key in comings else None
+            if opponent is not None and opponent not in self.listeners:
+                sent += self._send([opponent], [entry])
+        self.pushes += sent
+
+    def _opponent(self, key: str) -> Session | None:
+        lobby = self.lobby
+        player = lobby.players.get(key)
+        if player is None:
+            return None
+        m = lobby.matches.get(lobby.match_of.get(player.name, 0))
+        return None if m is None else lobby.session_of(m.opponent(player.name))
+
+    @staticmethod
+    def _send(targets: list[Session], entries: list[dict[str, Any]]) -> int:
+        if not targets or not entries:
+            return 0
+        fan_out(targets, push("presence", {"players": entries}))
+        return len(targets)
