@@ -19,8 +19,8 @@ list the correction's match as rated as it was before). In the end ``matchlobby 
 --check`` must agree with every stored rating, and every ladder the server shows must equal
 ``matchlobby rate`` on the log. Refusals are ``conflict`` or ``not_found``, never ``internal``.
 
-``MATCHLOBBY_CORRECTION_RACES`` sets the number of races (default 240: every family on
-every ladder many times over); the seed is in every failure message
+``MATCHLOBBY_CORRECTION_RACES`` sets the number of races (default 96, two rounds of
+:data:`AT_ONCE`: every family on every ladder six times; CI runs 240); the seed is in every failure message
 (``MATCHLOBBY_RACE_SEED`` picks another).
 """
 
@@ -40,13 +40,14 @@ from testkit.cli import replay_check
 from testkit.constants import ADMIN_PASSWORD, ADMINS, open_config
 from testkit.db import sql
 from testkit.recompute import ladders_against_recomputation
+from testkit.sizes import count
 
 from clients import LobbyClient
 from server.app import start_server
 from server.config import load_config
 
 SEED = int(os.environ.get("MATCHLOBBY_RACE_SEED", "5113"))
-RACES = int(os.environ.get("MATCHLOBBY_CORRECTION_RACES", "240"))
+RACES = count("MATCHLOBBY_CORRECTION_RACES", 96)
 AT_ONCE = 48  # races run side by side
 LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
 FAMILIES = ("void", "adjudicate", "correct", "both")
