@@ -54,4 +54,11 @@ def _rating_systems() -> dict[str, RatingSystem]:
 
 def plugin_factories() -> dict[str, PluginFactory]:
     """Every installed plugin's factory by its name, in name order (the order they run in)."""
+    return dict(_plugin_factories())
+
+
+@cache
+def _plugin_factories() -> dict[str, PluginFactory]:
+    """Found once a process, as the rating systems are: scanning every installed distribution's
+    entry points costs a server start tens of milliseconds."""
     return dict(sorted(_load(PLUGINS).items()))

@@ -41,6 +41,7 @@ async def test_the_terminal_client_prints_every_page(lobby: LobbyServer) -> None
 
     # --json prints the reply as one, its lists whole and `next` spent
     done = await run_batch(lobby.url, [f"event show {eid}"], "--json")
+    assert done.returncode == 0, (done.returncode, done.stderr, len(done.stdout))
     reply = json.loads(done.stdout)
     assert (len(reply["data"]["games"]), len(reply["data"]["standings"]), reply["data"]["next"]) \
         == (PLAYERS // 2, PLAYERS, None)

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+from testkit import sizes
 from testkit.constants import ADMIN, ADMIN_PASSWORD, ERROR_CODES, PASSWORD, PLAY_FREELY
 from testkit.db import dump_db
 from testkit.figures import group
@@ -60,17 +61,16 @@ LADDERS = [x.name for x in default_ladders()] + ["chess", "Backgammon"]
 
 
 # The examples are the same on every run (derandomized); HARDENING_SEED=<int> explores others,
-# HARDENING_SCALE=<factor> runs that many times more of them.
+# HARDENING_SCALE=<factor> runs that share of the full counts (0.5 unless set, CI 1: testkit.sizes).
 # Shrinking is off so that a failing run stays bounded in time: the failing frame is shown as is.
 SEED = os.environ.get("HARDENING_SEED")
-SCALE = float(os.environ.get("HARDENING_SCALE", "1"))  # more examples for a longer search
 FIGURES: Counter[str] = group(f"fuzzing figures (seed: {SEED or 'derandomized'})", Counter())
 # frames that reached each command (parsed as it)
 PER_COMMAND: Counter[str] = group("fuzzing: frames per command", Counter())
 
 
 def fuzz_settings(examples: int) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    chosen = settings(max_examples=max(1, round(examples * SCALE)), deadline=None,
+    chosen = settings(max_examples=sizes.examples(examples), deadline=None,
                       derandomize=SEED is None, database=None, print_blob=True,
                       phases=[Phase.explicit, Phase.generate],
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -13,6 +13,7 @@ import shlex
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from testkit.sizes import examples
 
 from server.cmdline import MAX_QUOTING, MAX_WORDS, SplitError, split_words
 from server.plugins import command_table
@@ -39,7 +40,7 @@ def our_words(text: str) -> list[str] | str:
         return str(e)
 
 
-@settings(max_examples=3000, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(3000), deadline=None, derandomize=True, database=None)
 @given(LINES)
 @example('a"b c"d')
 @example('"a\\"b" \'c\\\' "\\\\" "\\x"')

@@ -21,6 +21,10 @@ COMMANDS = command_table()  # the lobby's own commands and its plugins'
 
 # ---- plain lines and JSON give the same answers -------------------------------------------
 
+# Refusals decided before any storage is reached (parsing, roles, arguments): the same code on
+# either backend, so they run on SQLite; the commands themselves run on both (the first test).
+SAME_ON_EVERY_BACKEND = pytest.mark.sqlite_only("decided by the router before any storage")
+
 
 async def test_plain_lines_and_json_give_the_same_answers(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
@@ -135,6 +139,7 @@ async def _refused(client: LobbyClient, spec: CommandSpec, code: str) -> None:
     assert plain["ok"] is False and plain["error"]["code"] == code, (_line(spec), plain)
 
 
+@SAME_ON_EVERY_BACKEND
 @pytest.mark.parametrize("name", RESTRICTED)
 async def test_a_guest_must_log_in(lobby: LobbyServer, name: str) -> None:
     guest = await lobby.client()
@@ -142,6 +147,7 @@ async def test_a_guest_must_log_in(lobby: LobbyServer, name: str) -> None:
     assert (await guest.call("who"))["players"] == []  # still usable
 
 
+@SAME_ON_EVERY_BACKEND
 @pytest.mark.parametrize("name", ADMIN_ONLY)
 async def test_a_player_is_forbidden_admin_commands(lobby: LobbyServer, name: str) -> None:
     player = await lobby.player("pa")
@@ -179,6 +185,7 @@ async def _bad_line(client: LobbyClient, frame: str, code: str) -> dict[str, Any
     return reply
 
 
+@SAME_ON_EVERY_BACKEND
 async def test_malformed_and_unknown_frames(lobby: LobbyServer) -> None:
     c = await lobby.client()
     for frame in ('{"cmd": "who"', "{}", '{"cmd": ""}', "[1, 2]", '{"cmd": "who", "extra": 1}',
@@ -200,6 +207,7 @@ async def test_malformed_and_unknown_frames(lobby: LobbyServer) -> None:
     await _usable(c)
 
 
+@SAME_ON_EVERY_BACKEND
 async def test_missing_and_invalid_arguments(lobby: LobbyServer) -> None:
     c = await lobby.player("alice")
     for frame in ("whois", "who extra", "invite bob", "event result 1 ann", "whois bad!name",
@@ -219,6 +227,7 @@ async def test_missing_and_invalid_arguments(lobby: LobbyServer) -> None:
         await _usable(c)
 
 
+@SAME_ON_EVERY_BACKEND
 async def test_impossible_scores_are_refused(lobby: LobbyServer) -> None:
     alice, bob = await lobby.player("alice"), await lobby.player("bob")
     admin = await lobby.admin()
@@ -258,6 +267,7 @@ async def test_impossible_scores_are_refused(lobby: LobbyServer) -> None:
     assert ok["data"]["rated"] is False and ok["data"]["unrated"] == "forfeit"
 
 
+@SAME_ON_EVERY_BACKEND
 async def test_binary_frames_are_refused_and_the_connection_stays(lobby: LobbyServer) -> None:
     async with connect(lobby.url) as ws:
         assert json.loads(await ws.recv())["event"] == "hello"
@@ -271,6 +281,7 @@ async def test_binary_frames_are_refused_and_the_connection_stays(lobby: LobbySe
             assert good["ok"] is True and good["id"] == 3
 
 
+@SAME_ON_EVERY_BACKEND
 async def test_an_oversized_frame_closes_the_connection_with_1009(lobby: LobbyServer) -> None:
     c = await lobby.client()
     # at the limit: answered normally (here: HELP's argument is too long)

@@ -16,7 +16,8 @@ only until the next close with games: hence the checks along the way.
 
 ``MATCHLOBBY_WALK_SEEDS`` walks are taken alone, seeded 1, 2, ... (1 unless set: one walk
 reaches every state the walk is for, :data:`REACHED`; CI takes 3); the three walks at once
-run whatever it is.
+run whatever it is. Each walk has ``MATCHLOBBY_WALK_CHECKPOINTS`` stops (3 unless set, CI 5)
+with :data:`SCENARIOS` matches or events before each.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from server.config import Limits, default_ladders
 PLAYERS = ("alice", "bob", "carol", "dave")
 ERROR_CODES = {"bad_request", "not_logged_in", "forbidden", "not_found", "conflict"}
 EVENT_LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
-CHECKPOINTS = 5  # restarts and replays in one walk
+CHECKPOINTS = count("MATCHLOBBY_WALK_CHECKPOINTS", 3)  # restarts and replays in one walk
 SCENARIOS = 30  # matches or events between two checkpoints
 # What every walk must have reached (a command and its outcome), or it tested too little.
 REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok"),

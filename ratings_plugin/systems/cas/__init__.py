@@ -1,15 +1,29 @@
-"""The ČAS Scrabble ladder (RATINGS.md §3): Paluba, Dansa, Peklo and their combination."""
+"""The ČAS Scrabble ladder (RATINGS.md §3): Paluba, Dansa, Peklo and their combination.
 
-from ratings_plugin.systems.cas.combined import CasGame, CasRating, CasState, rate_event
-from ratings_plugin.systems.cas.dansa import DansaRating
-from ratings_plugin.systems.cas.peklo import PekloHistory, solve_peklo
+The names below are imported when first used (PEP 562): Peklo and the combination need
+numpy, which a process that rates no ČAS ladder never loads.
+"""
 
-__all__ = [
-    "CasGame",
-    "CasRating",
-    "CasState",
-    "DansaRating",
-    "PekloHistory",
-    "rate_event",
-    "solve_peklo",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_WHERE = {
+    "CasGame": "combined",
+    "CasRating": "combined",
+    "CasState": "combined",
+    "rate_event": "combined",
+    "DansaRating": "dansa",
+    "PekloHistory": "peklo",
+    "solve_peklo": "peklo",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)

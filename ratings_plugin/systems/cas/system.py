@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import date
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ratings_plugin.systems import common
-from ratings_plugin.systems.cas import combined, dansa, peklo
+from ratings_plugin.systems.cas import dansa
 from ratings_plugin.systems.cas.dansa import DansaRating
 from ratings_plugin.systems.cas.paluba import START as PALUBA_START
 from server.api import Column, Game, RatedUnit, RatingSystem, StoredStanding
+
+if TYPE_CHECKING:
+    from ratings_plugin.systems.cas import peklo
 
 KEYS = common.COMMON_KEYS
 PEKLO_START = 1500.0
@@ -55,6 +56,10 @@ class CasBook:
     """
 
     def __init__(self, options: CasLadder) -> None:
+        # Peklo and the combination need numpy, imported with the first ČAS book: a process
+        # that rates no ČAS ladder (a client, `rate fibs`, `user add`) starts without it.
+        from ratings_plugin.systems.cas import peklo
+
         self.options = options
         self.standings: dict[str, CasStanding] = {}
         self.history = peklo.PekloHistory()
@@ -76,6 +81,10 @@ class CasBook:
         combination works on arrays in the Peklo history's player order and
         the standings are built directly.
         """
+        import numpy as np
+
+        from ratings_plugin.systems.cas import combined
+
         for g in unit.games:
             SYSTEM.check_game(self.options, g)
         games = [g for g in unit.games if SYSTEM.counts(self.options, g)]
