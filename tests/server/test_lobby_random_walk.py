@@ -16,8 +16,9 @@ only until the next close with games: hence the checks along the way.
 
 ``MATCHLOBBY_WALK_SEEDS`` walks are taken alone, seeded 1, 2, ... (1 unless set: one walk
 reaches every state the walk is for, :data:`REACHED`; CI takes 3); the three walks at once
-run whatever it is. Each walk has ``MATCHLOBBY_WALK_CHECKPOINTS`` stops (3 unless set, CI 5)
-with :data:`SCENARIOS` matches or events before each.
+run whatever it is. A walk alone has :data:`CHECKPOINTS` stops; each of the three at once
+``MATCHLOBBY_WALK_CHECKPOINTS`` (3 unless set, CI 5); :data:`SCENARIOS` matches or events
+come before each stop.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from server.config import Limits, default_ladders
 PLAYERS = ("alice", "bob", "carol", "dave")
 ERROR_CODES = {"bad_request", "not_logged_in", "forbidden", "not_found", "conflict"}
 EVENT_LADDERS = ("scrabble", "foosball-singles", "foosball-doubles", "backgammon")
-CHECKPOINTS = count("MATCHLOBBY_WALK_CHECKPOINTS", 3)  # restarts and replays in one walk
+CHECKPOINTS = 5  # restarts and replays in one walk taken alone
+CHECKPOINTS_AT_ONCE = count("MATCHLOBBY_WALK_CHECKPOINTS", 3)  # in each of the three at once
 SCENARIOS = 30  # matches or events between two checkpoints
 # What every walk must have reached (a command and its outcome), or it tested too little.
 REACHED = (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"), ("abort", "ok"),
@@ -277,7 +279,7 @@ async def test_three_walks_at_once(harness: LobbyServer, fast_config: Path) -> N
         for _ in range(SCENARIOS):
             await (walk.match() if walk.rng.random() < 0.55 else walk.event())
 
-    for _ in range(CHECKPOINTS):
+    for _ in range(CHECKPOINTS_AT_ONCE):
         for walk in walks:
             await walk.log_in()
         await asyncio.gather(*(leg(walk) for walk in walks))
