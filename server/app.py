@@ -21,6 +21,7 @@ from server.store import Database
 from server.store.backends import is_postgres, lobby_database, shown
 from server.store.dbcheck import DatabaseProblem, check_database, pg_problem, problem
 from server.store.pg.database import PgDatabase
+from server.store.serve_lock import serving
 
 log = logging.getLogger("matchlobby")
 
@@ -104,10 +105,16 @@ class CannotListen(Exception):
 
 
 async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> int:
-    """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving)."""
+    """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving).
+    Raises ``DatabaseProblem`` when another ``serve`` holds the database (:mod:`serve_lock`)."""
     before, after = raise_open_file_limit()
     if after > before:
         log.info("open-file limit raised from %d to %d", before, after)
+    async with serving(config.database):
+        return await _serve(config, host, port)
+
+
+async def _serve(config: Config, host: str | None, port: int | None) -> int:
     try:
         server = await start_server(config, host, port)
     except OSError as e:

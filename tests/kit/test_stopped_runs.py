@@ -77,12 +77,15 @@ async def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, workers: int,
     env = {k: v for k, v in os.environ.items() if k != postgres.ENV}  # the run's own cluster
     env.update(HELD_REPORT=str(report), PYTHONPATH=os.pathsep.join(
         [str(ROOT / "tests" / "kit"), str(ROOT), env.get("PYTHONPATH", "")]))
+    log = tmp_path / "run.log"
+    output = log.open("wb")
     run = subprocess.Popen(
         # the repository's conftest.py as a plugin: the kit's hooks and fixtures, as in a run
         [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
          "-n", str(workers), f"--basetemp={basetemp}", "--rootdir", str(tmp_path),
          "-o", "asyncio_mode=auto", str(test)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        # its output to a file: a pipe nobody reads until the end would stop it once full
+        cwd=tmp_path, env=env, stdout=output, stderr=subprocess.STDOUT,
         start_new_session=True)
     try:
         await wait_until(report.exists, WAIT, "the held test to start")
@@ -93,7 +96,11 @@ async def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, workers: int,
             os.killpg(run.pid, stop)
         else:
             run.send_signal(stop)
-        run.wait(WAIT)
+        try:
+            run.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the run did not end; it printed:\n{log.read_text()[-3000:]}"
+                                 ) from None
         await wait_until(lambda: not alive(held["server"]), WAIT, "the server to end")
         await wait_until(lambda: not alive(held["postmaster"]), WAIT, "the cluster to stop")
         await wait_until(lambda: not Path(held["cluster"]).exists(), WAIT,
@@ -103,3 +110,4 @@ async def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, workers: int,
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait(WAIT)
+        output.close()

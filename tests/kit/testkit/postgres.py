@@ -1,12 +1,12 @@
 """A real PostgreSQL for the tests: the cluster, a database a test, and plain reads of it.
 
-``make test`` starts a cluster of its own (``tests/kit/with-postgres.sh``) and
-names it in ``MATCHLOBBY_TEST_POSTGRES``, a URL of its maintenance database.
-Without it, :func:`cluster` starts one the same way when PostgreSQL's
-programs are installed: ``initdb`` and ``pg_ctl`` (run as the ``postgres``
-user when the tests run as root: they refuse root) in a temporary folder,
-listening on a Unix socket only, stopped when the test run ends. Without
-PostgreSQL the tests that need it are skipped with :data:`MISSING`.
+A run starts one cluster (:mod:`testkit.session`: in the controller of a run with workers,
+which names it to them in ``MATCHLOBBY_TEST_POSTGRES``, a URL of its maintenance database;
+in a run without workers when a test first needs it) when PostgreSQL's programs are
+installed: ``initdb`` and ``pg_ctl`` (run as the ``postgres`` user when the tests run as
+root: they refuse root) in a temporary folder, listening on a Unix socket only, stopped and
+removed when the run ends, however it ends (:mod:`testkit.reaper`). Without PostgreSQL the
+tests that need it are skipped with :data:`MISSING`.
 
 Each test gets a database of its own (:func:`new_database`), copied from a
 template that holds only the admin (made by the real ``matchlobby user add``).

@@ -1,0 +1,83 @@
+"""One ``matchlobby serve`` a database, said plainly to the second one.
+
+The lobby's state (who is online, the live matches, the invitations, the ladders' caches,
+the ids it hands out) lives in the serving process; a second ``serve`` on the same database
+would disagree with the first about all of it and hand out the same ids. So ``serve`` holds
+a lock for as long as it runs, and a second one refuses to start, naming the database:
+
+- on SQLite, ``flock`` on the database file itself (SQLite's own locks are POSIX record
+  locks, which ``flock`` does not touch); the kernel drops it when the process ends, however
+  it ends;
+- on PostgreSQL, a session advisory lock on a connection of its own, dropped by the server
+  when that connection ends (a killed process's too).
+
+Command-line tools (``replay``, ``user add``, ``rate``) do not take it: they share the
+database with a running server as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from server.store.backends import is_postgres, shown
+from server.store.dbcheck import DatabaseProblem
+
+SERVE_LOCK = 0x6D6C7376  # pg_try_advisory_lock's key held while serving ("mlsv")
+
+ALREADY = ("another matchlobby serve is running on this database; the lobby is one process "
+           "a database: stop that one first, or give this one another --db")
+
+
+@contextlib.asynccontextmanager
+async def serving(database: str) -> AsyncIterator[None]:
+    """Hold the database's serve lock for the ``with`` block; ``DatabaseProblem`` if another
+    process holds it."""
+    if is_postgres(database):
+        async with _pg_lock(database):
+            yield
+        return
+    with _file_lock(database):
+        yield
+
+
+@contextlib.contextmanager
+def _file_lock(path: str) -> Any:
+    try:
+        # O_CREAT: a new lobby's file, which SQLite takes as an empty database
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield  # the database check that follows says what is wrong with the path
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise DatabaseProblem(f"{path}: {ALREADY}") from None
+            # a file system without flock: nothing to hold, serve as before
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.asynccontextmanager
+async def _pg_lock(url: str) -> AsyncIterator[None]:
+    from server.store.pg.port import connect
+
+    try:
+        conn = await connect(url)
+    except Exception:
+        yield  # opening the database next says what is wrong, as without the lock
+        return
+    try:
+        if not await conn.fetchval(f"SELECT pg_try_advisory_lock({SERVE_LOCK})"):
+            raise DatabaseProblem(f"{shown(url)}: {ALREADY}")
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close()
