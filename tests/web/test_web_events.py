@@ -47,6 +47,9 @@ async def test_a_cas_close_lists_everyone_who_moved_played_or_not(
     await page.fill("#event-create-form input[name=name]", "Second night")
     await page.select_option("#event-ladder", "scrabble")
     await page.click("#event-create-form button[type=submit]")
+    # the director enters results once the page says the event is open (and has chosen it)
+    await expect(page.locator("#event-create-form .feedback")).to_contain_text("Event #2")
+    await expect(page.locator("#event-select")).to_have_value("2")
     form = page.locator("#event-result-form")
     for field, value in (("side_a", "bob"), ("side_b", "alice"), ("score_a", "450"),
                          ("score_b", "300")):
