@@ -86,7 +86,8 @@ async def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, workers: int,
          "-n", str(workers), f"--basetemp={basetemp}", "--rootdir", str(tmp_path),
          "-o", "asyncio_mode=auto", str(test)],
         # its output to a file: a pipe nobody reads until the end would stop it once full
-        cwd=tmp_path, env=env, stdout=output, stderr=subprocess.STDOUT,
+        # and no standard input: in a worker of this run, its own is pytest-xdist's channel
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
         start_new_session=True)
     try:
         await wait_until(report.exists, WAIT, "the held test to start")
