@@ -21,8 +21,7 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
 
 from server.store.backends import is_postgres, shown
 from server.store.dbcheck import DatabaseProblem
@@ -46,7 +45,7 @@ async def serving(database: str) -> AsyncIterator[None]:
 
 
 @contextlib.contextmanager
-def _file_lock(path: str) -> Any:
+def _file_lock(path: str) -> Iterator[None]:
     try:
         # O_CREAT: a new lobby's file, which SQLite takes as an empty database
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
