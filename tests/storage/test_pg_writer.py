@@ -144,8 +144,10 @@ async def test_a_command_line_transaction_waits_for_the_lobbys_batch(pg: PgDatab
     assert waited == ["lobby holds the lock"]  # the command line waited for the lock
     assert order == ["lobby holds the lock", "lobby commits", "command line runs",
                      "command line sees ['lobby']"]
+    # pg_locks is the whole cluster's, which the run's other workers share: this database's
     row = postgres.query(pg.path, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
-                                  "AND objid = ?", (WRITE_LOCK,))
+                                  "AND objid = ? AND database = (SELECT oid FROM pg_database "
+                                  "WHERE datname = current_database())", (WRITE_LOCK,))
     assert row == [(0,)]  # released with the transactions
 
 
