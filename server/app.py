@@ -17,11 +17,10 @@ from server.lobby import Lobby, Router
 from server.net.descriptors import raise_open_file_limit
 from server.net.transport import Transport
 from server.plugins import load_plugins
-from server.store import Database
 from server.store.backends import is_postgres, lobby_database, shown
 from server.store.dbcheck import DatabaseProblem, check_database, pg_problem, problem
-from server.store.pg.database import PgDatabase
 from server.store.serve_lock import serving
+from server.store.storage import LobbyDatabase
 
 log = logging.getLogger("matchlobby")
 
@@ -29,7 +28,7 @@ log = logging.getLogger("matchlobby")
 @dataclass
 class RunningServer:
     config: Config
-    db: Database | PgDatabase
+    db: LobbyDatabase
     lobby: Lobby
     transport: Transport
 

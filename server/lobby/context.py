@@ -6,12 +6,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import date
 from typing import Any, TypeVar
 
-from server.api import LadderConfig, PluginCommand, Publisher, Tx
+from server.api import LadderConfig, PluginCommand, Publisher, Reader, Tx
 from server.api.commands import CommandHandler
 from server.lobby.call import Call
 from server.store import today
 from server.store.handle import WriteTx
-from server.store.port import CommittedReader
 
 T = TypeVar("T")
 
@@ -34,7 +33,7 @@ class PluginContext:
         return self.call.publisher
 
     @property
-    def reader(self) -> CommittedReader:
+    def reader(self) -> Reader:
         return self.call.lobby.db.committed
 
     def ladder(self, name: str) -> LadderConfig:

@@ -25,13 +25,13 @@ from server.lobby.publish import fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.state import Invitation, LiveMatch, Player, Session
 from server.protocol import push
-from server.store import Database
 from server.store import account_changes as stored_changes
 from server.store import matches as stored_matches
 from server.store import now as timestamp
 from server.store import players as stored_players
 from server.store import sessions as stored_sessions
 from server.store.handle import WriteTx, transact
+from server.store.storage import LobbyDatabase
 
 REPLACED = "replaced"
 LOGGED_OUT = {
@@ -52,7 +52,7 @@ class Effects:
 
 
 class Lobby:
-    def __init__(self, config: Config, db: Database,
+    def __init__(self, config: Config, db: LobbyDatabase,
                  plugins: Iterable[LobbyPlugin] = ()) -> None:
         self.config = config
         self.db = db

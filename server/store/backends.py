@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from server.api import Schema, Store
+from server.store.storage import LobbyDatabase
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -32,7 +33,7 @@ def shown(database: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
-def lobby_database(database: str, batch_max: int, schemas: Sequence[Schema]) -> Any:
+def lobby_database(database: str, batch_max: int, schemas: Sequence[Schema]) -> LobbyDatabase:
     """The lobby's database (not yet opened): ``Database`` or ``PgDatabase``."""
     if is_postgres(database):
         from server.store.pg.database import PgDatabase

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from server.api import Tx
-from server.store.database import Database
+from server.store.storage import LobbyDatabase
 
 T = TypeVar("T")
 
@@ -36,6 +36,6 @@ class Reads(Protocol):
 Row = Sequence[Any]
 
 
-async def transact(db: Database, job: Callable[[WriteTx], Awaitable[T]]) -> T:
+async def transact(db: LobbyDatabase, job: Callable[[WriteTx], Awaitable[T]]) -> T:
     """Run ``job`` in the writer's pipelined transactions; returns once it has committed."""
     return await db.write(job)
