@@ -168,6 +168,33 @@ async def test_counters_are_stored_with_the_commit_and_given_back_by_a_failed_jo
     assert postgres.query(pg.path, "SELECT value FROM counters WHERE name = 'seq'") == [(second,)]
 
 
+async def test_two_writers_on_one_database_never_hand_out_the_same_number(
+        pg: PgDatabase) -> None:
+    """The counters come from the database under the write lock, not from a writer's memory:
+    two writers (two lobby processes) taking numbers in turn and at once get each one once."""
+    other = PgDatabase(pg.path)
+    await other.open()
+
+    async def takes(tx: Any) -> tuple[int, int]:
+        seq, match = int(tx.take("seq")), int(tx.take("match"))
+        await tx.execute("INSERT INTO matches (id, ladder, side_a, side_b, played_on, status, "
+                         "seq, created_at) VALUES (?, 'fibs', 'a', 'b', '2026-12-03', "
+                         "'finished', ?, 'now')", (match, seq))  # both unique in the table
+        return seq, match
+
+    try:
+        taken = [await db.write(takes) for db in (pg, other, pg, other, pg)]
+        taken += await asyncio.gather(*(db.write(takes) for _ in range(20)
+                                        for db in (pg, other)))
+    finally:
+        await other.close()
+    seqs, matches = [t[0] for t in taken], [t[1] for t in taken]
+    assert len(set(seqs)) == len(set(matches)) == len(taken) == 45
+    assert seqs[:5] == sorted(seqs[:5]) and matches[:5] == sorted(matches[:5])
+    assert postgres.query(pg.path, "SELECT value FROM counters WHERE name = 'seq'") == \
+        [(max(seqs),)]
+
+
 async def test_many_rows_of_a_plain_insert_go_through_copy(pg: PgDatabase) -> None:
     rows = [(f"r{i}",) for i in range(COPY_MIN_ROWS + 10)]
     # Each statement that inserts into t records its own text (COPY fires the trigger too).

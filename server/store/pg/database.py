@@ -3,10 +3,13 @@ pool of connections for committed reads.
 
 Jobs run one after another on the writer's connection, each in a savepoint of
 the batch's transaction (taken before its first statement), exactly as on
-SQLite: a job that raises is rolled back alone, the ``seq`` and match-id
-counters are handed out in memory and the ``counters`` row is written with
-the commit, and nobody hears of a job's outcome before the commit holding it
-is done. Jobs queued while a batch runs or commits join the next one, so one
+SQLite: a job that raises is rolled back alone, and nobody hears of a job's
+outcome before the commit holding it is done. The ``seq`` and match-id
+counters are read from the database once the batch holds the write lock, handed
+out in memory and the ``counters`` row written with the commit: numbers come
+from the database, never from a process's memory, so another process writing
+between two batches (a second writer, the command line) cannot be handed the
+same ones. Jobs queued while a batch runs or commits join the next one, so one
 commit (one WAL flush) serves every job that came meanwhile. Measured on the
 bench machine this beats a pool of connections each committing its own job:
 every job then pays its own flush, and ordering the rating of one player's
@@ -50,15 +53,19 @@ READERS = 4  # connections of the read pool
 
 
 class Counters:
-    """``seq`` and ``match`` handed out in memory (as on SQLite: no read for a number); a job
-    that fails gives its numbers back, a failed commit reloads them."""
+    """``seq`` and ``match`` as the database holds them when a batch takes the write lock,
+    then handed out in memory (no read for each number); a job that fails gives its numbers
+    back."""
+
+    LOAD = ("SELECT (SELECT value FROM counters WHERE name = 'seq'), "
+            "(SELECT coalesce(max(id), 0) FROM matches)")
 
     def __init__(self) -> None:
         self.values: dict[str, int] = {}
 
     async def load(self, conn: Any) -> None:
-        seq = await conn.fetchval("SELECT value FROM counters WHERE name = 'seq'")
-        top = await conn.fetchval("SELECT coalesce(max(id), 0) FROM matches")
+        """One round trip; call it holding the write lock, so nobody moves them meanwhile."""
+        seq, top = await conn.fetchrow(self.LOAD)
         self.values = {"seq": int(seq or 0), "match": int(top)}
 
     def take(self, name: str) -> int:
@@ -245,9 +252,10 @@ class PgDatabase(Hooks):
         conn = self.writer
         outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
         stop = False
-        seq = self.counters.values["seq"]
         try:
             await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
+            await self.counters.load(conn)
+            seq = self.counters.values["seq"]
             i = 0
             while i < len(batch):
                 outcomes.append(await self._job(conn, batch[i], first=i == 0))
@@ -292,6 +300,7 @@ class PgDatabase(Hooks):
             if first:
                 await conn.execute("ROLLBACK")
                 await conn.execute(BEGIN_WRITE)
+                await self.counters.load(conn)  # the lock was let go: anyone may have moved them
             elif tx.saved:
                 await conn.execute("ROLLBACK TO SAVEPOINT job")
             if self.on_job_failure is not None:
