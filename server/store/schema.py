@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 MIGRATIONS: dict[int, str] = {
@@ -133,6 +133,18 @@ MIGRATIONS: dict[int, str] = {
         at TEXT NOT NULL
     );
     CREATE INDEX account_changes_player ON account_changes (player_id, id);
+    """,
+    # Pushes for the lobby's other processes (several nodes on one PostgreSQL database):
+    # appended in the transaction that caused them, numbered from the 'push' counter under
+    # the write lock, so every node reads them in commit order (server/store/pg/feed.py).
+    8: """
+    CREATE TABLE pushes (
+        pos INTEGER PRIMARY KEY,
+        origin TEXT NOT NULL,
+        audience TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    INSERT INTO counters VALUES ('push', 0);
     """,
 }
 

@@ -41,7 +41,7 @@ from server.api import Schema
 from server.store.faults import CommitFailed, DatabaseUnavailable
 from server.store.log import SqliteLog
 from server.store.pg.faults import lost_connection
-from server.store.pg.port import BACKEND, BEGIN_WRITE, PgTx, PoolReader
+from server.store.pg.port import BACKEND, BEGIN_WRITE, FEED_CHANNEL, PgTx, PoolReader
 from server.store.pg.schema import migrate, migrate_plugin
 from server.store.pg.sql import pg_sql
 from server.store.writer.pipeline import Hooks
@@ -58,15 +58,16 @@ class Counters:
     back."""
 
     LOAD = ("SELECT (SELECT value FROM counters WHERE name = 'seq'), "
-            "(SELECT coalesce(max(id), 0) FROM matches)")
+            "(SELECT coalesce(max(id), 0) FROM matches), "
+            "(SELECT value FROM counters WHERE name = 'push')")
 
     def __init__(self) -> None:
         self.values: dict[str, int] = {}
 
     async def load(self, conn: Any) -> None:
         """One round trip; call it holding the write lock, so nobody moves them meanwhile."""
-        seq, top = await conn.fetchrow(self.LOAD)
-        self.values = {"seq": int(seq or 0), "match": int(top)}
+        seq, top, pushed = await conn.fetchrow(self.LOAD)
+        self.values = {"seq": int(seq or 0), "match": int(top), "push": int(pushed or 0)}
 
     def take(self, name: str) -> int:
         self.values[name] += 1
@@ -84,9 +85,15 @@ class JobTx(PgTx):
         super().__init__(conn)
         self.counters = counters
         self.saved = False
+        self.pushes: list[tuple[str, str]] = []
 
     def take(self, name: str) -> int:
         return self.counters.take(name)
+
+    def publish(self, audience: str, body: str) -> None:
+        """Have every node's feed (:mod:`server.store.pg.feed`) hear ``body`` for ``audience``
+        once the batch holding this job has committed; a job that fails publishes nothing."""
+        self.pushes.append((audience, body))
 
     async def _save(self) -> None:
         if not self.saved:
@@ -132,9 +139,11 @@ class PgDatabase(Hooks):
 
     backend = BACKEND
 
-    def __init__(self, url: str, batch_max: int = 64, schemas: Sequence[Schema] = ()) -> None:
+    def __init__(self, url: str, batch_max: int = 64, schemas: Sequence[Schema] = (),
+                 origin: str = "") -> None:
         super().__init__()
         self.path = url
+        self.origin = origin  # the node the pushes of its jobs come from
         self.schemas = tuple(schemas)
         self.batch_max = batch_max
         self.writer: Any = None
@@ -251,6 +260,7 @@ class PgDatabase(Hooks):
         whether ``close()`` asked to stop."""
         conn = self.writer
         outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
+        pushes: list[tuple[str, str]] = []
         stop = False
         try:
             await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
@@ -258,7 +268,7 @@ class PgDatabase(Hooks):
             seq = self.counters.values["seq"]
             i = 0
             while i < len(batch):
-                outcomes.append(await self._job(conn, batch[i], first=i == 0))
+                outcomes.append(await self._job(conn, batch[i], pushes, first=i == 0))
                 i += 1
                 if i == len(batch) and len(batch) < self.batch_max and not self.queue.empty():
                     nxt = self.queue.get_nowait()
@@ -267,10 +277,12 @@ class PgDatabase(Hooks):
                     else:
                         batch.append(nxt)
             moved = self.counters.values["seq"]
-            # One round trip: the counter (an int of ours, not text from outside) and COMMIT.
-            await conn.execute("COMMIT" if moved == seq else
-                               f"UPDATE counters SET value = {int(moved)} WHERE name = 'seq'; "
-                               "COMMIT")
+            ending = "COMMIT" if moved == seq else \
+                f"UPDATE counters SET value = {int(moved)} WHERE name = 'seq'; COMMIT"
+            if pushes:
+                ending = await self._publish(conn, pushes) + ending
+            # One round trip: the counters (ints of ours, not text from outside) and COMMIT.
+            await conn.execute(ending)
         except Exception as e:
             await self._failed(conn, batch, e)
             return stop
@@ -283,9 +295,24 @@ class PgDatabase(Hooks):
                     item.future.set_result(result)
         return stop
 
-    async def _job(self, conn: Any, item: _Queued, first: bool
+    async def _publish(self, conn: Any, pushes: list[tuple[str, str]]) -> str:
+        """Number the batch's pushes after the last one committed and write them; what the
+        commit must also say: the counter, and the notification naming them (delivered to
+        every listening node once the commit is done, in commit order)."""
+        first = self.counters.values["push"] + 1
+        last = first + len(pushes) - 1
+        self.counters.values["push"] = last
+        await conn.executemany("INSERT INTO pushes (pos, origin, audience, body) "
+                               "VALUES ($1, $2, $3, $4)",
+                               [(first + i, self.origin, audience, body)
+                                for i, (audience, body) in enumerate(pushes)])
+        return (f"UPDATE counters SET value = {last} WHERE name = 'push'; "
+                f"SELECT pg_notify('{FEED_CHANNEL}', '{first}-{last}'); ")
+
+    async def _job(self, conn: Any, item: _Queued, pushes: list[tuple[str, str]], first: bool
                    ) -> tuple[_Queued, Any, BaseException | None]:
-        """Run one job; the first of a batch needs no savepoint (the transaction is its own)."""
+        """Run one job (its pushes join ``pushes`` if it succeeds); the first of a batch needs
+        no savepoint (the transaction is its own)."""
         tx = JobTx(conn, self.counters)
         tx.saved = first
         before = dict(self.counters.values)
@@ -306,6 +333,7 @@ class PgDatabase(Hooks):
             if self.on_job_failure is not None:
                 await self.on_job_failure()
             return item, None, e
+        pushes += tx.pushes
         return item, result, None
 
     async def _failed(self, conn: Any, batch: list[_Queued], error: BaseException) -> None:

@@ -22,6 +22,7 @@ Job = Callable[[Tx], Awaitable[Any]]
 STREAM_PREFETCH = 4096  # rows fetched at a time by a cursor
 WRITE_LOCK = 0x6D6C7772  # pg_advisory_xact_lock's key of every write transaction ("mlwr")
 BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+FEED_CHANNEL = "matchlobby_pushes"  # NOTIFY's channel: "first-last", the positions committed
 COPY_MIN_ROWS = 256  # rows of one INSERT from which COPY beats executemany (bench/pg_bulk.py)
 
 

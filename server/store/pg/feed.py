@@ -1,0 +1,182 @@
+"""A node's feed of the pushes every node commits (several lobby processes, one PostgreSQL).
+
+A write job publishes a push (:meth:`~server.store.pg.database.JobTx.publish`); the
+writer numbers the batch's pushes from the ``push`` counter under the write lock, writes
+them to ``pushes`` and commits with ``NOTIFY matchlobby_pushes, 'first-last'``, so the
+notification reaches the listeners only after the commit, in commit order (the engine is
+PostgreSQL's own ``LISTEN``/``NOTIFY``: the payload is the positions, the rows are read).
+
+The feed reads rows by position, never trusting a notification to carry them: a missed
+notification only delays what the next one (or the poll) reads, and nothing is delivered
+twice or out of order. When its listening connection dies (a PostgreSQL restart,
+``pg_terminate_backend``) it connects again, listens again and reads everything since the
+last position it delivered. Only if the rows it missed have been pruned meanwhile does it
+lose pushes; it then calls ``resync`` instead of delivering anything older than what it
+already delivered, so the node can reload what it shows and tell its players to refresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from server.store.pg.port import FEED_CHANNEL
+
+log = logging.getLogger(__name__)
+CONNECT_TIMEOUT = 5.0
+READ_ROWS = 1000  # pushes read a round trip
+APPLICATION = "matchlobby feed"  # the listening connection's name in pg_stat_activity
+KEEP = 100_000  # pushes kept for a feed that falls behind; older ones are pruned
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    pos: int
+    origin: str
+    audience: str
+    body: str
+
+
+Deliver = Callable[[Sequence[Pushed]], None]
+Resync = Callable[[], Awaitable[None]]
+
+
+class PushFeed:
+    """Delivers every push committed after :meth:`start`, once each, in commit order.
+
+    ``poll`` bounds how long a push can wait when its notification is lost without the
+    connection dying (none is expected; it is a safety net). ``retry`` is the first wait
+    before connecting again after a lost connection; it doubles up to 2 s.
+    """
+
+    def __init__(self, url: str, deliver: Deliver, resync: Resync,
+                 poll: float = 5.0, retry: float = 0.05) -> None:
+        self.url = url
+        self.deliver = deliver
+        self.resync = resync
+        self.poll = poll
+        self.retry = retry
+        self.last = 0  # the position of the last push delivered (or skipped at start)
+        self.reconnects = 0
+        self.resyncs = 0
+        self._conn: Any = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+
+    async def start(self, after: int | None = None) -> None:
+        """Listen, and deliver the pushes committed after now (or after position ``after``)."""
+        await self._connect()
+        self.last = await self._top() if after is None else after
+        self._ready.set()
+        self._task = asyncio.create_task(self._run(), name="push-feed")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._close()
+
+    async def caught_up(self, pos: int) -> None:
+        """Wait until the push at ``pos`` has been delivered (tests, and a node's start)."""
+        while self.last < pos:
+            self._wake.set()
+            await asyncio.sleep(0.005)
+
+    # ---- the connection ------------------------------------------------------------------
+
+    async def _connect(self) -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(self.url, timeout=CONNECT_TIMEOUT,
+                                     server_settings={"application_name": APPLICATION})
+        try:
+            await conn.execute("SET idle_in_transaction_session_timeout = '60s'")
+            await conn.add_listener(FEED_CHANNEL, self._notified)
+            conn.add_termination_listener(self._lost)
+        except BaseException:
+            conn.terminate()
+            raise
+        self._conn = conn
+        self._wake.set()  # read whatever was committed before listening began
+
+    async def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.is_closed():
+            try:
+                await conn.close(timeout=1)
+            except Exception:
+                conn.terminate()
+
+    def _notified(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+        self._wake.set()
+
+    def _lost(self, _conn: Any) -> None:
+        self._wake.set()
+
+    async def _top(self) -> int:
+        pos = await self._conn.fetchval("SELECT coalesce(max(pos), 0) FROM pushes")
+        return int(pos)
+
+    # ---- delivering ----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        wait = self.retry
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll)
+            self._wake.clear()
+            try:
+                if self._conn is None or self._conn.is_closed():
+                    await self._close()
+                    await self._connect()
+                    self.reconnects += 1
+                    log.warning("push feed: listening again after a lost connection")
+                await self._read()
+                wait = self.retry
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("push feed: %s; trying again in %.2f s",
+                            " ".join(str(e).split()) or type(e).__name__, wait)
+                await self._close()
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 2.0)
+                self._wake.set()
+
+    async def _read(self) -> None:
+        """Deliver every row after :attr:`last`, in order, a page at a time."""
+        while True:
+            rows = await self._conn.fetch(
+                "SELECT pos, origin, audience, body FROM pushes WHERE pos > $1 "
+                "ORDER BY pos LIMIT $2", self.last, READ_ROWS)
+            if not rows:
+                return
+            if rows[0]["pos"] != self.last + 1:
+                await self._missed(rows[0]["pos"])
+            batch = [Pushed(r["pos"], r["origin"], r["audience"], r["body"]) for r in rows]
+            self.last = batch[-1].pos
+            self.deliver(batch)
+            if len(rows) < READ_ROWS:
+                return
+
+    async def _missed(self, first: int) -> None:
+        """The pushes between :attr:`last` and ``first`` were pruned before this feed read
+        them: the node reloads instead of showing anything older than what it showed."""
+        log.warning("push feed: pushes %d to %d were pruned before they were read; resyncing",
+                    self.last + 1, first - 1)
+        self.resyncs += 1
+        await self.resync()
+
+
+async def prune(conn: Any, keep: int = KEEP) -> int:
+    """Drop all but the newest ``keep`` pushes (a feed that far behind resyncs)."""
+    done = await conn.execute(
+        "DELETE FROM pushes WHERE pos <= (SELECT coalesce(max(pos), 0) FROM pushes) - $1", keep)
+    return int(done.split()[-1])
