@@ -7,6 +7,7 @@ from typing import Any
 from server.api import LadderCorrected
 from server.handlers.matches import finish
 from server.lobby import Call, Effects, fail
+from server.lobby.audience import to_players
 from server.protocol import push
 from server.store import matches as stored
 from server.store import now
@@ -60,8 +61,8 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
         return effects, full
 
     effects, full = await call.write(job)
-    call.push(lobby.sessions_of(names), push("match_corrected",
-                                             {**data, "recomputed": full["recomputed"]}))
+    call.push(to_players(*names), push("match_corrected",
+                                   {**data, "recomputed": full["recomputed"]}))
     call.committed(effects)
     return full
 

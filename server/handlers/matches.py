@@ -8,6 +8,7 @@ from typing import Any
 
 from server.api import Game, LadderConfig, MatchFinished, RatedUnit
 from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
+from server.lobby.audience import Audience, to_players
 from server.protocol import push
 from server.store import matches as stored
 from server.store import now, players, today
@@ -104,8 +105,8 @@ async def finish(call: Call, m: LiveMatch, winner: str, how: str,
     lobby.end_live(m)
     if dropper is not None:
         lobby.player(dropper).dropped += 1
-    call.push((set(lobby.sessions_of((m.a, m.b))) | set(lobby.watchers(m.ladder)))
-              - {call.session}, push("match_finished", data))
+    call.push(Audience((m.a, m.b), watchers=m.ladder), push("match_finished", data),
+              skip_me=True)
     call.committed(effects)
     call.tell_status(m.a, m.b)
     return data
@@ -155,7 +156,7 @@ async def invite(call: Call) -> Any:
     fields = lobby.describe_match(ladder.name, me.name, target.name, length)
     _count_invitation(call, target)
     replaced = lobby.invitations.add(inv)
-    call.push(lobby.sessions_of([target.name]), push("invited", {
+    call.push(to_players(target.name), push("invited", {
         "from": me.name, "ladder": ladder.name, "length": inv.shown_length,
         "expires_at": inv.expires_at, **fields}))
     return {"to": target.name, "ladder": ladder.name, "length": inv.shown_length,
@@ -222,7 +223,7 @@ async def join(call: Call) -> Any:
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = mid
     lobby.invitations.drop_sent(me.key)
     lobby.invitations.drop_received(inviter.key)
-    call.push(lobby.sessions_of([inviter.name]), push("match_started", summary))
+    call.push(to_players(inviter.name), push("match_started", summary))
     call.tell_status(inviter.name, me.name)
     return summary
 
@@ -231,7 +232,7 @@ async def decline(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     inviter = lobby.player(call.args["name"])
     _invitation_from(call, inviter)
-    call.push(lobby.sessions_of([inviter.name]), push("declined", {"by": me.name}))
+    call.push(to_players(inviter.name), push("declined", {"by": me.name}))
     return {"declined": inviter.name}
 
 
@@ -243,7 +244,7 @@ async def uninvite(call: Call) -> Any:
         raise fail("not_found", f"You have not invited {invitee.name}.")
     if inv.expired:
         raise fail("not_found", f"Your invitation to {invitee.name} has expired.")
-    call.push(lobby.sessions_of([invitee.name]), push("invitation_withdrawn", {
+    call.push(to_players(invitee.name), push("invitation_withdrawn", {
         "from": me.name, "ladder": inv.ladder}))
     return {"withdrawn": invitee.name}
 
@@ -293,7 +294,7 @@ async def report_win(call: Call) -> Any:
     finally:
         m.busy = False
     m.status, m.claimed_by, m.claim_scores = "claimed", me, scores
-    call.push(call.lobby.sessions_of([m.opponent(me)]), push("result_claimed", data))
+    call.push(to_players(m.opponent(me)), push("result_claimed", data))
     return data
 
 
@@ -313,7 +314,6 @@ async def confirm(call: Call) -> Any:
 
 
 async def dispute(call: Call) -> Any:
-    lobby = call.lobby
     m = _claim_to_answer(call, call.args["match"])
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
@@ -328,8 +328,7 @@ async def dispute(call: Call) -> Any:
     finally:
         m.busy = False
     m.status = "disputed"
-    admins = [s for s in lobby.sessions if s.player is not None and s.player.role == "admin"]
-    call.push(set(lobby.sessions_of([m.a, m.b])) | set(admins), push("result_disputed", data))
+    call.push(Audience((m.a, m.b), admins=True), push("result_disputed", data))
     return data
 
 
@@ -359,7 +358,7 @@ async def abort(call: Call) -> Any:
     if m.abort_by is None or m.abort_by == me:
         m.abort_by = me
         data = {"match": m.id, "status": "abort_requested", "by": me}
-        call.push(call.lobby.sessions_of([other]), push("abort_requested", data))
+        call.push(to_players(other), push("abort_requested", data))
         return data
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
@@ -375,7 +374,7 @@ async def abort(call: Call) -> Any:
         m.busy = False
         raise
     call.lobby.end_live(m)
-    call.push(call.lobby.sessions_of([other]), push("match_aborted", data))
+    call.push(to_players(other), push("match_aborted", data))
     call.tell_status(m.a, m.b)
     return data
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from server.api import CommandError
+from server.lobby.audience import Audience
 from server.lobby.publish import Message, Publisher, Pushes
 from server.lobby.requests import RequestKey, remember
 from server.lobby.state import Player, Session
@@ -34,8 +35,11 @@ class Call:
     session: Session
     args: dict[str, Any]
     key: RequestKey | None = None
-    pushes: Pushes = field(default_factory=Pushes)
+    pushes: Pushes = field(init=False)
     read: int = 0  # rows read beyond those in the reply (the asker's read budget pays for them)
+
+    def __post_init__(self) -> None:
+        self.pushes = Pushes(self.lobby)
 
     @property
     def me(self) -> Player:
@@ -47,9 +51,10 @@ class Call:
         """This request read ``rows`` rows that its reply does not hold (a sum over many)."""
         self.read += max(0, rows)
 
-    def push(self, targets: Iterable[Session | None], message: Message) -> None:
-        """Send ``message`` to ``targets`` after this command's reply."""
-        self.pushes.add(targets, message)
+    def push(self, audience: Audience, message: Message, skip_me: bool = False) -> None:
+        """Send ``message`` to ``audience`` after this command's reply (``skip_me``: not to
+        this connection, which the reply told)."""
+        self.pushes.add(audience, message, self.session if skip_me else None)
 
     def tell_status(self, *names: str) -> None:
         """These players started or ended a live match: the sessions that listed ``who`` are
@@ -62,7 +67,7 @@ class Call:
 
     @property
     def publisher(self) -> Publisher:
-        return Publisher(self.lobby, self.pushes)
+        return Publisher(self.pushes)
 
     async def write(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
         """Run ``job`` in a write transaction; returns once it has committed."""

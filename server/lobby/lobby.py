@@ -16,12 +16,13 @@ from server.commands import COMMANDS, CommandTable
 from server.config import Config
 from server.limits import LoginRate, LoginThrottle, ReadBudget, RegistrationLimit
 from server.lobby.account_watch import AccountWatch
+from server.lobby.audience import Audience, to_players
 from server.lobby.call import fail
 from server.lobby.event_views import EventListing, EventStandings
 from server.lobby.invitation_limit import InvitationLimit
 from server.lobby.invitations import Invitations
 from server.lobby.presence import Presence
-from server.lobby.publish import fan_out
+from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.state import Invitation, LiveMatch, Player, Session
 from server.protocol import push
@@ -237,10 +238,23 @@ class Lobby:
 
     def _invitation_expired(self, invitation: Invitation) -> None:
         """Both players hear that an invitation lapsed unanswered."""
-        fan_out(self.sessions_of([invitation.inviter, invitation.invitee]),
-                push("invitation_expired", {"from": invitation.inviter,
-                                            "to": invitation.invitee,
-                                            "ladder": invitation.ladder}))
+        self.deliver(to_players(invitation.inviter, invitation.invitee),
+                     push("invitation_expired", {"from": invitation.inviter,
+                                                 "to": invitation.invitee,
+                                                 "ladder": invitation.ladder}))
+
+    def deliver(self, audience: Audience, message: Message, skip: Session | None = None) -> None:
+        """The one path of every push: ``audience`` resolved to this process's connections
+        now, each hearing ``message`` (made here if it is a function) once."""
+        targets = set(self.sessions_of(audience.players))
+        if audience.watchers is not None:
+            targets.update(self.watching.get(audience.watchers, ()))
+        if audience.admins:
+            targets.update(s for s in self.online.values() if s.player is not None
+                           and s.player.role == "admin")
+        targets.discard(skip)
+        if targets:
+            fan_out(targets, message() if callable(message) else message)
 
     # ---- lookups --------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 from server.api import Data
+from server.lobby.audience import Audience
 from server.lobby.state import Session
 from server.protocol import push
 
@@ -32,14 +33,19 @@ def fan_out(targets: Collection[Session], message: dict[str, Any]) -> None:
 
 
 class Pushes:
-    """The pushes one command causes, held until its reply has been sent."""
+    """The pushes one command causes, held until its reply has been sent, each addressed to
+    an :class:`~server.lobby.audience.Audience` and resolved to connections when it is sent."""
 
-    def __init__(self) -> None:
-        self.held: list[tuple[Collection[Session], Message]] = []
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.held: list[tuple[Audience, Message, Session | None]] = []
         self.then: list[Callable[[], None]] = []
 
-    def add(self, targets: Iterable[Session | None], message: Message) -> None:
-        self.held.append(([t for t in targets if t is not None], message))
+    def add(self, audience: Audience, message: Message, skip: Session | None = None) -> None:
+        """Hold ``message`` for ``audience``; ``skip``: a connection that has heard it (the
+        reply to the command told the acting player)."""
+        if audience:
+            self.held.append((audience, message, skip))
 
     def after(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` once the reply and these pushes have gone (a presence change)."""
@@ -47,30 +53,24 @@ class Pushes:
 
     def send(self) -> None:
         held, self.held = self.held, []
-        for targets, message in held:
-            fan_out(targets, message() if callable(message) else message)
+        for audience, message, skip in held:
+            self.lobby.deliver(audience, message, skip)
         then, self.then = self.then, []
         for fn in then:
             fn()
 
 
 class Publisher:
-    """The plugin API's publisher for one command: to players' and watchers' sessions."""
+    """The plugin API's publisher for one command: to players and a ladder's watchers."""
 
-    def __init__(self, lobby: Lobby, pushes: Pushes) -> None:
-        self.lobby = lobby
+    def __init__(self, pushes: Pushes) -> None:
         self.pushes = pushes
 
     def push(self, event: str, data: Data, *, players: Iterable[str] = (),
              watchers: str | None = None) -> None:
-        lobby = self.lobby
-        targets = set(lobby.sessions_of(players))
-        if watchers is not None:
-            targets.update(lobby.watching.get(watchers, ()))
-        if not targets:
-            return
+        audience = Audience(tuple(players), watchers)
         if callable(data):
             make = data
-            self.pushes.add(targets, lambda: push(event, make()))
+            self.pushes.add(audience, lambda: push(event, make()))
         else:
-            self.pushes.add(targets, push(event, data))
+            self.pushes.add(audience, push(event, data))
