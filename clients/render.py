@@ -732,6 +732,9 @@ PUSHES: dict[str, Renderer] = {
     "ladder_updated": _ladder_updated,
     "presence": lambda d, ladders, viewer: presence(d, viewer),
     "logged_out": lambda d, ladders, viewer: str(d["reason"]),
+    "refresh": lambda d, ladders, viewer: (
+        "The server missed some of the lobby's updates: type 'ladder', 'matches' or 'who' "
+        "again for the current state."),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",
 }

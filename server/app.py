@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from server.config import Config
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
+from server.lobby.sharing import SharedPushes
 from server.net.descriptors import raise_open_file_limit
 from server.net.transport import Transport
 from server.plugins import load_plugins
@@ -39,6 +40,8 @@ class RunningServer:
     async def stop(self) -> None:
         """Close connections, then let the writer finish every queued job and close the file."""
         await self.transport.close()
+        if self.lobby.sharing is not None:
+            await self.lobby.sharing.stop()
         await self.lobby.stop()
         await self.db.close()
 
@@ -54,16 +57,22 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     plugins = load_plugins(config)
     if not is_postgres(config.database):
         await check_database(config.database, quick_check=config.startup_check == "quick")
+    node = config.node_name
     db = lobby_database(config.database, config.commit_batch,
-                        [plugin.schema for plugin in plugins])
+                        [plugin.schema for plugin in plugins], node)
     lobby: Lobby | None = None
     try:
         await db.open()
         lobby = Lobby(config, db, plugins)
         await lobby.start()
+        if is_postgres(config.database):
+            lobby.sharing = SharedPushes(lobby, config.database, node)
+            await lobby.sharing.start()
     except BaseException as e:  # what the check cannot see, found while loading
         fault = db.fault
         if lobby is not None:
+            if lobby.sharing is not None:
+                await lobby.sharing.stop()
             await lobby.stop()
         await db.close()
         if isinstance(e, sqlite3.Error):
@@ -81,6 +90,8 @@ async def start_server(config: Config, host: str | None = None, port: int | None
                               config.compression)
         await transport.start(host or config.host, config.port if port is None else port)
     except BaseException:
+        if lobby.sharing is not None:
+            await lobby.sharing.stop()
         await lobby.stop()
         await db.close()
         raise

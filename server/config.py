@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import re
+import socket
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +125,7 @@ class Config:
     invitation_timeout: float = 300.0  # seconds an invitation stands (0: until answered)
     session_days: float = 30.0  # how long a login's session token resumes it
     server_name: str = "matchlobby"
+    node: str = ""  # this process's name among the nodes of one database ("": host-pid)
     ladders: tuple[LadderConfig, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
@@ -135,6 +139,11 @@ class Config:
 
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    @property
+    def node_name(self) -> str:
+        """This process's name among the lobby's nodes: ``node``, or the host and the pid."""
+        return self.node or f"{socket.gethostname()}-{os.getpid()}"
+
     def ladder(self, name: str) -> LadderConfig | None:
         for ladder in self.ladders:
             if ladder.name == name:
@@ -143,7 +152,8 @@ class Config:
 
 
 SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
-               "startup_check", "invitation_timeout", "session_days"}
+               "startup_check", "invitation_timeout", "session_days", "node"}
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
 STARTUP_CHECKS = ("quick", "schema")
 
 
@@ -177,6 +187,12 @@ def load_config(path: str | Path | None) -> Config:
         kwargs["compression"] = bool(server["compression"])
     if "name" in server:
         kwargs["server_name"] = str(server["name"])
+    if "node" in server:
+        node = server["node"]
+        if not isinstance(node, str) or not NODE_NAME.fullmatch(node):
+            raise ConfigError(f"{path}: [server] node must be 1 to 63 letters, digits and . _ : - "
+                              "(starting with a letter or digit)")
+        kwargs["node"] = node
     if "startup_check" in server:
         if server["startup_check"] not in STARTUP_CHECKS:
             raise ConfigError(f"{path}: [server] startup_check must be one of "

@@ -24,6 +24,7 @@ from server.lobby.invitations import Invitations
 from server.lobby.presence import Presence
 from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
+from server.lobby.sharing import SharedPushes
 from server.lobby.state import Invitation, LiveMatch, Player, Session
 from server.protocol import push
 from server.store import account_changes as stored_changes
@@ -90,6 +91,7 @@ class Lobby:
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started
         self._plugins_touched = False
+        self.sharing: SharedPushes | None = None  # several nodes: pushes for the others
 
     # ---- start-up -------------------------------------------------------------------------
 
@@ -238,14 +240,23 @@ class Lobby:
 
     def _invitation_expired(self, invitation: Invitation) -> None:
         """Both players hear that an invitation lapsed unanswered."""
-        self.deliver(to_players(invitation.inviter, invitation.invitee),
+        self.publish(to_players(invitation.inviter, invitation.invitee),
                      push("invitation_expired", {"from": invitation.inviter,
                                                  "to": invitation.invitee,
                                                  "ladder": invitation.ladder}))
 
-    def deliver(self, audience: Audience, message: Message, skip: Session | None = None) -> None:
-        """The one path of every push: ``audience`` resolved to this process's connections
-        now, each hearing ``message`` (made here if it is a function) once."""
+    def publish(self, audience: Audience, message: Message, skip: Session | None = None) -> None:
+        """Push ``message`` (made now if it is a function) to ``audience``: this node's
+        connections at once (but ``skip``), the other nodes' through the database."""
+        made = message() if callable(message) else message
+        self.deliver(audience, made, skip)
+        if self.sharing is not None:
+            self.sharing.share(audience, made)
+
+    def deliver(self, audience: Audience, message: dict[str, Any],
+                skip: Session | None = None) -> None:
+        """The one path of every push to this node's connections: ``audience`` resolved to
+        them now, each hearing ``message`` once."""
         targets = set(self.sessions_of(audience.players))
         if audience.watchers is not None:
             targets.update(self.watching.get(audience.watchers, ()))
@@ -254,7 +265,10 @@ class Lobby:
                            and s.player.role == "admin")
         targets.discard(skip)
         if targets:
-            fan_out(targets, message() if callable(message) else message)
+            fan_out(targets, message)
+
+    def deliver_to_everyone(self, message: dict[str, Any]) -> None:
+        fan_out(list(self.sessions), message)
 
     # ---- lookups --------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ class Pushes:
     def send(self) -> None:
         held, self.held = self.held, []
         for audience, message, skip in held:
-            self.lobby.deliver(audience, message, skip)
+            self.lobby.publish(audience, message, skip)
         then, self.then = self.then, []
         for fn in then:
             fn()

@@ -33,12 +33,14 @@ def shown(database: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
-def lobby_database(database: str, batch_max: int, schemas: Sequence[Schema]) -> LobbyDatabase:
-    """The lobby's database (not yet opened): ``Database`` or ``PgDatabase``."""
+def lobby_database(database: str, batch_max: int, schemas: Sequence[Schema],
+                   node: str = "") -> LobbyDatabase:
+    """The lobby's database (not yet opened): ``Database`` or ``PgDatabase`` (whose writer
+    names ``node`` as the origin of the pushes it shares)."""
     if is_postgres(database):
         from server.store.pg.database import PgDatabase
 
-        return PgDatabase(database, batch_max=batch_max, schemas=schemas)
+        return PgDatabase(database, batch_max=batch_max, schemas=schemas, origin=node)
     from server.store.database import Database
 
     return Database(database, batch_max=batch_max, schemas=schemas)

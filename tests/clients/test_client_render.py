@@ -431,6 +431,9 @@ def test_errors_and_odd_replies() -> None:
      "** bob left. carol is playing a match."),
     ({"event": "logged_out", "data": {"reason": "Replaced.", "cause": "replaced"}},
      "** Replaced."),
+    ({"event": "refresh", "data": {"reason": "Missed."}},
+     "** The server missed some of the lobby's updates: type 'ladder', 'matches' or 'who' "
+     "again for the current state."),
     ({"event": "declined", "data": {"by": "bob"}}, "** bob declined your invitation."),
     ({"event": "declined", "data": {}}, "** declined: "),  # incomplete
     ({"event": "invited", "data": {"from": "bob"}}, "** invited: from: bob"),  # incomplete

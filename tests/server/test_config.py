@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,9 @@ def test_no_file_gives_the_four_default_ladders() -> None:
     ("[[ladders]]\nname = 'x'\nsystem = 'fibs'\nformat = 'doubles'\n", "doubles"),
     ("[tls]\ncertificate = 'c.pem'\n", "[tls]"),
     ("[server\n", "Expected"),
+    ("[server]\nnode = 'two words'\n", "node must be"),
+    ("[server]\nnode = ''\n", "node must be"),
+    ("[server]\nnode = 3\n", "node must be"),
 ])
 def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "bad.toml"
@@ -39,3 +44,10 @@ def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, proble
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(path) in str(info.value) and problem in str(info.value)
+
+
+def test_a_node_is_named_by_its_setting_or_its_host_and_pid(tmp_path: Path) -> None:
+    path = tmp_path / "node.toml"
+    path.write_text("[server]\nnode = 'lobby-1.eu:a'\n", encoding="utf-8")
+    assert load_config(path).node_name == "lobby-1.eu:a"
+    assert Config().node_name == f"{socket.gethostname()}-{os.getpid()}"

@@ -1044,6 +1044,18 @@ lobby.on("ladder_updated", (data) => {
   soon("who-ratings", loadWho, 200);
 });
 
+// The server missed some of the lobby's updates (several servers on one database): ask again
+// for everything on screen.
+lobby.on("refresh", () => {
+  for (const [name, ladder] of state.ladders) {
+    if (ladder.rows) soon(`ladder:${name}`, () => loadLadder(name), 0);
+  }
+  soon("browse", loadBrowse, 0);
+  soon("invitations", loadInvitations, 0);
+  if (state.profile) soon("profile", () => openProfile(state.profile, { focus: false }), 120);
+  soon("who-ratings", loadWho, 200);
+});
+
 $("ladder-filter").addEventListener("change", () => act(watchShown));
 
 // ---- events: the director's desk and browsing ------------------------------------------------

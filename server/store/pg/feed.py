@@ -28,6 +28,7 @@ from server.store.pg.port import FEED_CHANNEL
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 5.0
+STOP_WAIT = 2.0  # seconds a stopping feed has to finish the page it reads
 READ_ROWS = 1000  # pushes read a round trip
 APPLICATION = "matchlobby feed"  # the listening connection's name in pg_stat_activity
 KEEP = 100_000  # pushes kept for a feed that falls behind; older ones are pruned
@@ -66,21 +67,26 @@ class PushFeed:
         self._conn: Any = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
+        self._stopping = False
 
     async def start(self, after: int | None = None) -> None:
         """Listen, and deliver the pushes committed after now (or after position ``after``)."""
         await self._connect()
         self.last = await self._top() if after is None else after
-        self._ready.set()
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name="push-feed")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Let the feed finish what it is reading, then close its connection."""
+        task, self._task = self._task, None
+        if task is not None:
+            self._stopping = True
+            self._wake.set()
+            done, _ = await asyncio.wait({task}, timeout=STOP_WAIT)
+            if not done:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self._close()
 
     async def caught_up(self, pos: int) -> None:
@@ -130,7 +136,10 @@ class PushFeed:
         wait = self.retry
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
+            if self._stopping:
+                return
             self._wake.clear()
             try:
                 if self._conn is None or self._conn.is_closed():
