@@ -1,5 +1,7 @@
-"""Following the account_changes table: a new password, a new role or a logout everywhere,
-made by any process sharing the database, ends the account's open login here within a second.
+"""Following the accounts other processes make and change: a new password, a new role or a
+logout everywhere (the account_changes table), made by any process sharing the database,
+ends the account's open login here within a second; an account made elsewhere (another
+node's ``register``, ``matchlobby user add``) is known here as soon, so it can be invited.
 
 The change's process cannot reach this server's connections; the database is what every
 server shares, so each one reads the rows appended since the last it saw, every
@@ -14,7 +16,9 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from server.lobby.state import Player
 from server.store import account_changes as stored
+from server.store import players as stored_players
 
 if TYPE_CHECKING:
     from server.lobby.lobby import Lobby
@@ -31,10 +35,12 @@ class AccountWatch:
         self.last = 0  # the latest change applied (or made before this server started)
         self.applied: dict[str, tuple[int, str]] = {}  # account → its latest change applied
         self._version: int | None = None
+        self.top_player = 0  # the newest account known here
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self.last = await stored.latest(self.lobby.db)
+        self.top_player = max((p.id for p in self.lobby.players.values()), default=0)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="account-watch")
 
     async def stop(self) -> None:
@@ -64,11 +70,22 @@ class AccountWatch:
         version = self.lobby.db.data_version()  # read first: a commit after it shows next time
         if version is not None and version == self._version:
             return 0
+        made = await stored_players.since(self.lobby.db, self.top_player)
         rows = await stored.since(self.lobby.db, self.last)
         self._version = version
+        for row in made:
+            self.known(row)
         for row in rows:
             self.apply(row)
-        return len(rows)
+        return len(rows) + len(made)
+
+    def known(self, row: Any) -> None:
+        """An account made by another process (or by this one: then it is known already)."""
+        lobby = self.lobby
+        player = Player(row["id"], row["name"], row["role"], row["password_hash"],
+                        row["last_login"], row["dropped"])
+        lobby.players.setdefault(player.key, player)
+        self.top_player = max(self.top_player, player.id)
 
     def apply(self, row: Any) -> None:
         """One change: the account as stored now, and its login here ended unless it was made

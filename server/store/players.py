@@ -36,6 +36,11 @@ async def all_players(db: Reads) -> list[Any]:
     return await db.fetchall("SELECT * FROM players")
 
 
+async def since(db: Reads, top: int) -> list[Any]:
+    """The accounts made after the one numbered ``top``, oldest first."""
+    return await db.fetchall("SELECT * FROM players WHERE id > ? ORDER BY id", (top,))
+
+
 async def by_name(db: Reads, name: str) -> Any | None:
     """The account as stored now (``matchlobby user add`` may have changed it meanwhile)."""
     return await db.fetchone("SELECT * FROM players WHERE name_key = ?", (name.casefold(),))

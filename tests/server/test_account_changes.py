@@ -259,3 +259,24 @@ async def test_the_cap_holds_with_its_default(harness: LobbyServer) -> None:
     for _ in range(20):  # as many as an account may log in at once
         await (await harness.client()).login("alice", PASSWORD)
     assert sql(harness.db, "SELECT count(*) FROM sessions") == [(20,)]
+
+
+async def test_an_account_made_by_another_process_is_known_at_once(
+        harness: LobbyServer, fast_config: Path) -> None:
+    """``matchlobby user add`` while the server runs (or another node's ``register``): the
+    new player is known to this server within a poll, before they ever log in here."""
+    await harness.start()
+    alice = await harness.player("alice")
+    await expect_error(alice.call("whois", name="dave"), "not_found")
+    await user_add(harness, fast_config, "dave", PASSWORD)
+
+    async def known() -> dict[str, Any]:
+        while True:
+            reply = await alice.request("whois", {"name": "dave"})
+            if reply["ok"]:
+                return dict(reply["data"])
+            assert reply["error"]["code"] == "not_found", reply
+            await asyncio.sleep(0.1)
+
+    dave = await asyncio.wait_for(known(), 10)
+    assert (dave["player"], dave["role"], dave["online"]) == ("dave", "player", False)
