@@ -66,7 +66,8 @@ class AccountWatch:
                 failing = False
 
     async def poll(self) -> int:
-        """Apply the changes committed since the last poll; how many there were."""
+        """Learn the accounts made and apply the changes committed since the last poll; how
+        many changes there were."""
         version = self.lobby.db.data_version()  # read first: a commit after it shows next time
         if version is not None and version == self._version:
             return 0
@@ -77,7 +78,7 @@ class AccountWatch:
             self.known(row)
         for row in rows:
             self.apply(row)
-        return len(rows) + len(made)
+        return len(rows)
 
     def known(self, row: Any) -> None:
         """An account made by another process (or by this one: then it is known already)."""
