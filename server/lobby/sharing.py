@@ -10,14 +10,17 @@ in one job.
 
 The share is written after the commit of the change that caused it (the pushes of a
 command are decided once it has committed): should a node die between the two, the players
-of the other nodes miss those pushes; they hear ``refresh`` when the node is found dead, as
-they do when their own node finds it missed pushes that were pruned.
+of the other nodes miss those pushes; they hear ``refresh`` when the node is found dead (it
+stopped beating: :mod:`server.store.pg.nodes`), as they do when their own node finds it
+missed pushes that were pruned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +28,8 @@ import orjson
 
 from server.lobby.audience import Audience
 from server.protocol import push
+from server.store import now
+from server.store.pg import nodes
 from server.store.pg.feed import KEEP, Pushed, PushFeed
 
 if TYPE_CHECKING:
@@ -32,6 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+NODE_LOST = ("One of the lobby's servers stopped; some updates may not have reached this "
+             "connection: reload what you show (ladders, matches, who is online).")
 PRUNE_EVERY = 10_000  # pushes shared between two prunings of the table (to its newest KEEP)
 REFRESH = ("Some of the lobby's updates could not reach this connection; reload what you "
            "show (ladders, matches, who is online).")
@@ -43,7 +50,11 @@ class SharedPushes:
     def __init__(self, lobby: Lobby, url: str, node: str) -> None:
         self.lobby = lobby
         self.node = node
-        self.feed = PushFeed(url, self._heard, self._missed)
+        self.started_at = now()
+        self.alive: dict[str, nodes.Node] = {}  # the other nodes beating at the last beat
+        self.deaths = 0
+        self.feed = PushFeed(url, self._heard, self._missed, tick=self._beat,
+                             tick_every=nodes.HEARTBEAT)
         self._held: list[tuple[str, str]] = []
         self._writing: set[asyncio.Task[None]] = set()
         self.shared = 0
@@ -54,11 +65,33 @@ class SharedPushes:
         await self.feed.start()
 
     async def stop(self) -> None:
-        """Write what is held, then stop hearing (before the database closes)."""
+        """Write what is held, stop hearing and beating, and leave the nodes' table (before
+        the database closes): the other nodes do not take this one for dead."""
         self._flush()
         if self._writing:
             await asyncio.gather(*self._writing, return_exceptions=True)
         await self.feed.stop()
+        try:
+            await self.lobby.db.write(lambda tx: nodes.leave(tx, self.node))
+        except Exception as e:
+            log.warning("could not leave the nodes' table (%s); the other nodes will take this "
+                        "one for dead", " ".join(str(e).split()) or type(e).__name__)
+
+    async def _beat(self, conn: Any) -> None:
+        """This node's heartbeat; a node that was beating and stopped is dead."""
+        others = await nodes.beat(conn, self.node, socket.gethostname(), os.getpid(),
+                                  self.started_at)
+        beating = {n.name: n for n in others if not n.dead}
+        for name in self.alive.keys() - beating.keys():
+            if any(n.name == name for n in others):  # stale, not gone: it did not leave
+                self._dead(self.alive[name])
+        self.alive = beating
+
+    def _dead(self, node: nodes.Node) -> None:
+        self.deaths += 1
+        log.warning("node %s (%s, pid %d) stopped beating; its players' connections are lost",
+                    node.name, node.host, node.pid)
+        self.lobby.deliver_to_everyone(push("refresh", {"reason": NODE_LOST}))
 
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next

@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 MIGRATIONS: dict[int, str] = {
@@ -145,6 +145,18 @@ MIGRATIONS: dict[int, str] = {
         body TEXT NOT NULL
     );
     INSERT INTO counters VALUES ('push', 0);
+    """,
+    # The lobby's nodes on one PostgreSQL database: each beats every few seconds (``beat``:
+    # seconds since the epoch by the database's clock); one that stops is found dead by the
+    # others (server/store/pg/nodes.py).
+    9: """
+    CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        beat REAL NOT NULL
+    );
     """,
 }
 

@@ -5,16 +5,20 @@ node that caused it delivers it once, itself."""
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import postgres
 from testkit.clients import play, settle
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
+from server.store.pg import nodes as pg_nodes
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
 
@@ -80,3 +84,43 @@ async def test_a_push_caused_on_one_node_reaches_the_other_nodes_connections(
     assert on_a == on_b
     assert b.server is not None and b.server.lobby.sharing is not None
     assert b.server.lobby.sharing.heard >= 5  # invited, match_finished, rating_changed x2, ...
+
+
+async def test_a_node_that_stops_beating_is_found_dead_and_one_that_leaves_is_not(
+        nodes: tuple[LobbyServer, LobbyServer], monkeypatch: pytest.MonkeyPatch,
+        figures: dict[str, Any]) -> None:
+    """Every node beats on its feed's connection; a node whose beat is older than
+    ``DEAD_AFTER`` is dead, and the connections of the others hear ``refresh`` (what they
+    show may have missed its last pushes). A node that stops cleanly leaves: no ``refresh``."""
+    monkeypatch.setattr(pg_nodes, "HEARTBEAT", 0.1)
+    monkeypatch.setattr(pg_nodes, "DEAD_AFTER", 0.8)
+    a, b = nodes
+    await a.start()
+    await b.start()
+    watcher = await a.client()
+    assert a.server is not None and b.server is not None
+    sharing = a.server.lobby.sharing
+    assert sharing is not None
+
+    async def beating(names: set[str]) -> None:
+        while set(sharing.alive) != names:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(beating({"node-b"}), 10)
+    rows = postgres.query(str(a.db), "SELECT name, pid FROM nodes ORDER BY name")
+    assert rows == [("node-a", os.getpid()), ("node-b", os.getpid())]
+
+    await b.stop()  # leaves cleanly
+    await asyncio.wait_for(beating(set()), 10)
+    assert sharing.deaths == 0
+    assert postgres.query(str(a.db), "SELECT name FROM nodes") == [("node-a",)]
+
+    await b.start()
+    await asyncio.wait_for(beating({"node-b"}), 10)
+    assert b.server is not None and b.server.lobby.sharing is not None
+    b.server.lobby.sharing.feed._task.cancel()  # as SIGKILL: no more beats, no goodbye
+    stopped = time.monotonic()
+    told = await watcher.next_push("refresh", timeout=10)
+    noticed = time.monotonic() - stopped
+    assert "stopped" in told["data"]["reason"] and sharing.deaths == 1
+    figures["a node's death noticed (beat 0.1 s, dead after 0.8 s)"] = f"{noticed:.2f} s"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,9 @@ class Pushed:
 
 Deliver = Callable[[Sequence[Pushed]], None]
 Resync = Callable[[], Awaitable[None]]
+Tick = Callable[[Any], Awaitable[None]]
+"""Run on the feed's own connection every ``tick_every`` seconds while it works (a node's
+heartbeat: a node whose feed cannot read cannot beat either)."""
 
 
 class PushFeed:
@@ -55,12 +59,16 @@ class PushFeed:
     """
 
     def __init__(self, url: str, deliver: Deliver, resync: Resync,
-                 poll: float = 5.0, retry: float = 0.05) -> None:
+                 poll: float = 5.0, retry: float = 0.05,
+                 tick: Tick | None = None, tick_every: float = 2.0) -> None:
         self.url = url
         self.deliver = deliver
         self.resync = resync
         self.poll = poll
         self.retry = retry
+        self.tick = tick
+        self.tick_every = tick_every
+        self._next_tick = 0.0
         self.last = 0  # the position of the last push delivered (or skipped at start)
         self.reconnects = 0
         self.resyncs = 0
@@ -135,8 +143,11 @@ class PushFeed:
     async def _run(self) -> None:
         wait = self.retry
         while True:
+            timeout = self.poll
+            if self.tick is not None:
+                timeout = max(0.0, min(timeout, self._next_tick - time.monotonic()))
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll):
+                async with asyncio.timeout(timeout):
                     await self._wake.wait()
             if self._stopping:
                 return
@@ -148,6 +159,9 @@ class PushFeed:
                     self.reconnects += 1
                     log.warning("push feed: listening again after a lost connection")
                 await self._read()
+                if self.tick is not None and time.monotonic() >= self._next_tick:
+                    self._next_tick = time.monotonic() + self.tick_every
+                    await self.tick(self._conn)
                 wait = self.retry
             except asyncio.CancelledError:
                 raise
