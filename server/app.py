@@ -67,6 +67,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
         await lobby.start()
         if is_postgres(config.database):
             lobby.sharing = SharedPushes(lobby, config.database, node)
+            lobby.requests.shared = True
             await lobby.sharing.start()
     except BaseException as e:  # what the check cannot see, found while loading
         fault = db.fault

@@ -57,6 +57,9 @@ class StoredReplies:
     """Which requests have a stored reply, and which are running now."""
 
     known: set[int] = field(default_factory=set)  # a hash of every stored key
+    # Other processes store replies too (several nodes on one database): ``known`` cannot
+    # say a key is new, and a job checks the key under the write lock before it stores.
+    shared: bool = False
     inflight: dict[tuple[int, str], asyncio.Future[Answer]] = field(default_factory=dict)
 
     @staticmethod
@@ -76,17 +79,36 @@ class StoredReplies:
         ``known`` holds a hash of every stored key, so the database is read
         only for a real retry (or a rare hash collision).
         """
-        if self.hashed(key.player_id, key.request_id) not in self.known:
+        if not self.shared and self.hashed(key.player_id, key.request_id) not in self.known:
             return None
-        row = await stored.find(db, key.player_id, key.request_id)
-        if row is None or (row["cmd"], row["args_hash"]) != (key.cmd, key.args_hash):
-            return None
-        if row["at"] < _cutoff():
-            return None
-        return json.loads(row["reply"])
+        return _reply_of(await stored.find(db, key.player_id, key.request_id), key)
+
+
+class AlreadyAnswered(Exception):
+    """Another node ran this request first: its job is undone and the stored reply goes out."""
+
+    def __init__(self, data: Any) -> None:
+        super().__init__("answered already")
+        self.data = data
+
+
+def _reply_of(row: Any | None, key: RequestKey) -> Any | None:
+    """The stored reply of ``row`` if it is an earlier run of ``key`` still in the window."""
+    if row is None or (row["cmd"], row["args_hash"]) != (key.cmd, key.args_hash):
+        return None
+    if row["at"] < _cutoff():
+        return None
+    return json.loads(row["reply"])
 
 
 async def remember(replies: StoredReplies, tx: WriteTx, key: RequestKey, data: Any) -> None:
+    """Store ``data`` as the reply of ``key`` in ``tx``. With other nodes storing too, the key
+    is read first in ``tx`` (under the write lock every node's writes take): a run that
+    another node committed first raises :class:`AlreadyAnswered`, so it is done once."""
+    if replies.shared:
+        earlier = _reply_of(await stored.find_in(tx, key.player_id, key.request_id), key)
+        if earlier is not None:
+            raise AlreadyAnswered(earlier)
     # Added before the commit: a hit only costs one database read.
     replies.known.add(replies.hashed(key.player_id, key.request_id))
     await stored.store(tx, key.player_id, key.request_id, key.cmd, key.args_hash, encode(data),

@@ -14,7 +14,7 @@ from server.lobby.call import Call, LobbyError
 from server.lobby.context import plugin_handler
 from server.lobby.lobby import Lobby
 from server.lobby.reads import read_cost, refusal, retry_after
-from server.lobby.requests import Answer, key_of
+from server.lobby.requests import AlreadyAnswered, Answer, key_of
 from server.lobby.state import Session
 from server.protocol import ProtocolError, Request, error, parse_frame, reply
 from server.store import CommitFailed, DatabaseUnavailable, StorageFailed
@@ -118,6 +118,8 @@ class Router:
     async def _execute(self, call: Call, request: Request) -> dict[str, Any]:
         try:
             data = await (self.own.get(request.cmd) or self.added[request.cmd])(call)
+        except AlreadyAnswered as e:
+            return reply(request, e.data) | {"replayed": True}
         except (LobbyError, ProtocolError) as e:
             return error(e.code, e.message, request.id, request.cmd)
         except (StorageFailed, DatabaseUnavailable) as e:

@@ -27,6 +27,13 @@ async def find(db: Reads, player_id: int, request_id: str) -> Any | None:
         (player_id, request_id))
 
 
+async def find_in(tx: WriteTx, player_id: int, request_id: str) -> Any | None:
+    """:func:`find` inside a write job (under the write lock: nobody stores it meanwhile)."""
+    return await tx.fetchone(
+        "SELECT cmd, args_hash, reply, at FROM requests WHERE player_id = ? AND request_id = ?",
+        (player_id, request_id))
+
+
 async def store(tx: WriteTx, player_id: int, request_id: str, cmd: str, args_hash: str,
                 reply: str, at: str) -> None:
     await tx.later(STORE, (player_id, request_id, cmd, args_hash, reply, at))

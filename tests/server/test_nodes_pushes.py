@@ -124,3 +124,30 @@ async def test_a_node_that_stops_beating_is_found_dead_and_one_that_leaves_is_no
     noticed = time.monotonic() - stopped
     assert "stopped" in told["data"]["reason"] and sharing.deaths == 1
     figures["a node's death noticed (beat 0.1 s, dead after 0.8 s)"] = f"{noticed:.2f} s"
+
+
+async def test_a_retry_on_another_node_gets_the_stored_reply_and_runs_once(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """A request retried on another node (the connection dropped, the balancer sent the
+    client elsewhere) is answered with the stored reply; the same request sent to two nodes
+    at once runs once: the second node's job finds the first's reply under the write lock."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    on_a, on_b = await a.admin(), await b.admin()
+    args = {"name": "Spring Open", "ladder": "scrabble"}
+    first = await on_a.request("event create", args, request_id="create-1")
+    again = await on_b.request("event create", args, request_id="create-1")
+    assert first["ok"] and again["ok"] and again.get("replayed") is True
+    assert again["data"] == first["data"]
+
+    for i in range(10):
+        racing = {"name": f"Race {i}", "ladder": "scrabble"}
+        replies = await asyncio.gather(
+            on_a.request("event create", racing, request_id=f"race-{i}"),
+            on_b.request("event create", racing, request_id=f"race-{i}"))
+        assert all(r["ok"] for r in replies), replies
+        assert replies[0]["data"] == replies[1]["data"]
+        assert sorted(bool(r.get("replayed")) for r in replies) == [False, True]
+    names = [r[0] for r in postgres.query(str(a.db), "SELECT name FROM events ORDER BY id")]
+    assert names == ["Spring Open", *(f"Race {i}" for i in range(10))]
