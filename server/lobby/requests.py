@@ -57,9 +57,11 @@ class StoredReplies:
     """Which requests have a stored reply, and which are running now."""
 
     known: set[int] = field(default_factory=set)  # a hash of every stored key
-    # Other processes store replies too (several nodes on one database): ``known`` cannot
-    # say a key is new, and a job checks the key under the write lock before it stores.
+    # Other processes may store replies too (several nodes on one database): a job stores its
+    # reply only if no run of the same request is stored, under the write lock...
     shared: bool = False
+    # ... and while other nodes beat, ``known`` cannot say a key is new: a retry reads.
+    others: bool = False
     inflight: dict[tuple[int, str], asyncio.Future[Answer]] = field(default_factory=dict)
 
     @staticmethod
@@ -79,7 +81,7 @@ class StoredReplies:
         ``known`` holds a hash of every stored key, so the database is read
         only for a real retry (or a rare hash collision).
         """
-        if not self.shared and self.hashed(key.player_id, key.request_id) not in self.known:
+        if not self.others and self.hashed(key.player_id, key.request_id) not in self.known:
             return None
         return _reply_of(await stored.find(db, key.player_id, key.request_id), key)
 
@@ -102,14 +104,16 @@ def _reply_of(row: Any | None, key: RequestKey) -> Any | None:
 
 
 async def remember(replies: StoredReplies, tx: WriteTx, key: RequestKey, data: Any) -> None:
-    """Store ``data`` as the reply of ``key`` in ``tx``. With other nodes storing too, the key
-    is read first in ``tx`` (under the write lock every node's writes take): a run that
-    another node committed first raises :class:`AlreadyAnswered`, so it is done once."""
-    if replies.shared:
-        earlier = _reply_of(await stored.find_in(tx, key.player_id, key.request_id), key)
-        if earlier is not None:
-            raise AlreadyAnswered(earlier)
+    """Store ``data`` as the reply of ``key`` in ``tx``. Where other nodes may store too, the
+    store is conditional, in the same statement (under the write lock every node's writes
+    take): a run that another node committed first raises :class:`AlreadyAnswered`, so the
+    request is done once."""
     # Added before the commit: a hit only costs one database read.
     replies.known.add(replies.hashed(key.player_id, key.request_id))
-    await stored.store(tx, key.player_id, key.request_id, key.cmd, key.args_hash, encode(data),
-                       now())
+    if not replies.shared:
+        await stored.store(tx, key.player_id, key.request_id, key.cmd, key.args_hash,
+                           encode(data), now())
+    elif not await stored.store_once(tx, key.player_id, key.request_id, key.cmd, key.args_hash,
+                                     encode(data), now(), _cutoff()):
+        earlier = _reply_of(await stored.find_in(tx, key.player_id, key.request_id), key)
+        raise AlreadyAnswered(earlier)

@@ -53,6 +53,7 @@ class SharedPushes:
         self.started_at = now()
         self.alive: dict[str, nodes.Node] = {}  # the other nodes beating at the last beat
         self.deaths = 0
+        self._announced = False
         self.feed = PushFeed(url, self._heard, self._missed, tick=self._beat,
                              tick_every=nodes.HEARTBEAT)
         self._held: list[tuple[str, str]] = []
@@ -81,11 +82,15 @@ class SharedPushes:
         """This node's heartbeat; a node that was beating and stopped is dead."""
         others = await nodes.beat(conn, self.node, socket.gethostname(), os.getpid(),
                                   self.started_at)
+        if not self._announced:
+            self._announced = True
+            await nodes.announce(conn)
         beating = {n.name: n for n in others if not n.dead}
         for name in self.alive.keys() - beating.keys():
             if any(n.name == name for n in others):  # stale, not gone: it did not leave
                 self._dead(self.alive[name])
         self.alive = beating
+        self.lobby.requests.others = bool(beating)
 
     def _dead(self, node: nodes.Node) -> None:
         self.deaths += 1

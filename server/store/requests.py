@@ -27,6 +27,21 @@ async def find(db: Reads, player_id: int, request_id: str) -> Any | None:
         (player_id, request_id))
 
 
+STORE_ONCE = ("INSERT INTO requests (player_id, request_id, cmd, args_hash, reply, at) "
+              "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (player_id, request_id) DO UPDATE SET "
+              "cmd = excluded.cmd, args_hash = excluded.args_hash, reply = excluded.reply, "
+              "at = excluded.at WHERE requests.cmd <> excluded.cmd "
+              "OR requests.args_hash <> excluded.args_hash OR requests.at < ? RETURNING 1")
+
+
+async def store_once(tx: WriteTx, player_id: int, request_id: str, cmd: str, args_hash: str,
+                     reply: str, at: str, older_than: str) -> bool:
+    """Store the reply unless the same request (command and arguments) was answered since
+    ``older_than``; whether it was stored. One statement: no read before the write."""
+    return await tx.fetchone(STORE_ONCE, (player_id, request_id, cmd, args_hash, reply, at,
+                                          older_than)) is not None
+
+
 async def find_in(tx: WriteTx, player_id: int, request_id: str) -> Any | None:
     """:func:`find` inside a write job (under the write lock: nobody stores it meanwhile)."""
     return await tx.fetchone(

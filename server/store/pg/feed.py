@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 5.0
 STOP_WAIT = 2.0  # seconds a stopping feed has to finish the page it reads
 READ_ROWS = 1000  # pushes read a round trip
+NODES_CHANGED = "nodes"  # a notification's payload: a node came or left (see ``tick``)
 APPLICATION = "matchlobby feed"  # the listening connection's name in pg_stat_activity
 KEEP = 100_000  # pushes kept for a feed that falls behind; older ones are pruned
 
@@ -82,6 +83,9 @@ class PushFeed:
         await self._connect()
         self.last = await self._top() if after is None else after
         self._stopping = False
+        if self.tick is not None:  # the first beat before the node serves anyone
+            await self.tick(self._conn)
+            self._next_tick = time.monotonic() + self.tick_every
         self._task = asyncio.create_task(self._run(), name="push-feed")
 
     async def stop(self) -> None:
@@ -128,7 +132,9 @@ class PushFeed:
             except Exception:
                 conn.terminate()
 
-    def _notified(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        if payload == NODES_CHANGED:
+            self._next_tick = 0.0  # a node came or left: tick now, not at the next beat
         self._wake.set()
 
     def _lost(self, _conn: Any) -> None:

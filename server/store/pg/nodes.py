@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from server.store.pg.feed import NODES_CHANGED
+from server.store.pg.port import FEED_CHANNEL
+
 HEARTBEAT = 2.0  # seconds between two beats of a node
 DEAD_AFTER = 10.0  # seconds without a beat after which a node is dead
 FORGET_AFTER = 3600.0  # seconds after which a dead node's row is deleted
@@ -48,6 +51,12 @@ async def beat(conn: Any, name: str, host: str, pid: int, started_at: str) -> li
     return [Node(r["name"], r["host"], int(r["pid"]), float(r["age"])) for r in rows]
 
 
+async def announce(conn: Any) -> None:
+    """Have every node's feed tick now (a node came, or left): who beats is known at once."""
+    await conn.execute(f"SELECT pg_notify('{FEED_CHANNEL}', '{NODES_CHANGED}')")
+
+
 async def leave(tx: Any, name: str) -> None:
     """A node stopping cleanly: the others do not take it for dead."""
     await tx.execute("DELETE FROM nodes WHERE name = ?", (name,))
+    await tx.execute(f"SELECT pg_notify('{FEED_CHANNEL}', '{NODES_CHANGED}')")
