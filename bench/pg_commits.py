@@ -96,8 +96,11 @@ async def _prepare(url: str, players: int, matches: int) -> None:
         await conn.close()
 
 
-async def run_writer(url: str, tasks: int, matches: int, players: int) -> tuple[float, int]:
-    db = PgDatabase(url)
+async def run_writer(url: str, tasks: int, matches: int, players: int, pushes: int = 0
+                     ) -> tuple[float, int]:
+    """Seconds for ``matches`` jobs through the lobby's writer, and its commits; with
+    ``pushes`` (0 to 2) each job also publishes that many pushes (``bench/push_feed.py``)."""
+    db = PgDatabase(url, origin="bench")
     await db.open()
     rng = random.Random(1)
     todo = list(range(1, matches + 1))
@@ -109,6 +112,9 @@ async def run_writer(url: str, tasks: int, matches: int, players: int) -> tuple[
 
                 async def job(tx: Any, a: int = a, b: int = b, mid: int = mid) -> None:
                     await _job(tx, a, b, mid, tx.take("seq"), locked=False)
+                    for p in (a, b)[:pushes]:
+                        tx.publish(f'{{"players":["p{p}"]}}',
+                                   f'{{"event":"rating_changed","data":{{"match":{mid}}}}}')
                 await db.write(job)
 
         start = time.perf_counter()

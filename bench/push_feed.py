@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import _postgres  # noqa: E402
-from bench.pg_commits import _job, _prepare  # noqa: E402
+from bench.pg_commits import _prepare, run_writer  # noqa: E402
 from server.store.pg.database import PgDatabase  # noqa: E402
 from server.store.pg.feed import PushFeed  # noqa: E402
 
@@ -53,32 +52,6 @@ async def commit_ceiling(url: str, seconds: float = 2.0) -> float:
         return done / (time.perf_counter() - start)
     finally:
         await conn.close()
-
-
-async def matches_per_second(url: str, tasks: int, jobs: int, players: int, pushes: int
-                             ) -> tuple[float, int]:
-    db = PgDatabase(url, origin="a")
-    await db.open()
-    rng = random.Random(1)
-    todo = list(range(1, jobs + 1))
-    try:
-        async def worker() -> None:
-            while todo:
-                mid = todo.pop()
-                a, b = rng.sample(range(1, players + 1), 2)
-
-                async def job(tx: Any, a: int = a, b: int = b, mid: int = mid) -> None:
-                    await _job(tx, a, b, mid, tx.take("seq"), locked=False)
-                    for p in (a, b)[:pushes]:
-                        tx.publish(f"player:{p}", json.dumps({"event": "rating_changed",
-                                                              "data": {"match": mid}}))
-                await db.write(job)
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(tasks)))
-        return jobs / (time.perf_counter() - start), db.commits
-    finally:
-        await db.close()
 
 
 async def listen(url: str, count: int) -> None:
@@ -162,8 +135,9 @@ async def main_async(args: argparse.Namespace) -> int:
                 await setup.open()
                 await setup.close()
                 await _prepare(url, args.players, args.jobs)
-                rate, commits = await matches_per_second(url, args.tasks, args.jobs,
-                                                         args.players, pushes)
+                seconds, commits = await run_writer(url, args.tasks, args.jobs, args.players,
+                                                    pushes)
+                rate = args.jobs / seconds
                 base = base or rate
                 print(f"| {args.jobs} (run {r + 1}) | {pushes} | {rate:,.0f} | {commits} | "
                       f"{rate / base:.2f} |", flush=True)
