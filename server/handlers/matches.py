@@ -146,6 +146,9 @@ async def invite(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     ladder = lobby.ladder(call.args["ladder"])
     target = _opponent(call, ladder, "You cannot invite yourself.")
+    if target.key in lobby.elsewhere:
+        raise fail("conflict", f"{target.name} is connected to another server of this lobby; "
+                               "matches between servers are not possible yet.")
     if target.key not in lobby.online:
         raise fail("not_found", f"{target.name} is not online.")
     for who in (me, target):

@@ -21,29 +21,28 @@ def status_of(lobby: Lobby, name: str) -> str:
 async def who(call: Call) -> Any:
     lobby = call.lobby
     lobby.presence.listen(call.session)  # from now on, told who comes and goes
-    players = []
-    for s in sorted(lobby.online.values(), key=lambda s: s.player.key if s.player else ""):
-        if s.player is None:
-            continue
-        name = s.player.name
-        players.append({
-            "player": name,
-            "status": status_of(lobby, name),
-            **lobby.describe_player(name, brief=True),
-        })
-    return {"players": players, "spectators": len(lobby.sessions) - len(players)}
+    here = {s.player.key: (s.player.name, status_of(lobby, s.player.name))
+            for s in lobby.online.values() if s.player is not None}
+    # and those online on the database's other nodes (several nodes on PostgreSQL)
+    everyone = {key: (e.name, e.status) for key, e in lobby.elsewhere.items()} | here
+    players = [{"player": name, "status": status, **lobby.describe_player(name, brief=True)}
+               for _, (name, status) in sorted(everyone.items())]
+    return {"players": players, "spectators": len(lobby.sessions) - len(here)}
 
 
 async def whois(call: Call) -> Any:
     lobby = call.lobby
     player = lobby.player(call.args["name"])
-    online = player.key in lobby.online
+    there = lobby.elsewhere.get(player.key)  # online on another node
+    online = player.key in lobby.online or there is not None
+    status = status_of(lobby, player.name) if player.key in lobby.online else \
+        there.status if there is not None else "offline"
     mid = lobby.match_of.get(player.name)
     played, disputed, record = await stored.record(lobby.db, player.id)
     return {
         "player": player.name,
         "online": online,
-        "status": status_of(lobby, player.name) if online else "offline",
+        "status": status,
         "last_login": player.last_login,
         "role": player.role if player.password_hash else "entry",
         "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,

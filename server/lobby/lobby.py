@@ -25,7 +25,7 @@ from server.lobby.presence import Presence
 from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.sharing import SharedPushes
-from server.lobby.state import Invitation, LiveMatch, Player, Session
+from server.lobby.state import Elsewhere, Invitation, LiveMatch, Player, Session
 from server.protocol import push
 from server.store import account_changes as stored_changes
 from server.store import matches as stored_matches
@@ -66,6 +66,7 @@ class Lobby:
         self.watching: dict[str, set[Session]] = {}
         self.presence = Presence(self, config.limits.presence_interval)
         self.online: dict[str, Session] = {}
+        self.elsewhere: dict[str, Elsewhere] = {}  # online on the database's other nodes
         self.players: dict[str, Player] = {}
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
@@ -220,17 +221,22 @@ class Lobby:
         (``account_changes``) committed before this login, which therefore does not end it."""
         old = self.online.get(player.key)
         if old is not None and old is not session:
-            self.end_login(old, REPLACED)
-            old.close(4000, "replaced by a newer login")
+            self.replaced(old)
         if session.player is not None and session.player.key != player.key:
             self.sign_out(session)
         session.player = player
         session.changes_seen = changes_seen
         self.online[player.key] = session
+        self.elsewhere.pop(player.key, None)  # a login here replaces one elsewhere
         m = self.matches.get(self.match_of.get(player.name, 0))
         if m is not None:
             m.away_since.pop(player.name, None)
         self.presence.changed([player.name], coming=True)
+
+    def replaced(self, session: Session) -> None:
+        """A newer login of the same account (here, or on another node) ends this one."""
+        self.end_login(session, REPLACED)
+        session.close(4000, "replaced by a newer login")
 
     def end_login(self, session: Session, cause: str) -> None:
         """Log ``session`` out for ``cause`` (see :data:`LOGGED_OUT`), telling it why first.

@@ -34,6 +34,7 @@ class Presence:
         self.listeners: set[Session] = set()
         self.pending: dict[str, str] = {}  # the players changed since the last push, by key
         self.comings: set[str] = set()  # those of them who logged in or out
+        self.here: set[str] = set()  # those of them whose change happened on this node
         self._due: asyncio.Handle | None = None
         self._last = float("-inf")  # when the last push went (the loop's clock)
         self.pushes = 0  # presence pushes sent (each to one connection)
@@ -44,13 +45,15 @@ class Presence:
     def forget(self, session: Session) -> None:
         self.listeners.discard(session)
 
-    def changed(self, names: Iterable[str], coming: bool = False) -> None:
-        """These players' status changed (``coming``: they logged in or out): they are in the
-        next push."""
+    def changed(self, names: Iterable[str], coming: bool = False, here: bool = True) -> None:
+        """These players' status changed (``coming``: they logged in or out; ``here``: on this
+        node, not told by another): they are in the next push."""
         for name in names:
             self.pending[name.casefold()] = name
             if coming:
                 self.comings.add(name.casefold())
+            if here:
+                self.here.add(name.casefold())
         if self._due is None and self.pending:
             loop = asyncio.get_running_loop()
             wait = self._last + self.interval - loop.time()
@@ -60,8 +63,10 @@ class Presence:
 
     def status(self, name: str) -> str:
         lobby = self.lobby
-        if name.casefold() not in lobby.online:
-            return OFFLINE
+        key = name.casefold()
+        if key not in lobby.online:
+            there = lobby.elsewhere.get(key)
+            return OFFLINE if there is None else there.status
         return "playing" if name in lobby.match_of else "ready"
 
     def flush(self) -> None:
@@ -70,10 +75,14 @@ class Presence:
         self._last = asyncio.get_running_loop().time()
         pending, self.pending = self.pending, {}
         comings, self.comings = self.comings, set()
+        here, self.here = self.here, set()
         if not pending:
             return
         entries = {key: {"player": name, "status": self.status(name)}
                    for key, name in pending.items()}
+        if self.lobby.sharing is not None and here:
+            self.lobby.sharing.presence([(pending[key], entries[key]["status"]) for key in here
+                                         if key not in self.lobby.elsewhere])
         own: dict[str, list[Session]] = {}  # listeners whose own account changed
         everything: list[Session] = []
         for s in self.listeners:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from server.lobby.audience import Audience
+from server.lobby.presence import OFFLINE
+from server.lobby.state import Elsewhere
 from server.protocol import push
 from server.store import now
 from server.store.pg import nodes
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 NODE_LOST = ("One of the lobby's servers stopped; some updates may not have reached this "
              "connection: reload what you show (ladders, matches, who is online).")
+NOTE = ""  # the audience of a note for the nodes themselves (presence), not for connections
 PRUNE_EVERY = 10_000  # pushes shared between two prunings of the table (to its newest KEEP)
 REFRESH = ("Some of the lobby's updates could not reach this connection; reload what you "
            "show (ladders, matches, who is online).")
@@ -57,13 +60,23 @@ class SharedPushes:
         self.feed = PushFeed(url, self._heard, self._missed, tick=self._beat,
                              tick_every=nodes.HEARTBEAT)
         self._held: list[tuple[str, str]] = []
+        self._statuses: list[tuple[str, str]] = []  # presence changes here: (name, status)
         self._writing: set[asyncio.Task[None]] = set()
         self.shared = 0
         self.heard = 0
         self._unpruned = 0
 
     async def start(self) -> None:
+        """Beat and hear the other nodes; then who is online on them (what a dead node of
+        this name left in ``online`` is cleared)."""
         await self.feed.start()
+        node = self.node
+        await self.lobby.db.write(lambda tx: tx.execute("DELETE FROM online WHERE node = ?",
+                                                        (node,)))
+        for row in await self.lobby.db.fetchall("SELECT name_key, name, node, status FROM online"):
+            if row["node"] in self.alive and row["name_key"] not in self.lobby.elsewhere:
+                self.lobby.elsewhere[row["name_key"]] = Elsewhere(row["name"], row["node"],
+                                                                  row["status"])
 
     async def stop(self) -> None:
         """Write what is held, stop hearing and beating, and leave the nodes' table (before
@@ -72,8 +85,12 @@ class SharedPushes:
         if self._writing:
             await asyncio.gather(*self._writing, return_exceptions=True)
         await self.feed.stop()
+        async def leave(tx: Any) -> None:
+            await tx.execute("DELETE FROM online WHERE node = ?", (self.node,))
+            await nodes.leave(tx, self.node)
+
         try:
-            await self.lobby.db.write(lambda tx: nodes.leave(tx, self.node))
+            await self.lobby.db.write(leave)
         except Exception as e:
             log.warning("could not leave the nodes' table (%s); the other nodes will take this "
                         "one for dead", " ".join(str(e).split()) or type(e).__name__)
@@ -89,6 +106,7 @@ class SharedPushes:
         for name in self.alive.keys() - beating.keys():
             if any(n.name == name for n in others):  # stale, not gone: it did not leave
                 self._dead(self.alive[name])
+            self._gone(name)
         self.alive = beating
         self.lobby.requests.others = bool(beating)
 
@@ -97,37 +115,78 @@ class SharedPushes:
         log.warning("node %s (%s, pid %d) stopped beating; its players' connections are lost",
                     node.name, node.host, node.pid)
         self.lobby.deliver_to_everyone(push("refresh", {"reason": NODE_LOST}))
+        name = node.name
+        self._write(lambda tx: tx.execute("DELETE FROM online WHERE node = ?", (name,)),
+                    "the online rows of a dead node")
+
+    def _gone(self, node: str) -> None:
+        """A node left or died: its players are offline from now on."""
+        lobby = self.lobby
+        left = [e.name for e in lobby.elsewhere.values() if e.node == node]
+        for name in left:
+            del lobby.elsewhere[name.casefold()]
+        lobby.presence.changed(left, coming=True, here=False)
+
+    def presence(self, statuses: Sequence[tuple[str, str]]) -> None:
+        """These players' status here changed (``offline``: they left this node): the other
+        nodes hear it, and ``online`` says it, with the next flush."""
+        if not statuses:
+            return
+        if not self._held and not self._statuses:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._statuses.extend(statuses)
 
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
         flush, at the end of this loop turn)."""
-        if not self._held:
+        if not self._held and not self._statuses:
             asyncio.get_running_loop().call_soon(self._flush)
         self._held.append((audience.as_text(), orjson.dumps(message).decode()))
 
     def _flush(self) -> None:
         held, self._held = self._held, []
-        if not held:
+        statuses, self._statuses = self._statuses, []
+        if not held and not statuses:
             return
-        self._unpruned += len(held)
+        self._unpruned += len(held) + bool(statuses)
         prune = self._unpruned >= PRUNE_EVERY
         if prune:
             self._unpruned = 0
+        node = self.node
 
         async def job(tx: Any) -> None:
+            if statuses:
+                await tx.executemany("DELETE FROM online WHERE name_key = ? AND node = ?",
+                                     [(n.casefold(), node) for n, s in statuses if s == OFFLINE])
+                await tx.executemany(
+                    "INSERT INTO online (name_key, name, node, status) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, "
+                    "node = excluded.node, status = excluded.status",
+                    [(n.casefold(), n, node, s) for n, s in statuses if s != OFFLINE])
+                tx.publish(NOTE, orjson.dumps({"presence": statuses}).decode())
             for audience, body in held:
                 tx.publish(audience, body)
             if prune:  # a feed further behind than KEEP resyncs instead
                 await tx.execute("DELETE FROM pushes WHERE pos <= (SELECT value FROM counters "
                                  "WHERE name = 'push') - ?", (KEEP,))
 
+        async def done() -> None:
+            self.shared += len(held)
+
+        self._write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
+                         "other nodes", done)
+
+    def _write(self, job: Any, what: str, done: Any = None) -> None:
+        """Run ``job`` in the writer in the background (in order with the earlier ones)."""
         async def write() -> None:
             try:
                 await self.lobby.db.write(job)
-                self.shared += len(held)
             except Exception as e:
-                log.warning("%d pushes for the other nodes were not written (%s)", len(held),
+                log.warning("%s were not written (%s)", what,
                             " ".join(str(e).split()) or type(e).__name__)
+            else:
+                if done is not None:
+                    await done()
 
         task = asyncio.create_task(write(), name="share-pushes")
         self._writing.add(task)
@@ -139,11 +198,35 @@ class SharedPushes:
                 continue  # delivered here when it was shared
             self.heard += 1
             try:
+                if p.audience == NOTE:
+                    self._noted(p.origin, orjson.loads(p.body))
+                    continue
                 audience, message = Audience.from_text(p.audience), orjson.loads(p.body)
             except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError):
                 log.error("push %d from node %s cannot be read; skipped", p.pos, p.origin)
                 continue
             self.lobby.deliver(audience, message)
+
+    def _noted(self, node: str, note: dict[str, Any]) -> None:
+        """A note of another node for the nodes, not for connections: its players' statuses.
+        A player now online there and still logged in here logged in again there: the login
+        here ends as a login replaced on one node does."""
+        lobby = self.lobby
+        told = []
+        for name, status in note.get("presence", ()):
+            key = name.casefold()
+            there = lobby.elsewhere.get(key)
+            if status == OFFLINE:
+                if there is not None and there.node == node:
+                    del lobby.elsewhere[key]
+                    told.append(name)
+                continue
+            lobby.elsewhere[key] = Elsewhere(name, node, status)
+            told.append(name)
+            mine = lobby.online.get(key)
+            if mine is not None:
+                lobby.replaced(mine)
+        lobby.presence.changed(told, coming=True, here=False)
 
     async def _missed(self) -> None:
         """Pushes were pruned before this node read them: every connection hears

@@ -82,3 +82,12 @@ class Invitation:
     @property
     def shown_length(self) -> int | str:
         return "unlimited" if self.length is None else self.length
+
+
+@dataclass
+class Elsewhere:
+    """A player online on another node of the same database, as that node last said."""
+
+    name: str
+    node: str
+    status: str  # "ready" or "playing"

@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 MIGRATIONS: dict[int, str] = {
@@ -157,6 +157,17 @@ MIGRATIONS: dict[int, str] = {
         started_at TEXT NOT NULL,
         beat REAL NOT NULL
     );
+    """,
+    # Who is online on which node (several nodes on one PostgreSQL database): written by each
+    # node with the notes it shares (server/lobby/sharing.py), read by a node that starts.
+    10: """
+    CREATE TABLE online (
+        name_key TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        node TEXT NOT NULL,
+        status TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX online_node ON online (node);
     """,
 }
 

@@ -70,9 +70,15 @@ async def test_a_push_caused_on_one_node_reaches_the_other_nodes_connections(
     watcher_a = await a.client()
     await watcher_a.watch("backgammon")
 
-    await alice.call("invite", name="carol", ladder="backgammon", length=3)
-    to_carol = await heard(carol, invited=1)
-    assert [(i["from"], i["length"]) for i in to_carol["invited"]] == [("alice", 3)]
+    # an event closed on node a: carol, on node b, hears her own rating move
+    admin = await a.admin()
+    eid = (await admin.call("event create", name="Open", ladder="scrabble"))["id"]
+    await admin.call("event result", event=eid, side_a="carol", side_b="alice", score_a=420,
+                     score_b=350)
+    await admin.call("event close", event=eid)
+    to_carol = await heard(carol, rating_changed=1)
+    assert [(c["player"], c["ladder"]) for c in to_carol["rating_changed"]] == [
+        ("carol", "scrabble")]
 
     finished = await play(alice, bob)  # on node a; watched on both nodes
     on_b = await heard(watcher_b, match_finished=1, rating_changed=2)
@@ -83,7 +89,51 @@ async def test_a_push_caused_on_one_node_reaches_the_other_nodes_connections(
         assert sorted(c["player"] for c in seen["rating_changed"]) == ["alice", "bob"]
     assert on_a == on_b
     assert b.server is not None and b.server.lobby.sharing is not None
-    assert b.server.lobby.sharing.heard >= 5  # invited, match_finished, rating_changed x2, ...
+    assert b.server.lobby.sharing.heard >= 4  # rating_changed, match_finished, ...
+
+
+async def test_who_is_online_is_the_same_on_every_node(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """Presence lives in the database's ``online`` table and the nodes' notes: ``who`` and
+    ``whois`` on one node show the players of the other, a login on another node replaces
+    the first (``logged_out``, close 4000), and a player who leaves one node is offline on
+    every node."""
+    a, b = nodes
+    await a.start()
+    alice = await a.player("alice")
+    await a.player("carol")
+    await b.start()  # alice is online on a already: b reads it from the table
+    carol = await b.login("carol")
+
+    async def who(c: LobbyClient, expected: dict[str, str]) -> None:
+        while {p["player"]: p["status"] for p in (await c.call("who"))["players"]} != expected:
+            await asyncio.sleep(0.05)
+
+    watcher = await b.client()
+    await asyncio.wait_for(who(watcher, {"alice": "ready", "carol": "ready"}), 10)
+    await asyncio.wait_for(who(alice, {"alice": "ready", "carol": "ready"}), 10)
+    seen = await watcher.call("whois", name="alice")
+    assert (seen["online"], seen["status"]) == (True, "ready")
+    refused = await alice.request("invite", {"name": "carol", "ladder": "backgammon"})
+    assert refused["error"]["code"] == "conflict" and "another server" in \
+        refused["error"]["message"]
+
+    again = await a.login("carol")  # a newer login on the other node ends the one on b
+    told = await carol.next_push("logged_out", timeout=10)
+    assert told["data"]["cause"] == "replaced"
+    assert (await carol.next_push("disconnected", timeout=10))["data"]["code"] == 4000
+    assert (await again.call("whois", name="carol"))["online"] is True
+    await asyncio.wait_for(who(watcher, {"alice": "ready", "carol": "ready"}), 10)
+
+    await alice.close()  # leaves node a: offline everywhere, told to who listens
+    offline = await watcher.next_push(
+        "presence", timeout=10,
+        where=lambda p: {"player": "alice", "status": "offline"} in p["data"]["players"])
+    assert offline["event"] == "presence"
+    await asyncio.wait_for(who(watcher, {"carol": "ready"}), 10)
+    assert (await watcher.call("whois", name="alice"))["online"] is False
+    rows = postgres.query(str(a.db), "SELECT name, node, status FROM online")
+    assert rows == [("carol", "node-a", "ready")]
 
 
 async def test_a_node_that_stops_beating_is_found_dead_and_one_that_leaves_is_not(
