@@ -70,9 +70,14 @@ class SharedPushes:
         """Beat and hear the other nodes; then who is online on them (what a dead node of
         this name left in ``online`` is cleared)."""
         await self.feed.start()
-        node = self.node
-        await self.lobby.db.write(lambda tx: tx.execute("DELETE FROM online WHERE node = ?",
-                                                        (node,)))
+        others = list(self.alive)
+
+        async def clear(tx: Any) -> None:  # what this name and dead nodes left
+            await tx.execute("DELETE FROM online" + (
+                f" WHERE node NOT IN ({', '.join('?' for _ in others)})" if others else ""),
+                others)
+
+        await self.lobby.db.write(clear)
         for row in await self.lobby.db.fetchall("SELECT name_key, name, node, status FROM online"):
             if row["node"] in self.alive and row["name_key"] not in self.lobby.elsewhere:
                 self.lobby.elsewhere[row["name_key"]] = Elsewhere(row["name"], row["node"],

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -201,3 +204,34 @@ async def test_a_retry_on_another_node_gets_the_stored_reply_and_runs_once(
         assert sorted(bool(r.get("replayed")) for r in replies) == [False, True]
     names = [r[0] for r in postgres.query(str(a.db), "SELECT name FROM events ORDER BY id")]
     assert names == ["Spring Open", *(f"Race {i}" for i in range(10))]
+
+
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
+async def test_a_killed_server_started_again_on_its_host_does_not_wait_for_its_old_self(
+        nodes: tuple[LobbyServer, LobbyServer], reaped: bool) -> None:
+    """A server SIGKILLed and started again on the same host (a new pid, so a new default
+    name) finds its old self's row still beating recently, but its process gone (or a zombie
+    its parent has not reaped yet): it is dead at once, and the players it had are not shown
+    as online elsewhere."""
+    a, _ = nodes
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone.kill()
+    if reaped:
+        gone.wait()
+    else:
+        while Path(f"/proc/{gone.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            await asyncio.sleep(0.01)
+    url = str(a.db)
+    postgres.execute(url, "INSERT INTO nodes (name, host, pid, started_at, beat) VALUES "
+                          "('old-self', ?, ?, 'then', extract(epoch from clock_timestamp()))",
+                     (socket.gethostname(), gone.pid))
+    postgres.execute(url, "INSERT INTO online (name_key, name, node, status) VALUES "
+                          "('root', 'root', 'old-self', 'ready')")
+    await a.start()
+    watcher = await a.client()
+    assert (await watcher.call("who"))["players"] == []
+    assert (await watcher.call("whois", name="root"))["online"] is False
+    assert postgres.query(url, "SELECT count(*) FROM online") == [(0,)]
+    assert a.server is not None and a.server.lobby.sharing is not None
+    assert a.server.lobby.sharing.alive == {}
+    gone.wait()

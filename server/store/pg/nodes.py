@@ -10,6 +10,8 @@ starting again under the same name (``[server] node``) takes its row over.
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,28 @@ class Node:
 
     @property
     def dead(self) -> bool:
-        return self.age > DEAD_AFTER
+        """No beat for :data:`DEAD_AFTER` seconds, or a process of this host that is gone
+        (a server killed and started again here need not wait for its old self to lapse)."""
+        return self.age > DEAD_AFTER or (self.host == socket.gethostname()
+                                         and not _running(self.pid))
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` of this host runs (a zombie, killed but not yet reaped by its
+    parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc here: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's process
+            return True
+        return True
 
 
 async def beat(conn: Any, name: str, host: str, pid: int, started_at: str) -> list[Node]:
