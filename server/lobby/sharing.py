@@ -1,4 +1,6 @@
-"""Pushes between the lobby's nodes on one PostgreSQL database.
+"""What a node shares with the other nodes of one PostgreSQL database: its pushes, who is
+online on it (the ``online`` table and a note to the others), and that it is alive (its
+beat, :mod:`server.store.pg.nodes`).
 
 A node delivers the pushes its own commands cause to its own connections at once (after
 the reply, as a single node does) and shares them: they are written to the ``pushes``
