@@ -63,6 +63,7 @@ class SharedPushes:
                              tick_every=nodes.HEARTBEAT)
         self._held: list[tuple[str, str]] = []
         self._statuses: list[tuple[str, str]] = []  # presence changes here: (name, status)
+        self._rewrite = False  # the next flush rewrites this node's rows in ``online``
         self._writing: set[asyncio.Task[None]] = set()
         self.shared = 0
         self.heard = 0
@@ -114,6 +115,8 @@ class SharedPushes:
             if any(n.name == name for n in others):  # stale, not gone: it did not leave
                 self._dead(self.alive[name])
             self._gone(name)
+        if beating and not self.alive:
+            self._snapshot()
         self.alive = beating
         self.lobby.requests.others = bool(beating)
 
@@ -134,18 +137,29 @@ class SharedPushes:
             del lobby.elsewhere[name.casefold()]
         lobby.presence.changed(left, coming=True, here=False)
 
-    def presence(self, statuses: Sequence[tuple[str, str]]) -> None:
+    def _snapshot(self) -> None:
+        """Another node beats where none did: alone, this node shared nothing; now it says
+        who is online here, all at once (its rows in ``online`` rewritten)."""
+        lobby = self.lobby
+        self._rewrite = True
+        self.presence([(s.player.name, lobby.presence.status(s.player.name))
+                       for s in lobby.online.values() if s.player is not None], force=True)
+
+    def presence(self, statuses: Sequence[tuple[str, str]], force: bool = False) -> None:
         """These players' status here changed (``offline``: they left this node): the other
-        nodes hear it, and ``online`` says it, with the next flush."""
-        if not statuses:
+        nodes hear it, and ``online`` says it, with the next flush. Alone, nothing is
+        shared (see :meth:`_snapshot`)."""
+        if not (statuses or force) or not (self.alive or force):
             return
-        if not self._held and not self._statuses:
+        if force or (not self._held and not self._statuses):
             asyncio.get_running_loop().call_soon(self._flush)
         self._statuses.extend(statuses)
 
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
-        flush, at the end of this loop turn)."""
+        flush, at the end of this loop turn); alone, there is nobody to have it."""
+        if not self.alive:
+            return
         if not self._held and not self._statuses:
             asyncio.get_running_loop().call_soon(self._flush)
         self._held.append((audience.as_text(), orjson.dumps(message).decode()))
@@ -153,7 +167,8 @@ class SharedPushes:
     def _flush(self) -> None:
         held, self._held = self._held, []
         statuses, self._statuses = self._statuses, []
-        if not held and not statuses:
+        rewrite, self._rewrite = self._rewrite, False
+        if not held and not statuses and not rewrite:
             return
         self._unpruned += len(held) + bool(statuses)
         prune = self._unpruned >= PRUNE_EVERY
@@ -162,6 +177,8 @@ class SharedPushes:
         node = self.node
 
         async def job(tx: Any) -> None:
+            if rewrite:
+                await tx.execute("DELETE FROM online WHERE node = ?", (node,))
             if statuses:
                 await tx.executemany("DELETE FROM online WHERE name_key = ? AND node = ?",
                                      [(n.casefold(), node) for n, s in statuses if s == OFFLINE])
