@@ -174,12 +174,17 @@ async def main_async(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+def job_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the match-shaped jobs (this bench's, and ``bench/push_feed.py``'s)."""
     parser.add_argument("--tasks", type=int, default=50, help="concurrent jobs (50)")
     parser.add_argument("--jobs", type=int, default=3000, help="jobs per run (3000)")
     parser.add_argument("--players", type=int, default=200, help="players paired at random (200)")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each variant (2)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    job_options(parser)
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 

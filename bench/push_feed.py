@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import _postgres  # noqa: E402
-from bench.pg_commits import _prepare, run_writer  # noqa: E402
+from bench.pg_commits import _prepare, job_options, run_writer  # noqa: E402
 from server.store.pg.database import PgDatabase  # noqa: E402
 from server.store.pg.feed import PushFeed  # noqa: E402
 
@@ -156,10 +156,7 @@ async def main_async(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--tasks", type=int, default=50, help="concurrent jobs (50)")
-    parser.add_argument("--jobs", type=int, default=3000, help="jobs per run (3000)")
-    parser.add_argument("--players", type=int, default=200, help="players paired at random (200)")
-    parser.add_argument("--repeat", type=int, default=2, help="runs of each variant (2)")
+    job_options(parser)
     parser.add_argument("--rate", type=float, default=500.0,
                         help="pushes a second for the latency (500)")
     parser.add_argument("--latency-pushes", type=int, default=3000,
