@@ -3,7 +3,7 @@ connection.
 
 A push is addressed once, when the command that caused it decides it, and each lobby
 process resolves the address to the connections it holds when it sends the push: the one
-path every push takes (:meth:`server.lobby.lobby.Lobby.deliver`), and the shape a push
+path every push takes (:meth:`server.lobby.lobby.Lobby.publish`), and the shape a push
 needs to reach the players of other nodes, which no process can name the connections of.
 """
 

@@ -252,17 +252,28 @@ class Lobby:
                                                  "ladder": invitation.ladder}))
 
     def publish(self, audience: Audience, message: Message, skip: Session | None = None) -> None:
-        """Push ``message`` (made now if it is a function) to ``audience``: this node's
-        connections at once (but ``skip``), the other nodes' through the database."""
+        """Push ``message`` to ``audience``: this node's connections at once (but ``skip``), the
+        other nodes' through the database. A function making it is called only if someone is
+        to hear it."""
+        targets = self._connections_of(audience, skip)
+        sharing = self.sharing is not None and self.sharing.alive
+        if not targets and not sharing:
+            return
         made = message() if callable(message) else message
-        self.deliver(audience, made, skip)
-        if self.sharing is not None:
+        if targets:
+            fan_out(targets, made)
+        if sharing:
+            assert self.sharing is not None
             self.sharing.share(audience, made)
 
-    def deliver(self, audience: Audience, message: dict[str, Any],
-                skip: Session | None = None) -> None:
-        """The one path of every push to this node's connections: ``audience`` resolved to
-        them now, each hearing ``message`` once."""
+    def deliver(self, audience: Audience, message: dict[str, Any]) -> None:
+        """A push another node shared, to this node's connections."""
+        targets = self._connections_of(audience, None)
+        if targets:
+            fan_out(targets, message)
+
+    def _connections_of(self, audience: Audience, skip: Session | None) -> set[Session]:
+        """``audience`` resolved to this node's connections now, each once."""
         targets = set(self.sessions_of(audience.players))
         if audience.watchers is not None:
             targets.update(self.watching.get(audience.watchers, ()))
@@ -270,8 +281,7 @@ class Lobby:
             targets.update(s for s in self.online.values() if s.player is not None
                            and s.player.role == "admin")
         targets.discard(skip)
-        if targets:
-            fan_out(targets, message)
+        return targets
 
     def deliver_to_everyone(self, message: dict[str, Any]) -> None:
         fan_out(list(self.sessions), message)

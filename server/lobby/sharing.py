@@ -157,9 +157,7 @@ class SharedPushes:
 
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
-        flush, at the end of this loop turn); alone, there is nobody to have it."""
-        if not self.alive:
-            return
+        flush, at the end of this loop turn)."""
         if not self._held and not self._statuses:
             asyncio.get_running_loop().call_soon(self._flush)
         self._held.append((audience.as_text(), orjson.dumps(message).decode()))
@@ -194,13 +192,10 @@ class SharedPushes:
                 await tx.execute("DELETE FROM pushes WHERE pos <= (SELECT value FROM counters "
                                  "WHERE name = 'push') - ?", (KEEP,))
 
-        async def done() -> None:
-            self.shared += len(held)
-
         self._write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
-                         "other nodes", done)
+                         "other nodes", pushes=len(held))
 
-    def _write(self, job: Any, what: str, done: Any = None) -> None:
+    def _write(self, job: Any, what: str, pushes: int = 0) -> None:
         """Run ``job`` in the writer in the background (in order with the earlier ones)."""
         async def write() -> None:
             try:
@@ -209,8 +204,7 @@ class SharedPushes:
                 log.warning("%s were not written (%s)", what,
                             " ".join(str(e).split()) or type(e).__name__)
             else:
-                if done is not None:
-                    await done()
+                self.shared += pushes
 
         task = asyncio.create_task(write(), name="share-pushes")
         self._writing.add(task)
