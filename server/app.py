@@ -66,6 +66,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
         lobby = Lobby(config, db, plugins)
         await lobby.start()
         if is_postgres(config.database):
+            lobby.follow_other_writers()
             lobby.sharing = SharedPushes(lobby, config.database, node)
             lobby.requests.shared = True
             await lobby.sharing.start()

@@ -136,6 +136,13 @@ class Lobby:
         for plugin in self.plugins:
             await plugin.load(self.db.writer_tx(), committed=False)
 
+    def follow_other_writers(self) -> None:
+        """Several writers share the database (PostgreSQL: other nodes, the command line): a
+        batch of this node's writer that finds the plugins' data moved under another writer
+        reloads them first, so no rating is computed from a stale cache."""
+        self.db.touched = lambda: self._plugins_touched
+        self.db.on_moved = self.reload_plugins
+
     async def reload_plugins(self) -> None:
         """Rebuild plugin state from committed data (after start or a failed commit)."""
         for plugin in self.plugins:
@@ -145,6 +152,8 @@ class Lobby:
         """Let every plugin react inside ``tx``; returns the fields the plugins add to the reply
         (computed now, so the stored reply holds them too)."""
         self._plugins_touched = True
+        if self.sharing is not None:
+            self.sharing.ratings_moved()
         outcomes: dict[str, Any] = {}
         fields: dict[str, Any] = {}
         for plugin in self.plugins:

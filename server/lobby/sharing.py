@@ -47,6 +47,8 @@ NOTE = ""  # the audience of a note for the nodes themselves (presence), not for
 PRUNE_EVERY = 10_000  # pushes shared between two prunings of the table (to its newest KEEP)
 REFRESH = ("Some of the lobby's updates could not reach this connection; reload what you "
            "show (ladders, matches, who is online).")
+RATINGS_MOVED = orjson.dumps({"ratings": True}).decode()  # a note: reload the plugins' data
+FOLLOW_TIMEOUT = 5.0  # seconds a node waits for its writer to reload before delivering anyway
 
 
 class SharedPushes:
@@ -62,6 +64,7 @@ class SharedPushes:
         self.feed = PushFeed(url, self._heard, self._missed, tick=self._beat,
                              tick_every=nodes.HEARTBEAT)
         self._held: list[tuple[str, str]] = []
+        self._ratings_held = False  # a RATINGS_MOVED note is among them
         self._statuses: list[tuple[str, str]] = []  # presence changes here: (name, status)
         self._rewrite = False  # the next flush rewrites this node's rows in ``online``
         self._writing: set[asyncio.Task[None]] = set()
@@ -155,6 +158,17 @@ class SharedPushes:
             asyncio.get_running_loop().call_soon(self._flush)
         self._statuses.extend(statuses)
 
+    def ratings_moved(self) -> None:
+        """A job of this node changed what the plugins hold: the other nodes reload it before
+        they deliver what follows (the note is shared before the pushes the change causes,
+        and a job that fails costs them only a reload)."""
+        if not self.alive or self._ratings_held:
+            return
+        if not self._held and not self._statuses:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._ratings_held = True
+        self._held.append((NOTE, RATINGS_MOVED))
+
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
         flush, at the end of this loop turn)."""
@@ -164,6 +178,7 @@ class SharedPushes:
 
     def _flush(self) -> None:
         held, self._held = self._held, []
+        self._ratings_held = False
         statuses, self._statuses = self._statuses, []
         rewrite, self._rewrite = self._rewrite, False
         if not held and not statuses and not rewrite:
@@ -210,20 +225,39 @@ class SharedPushes:
         self._writing.add(task)
         task.add_done_callback(self._writing.discard)
 
-    def _heard(self, pushes: Sequence[Pushed]) -> None:
+    async def _heard(self, pushes: Sequence[Pushed]) -> None:
+        if any(p.origin != self.node and p.audience == NOTE and p.body == RATINGS_MOVED
+               for p in pushes):
+            await self._follow()
         for p in pushes:
             if p.origin == self.node:
                 continue  # delivered here when it was shared
             self.heard += 1
             try:
                 if p.audience == NOTE:
-                    self._noted(p.origin, orjson.loads(p.body))
+                    if p.body != RATINGS_MOVED:
+                        self._noted(p.origin, orjson.loads(p.body))
                     continue
                 audience, message = Audience.from_text(p.audience), orjson.loads(p.body)
             except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError):
                 log.error("push %d from node %s cannot be read; skipped", p.pos, p.origin)
                 continue
             self.lobby.deliver(audience, message)
+
+    async def _follow(self) -> None:
+        """Another node changed the plugins' data: a batch of this node's writer reloads it
+        (:meth:`~server.lobby.lobby.Lobby.follow_other_writers`), then this node delivers
+        that node's pushes, so a reader told of a change finds it here too."""
+        async def nothing(_tx: Any) -> None:
+            return None
+
+        try:
+            async with asyncio.timeout(FOLLOW_TIMEOUT):
+                await self.lobby.db.write(nothing)
+        except Exception as e:
+            log.warning("could not reload the ratings another node changed (%s); reads here "
+                        "may lag until the next write", " ".join(str(e).split())
+                        or type(e).__name__)
 
     def _noted(self, node: str, note: dict[str, Any]) -> None:
         """A note of another node for the nodes, not for connections: its players' statuses.

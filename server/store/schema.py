@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 MIGRATIONS: dict[int, str] = {
@@ -168,6 +168,12 @@ MIGRATIONS: dict[int, str] = {
         status TEXT NOT NULL
     ) WITHOUT ROWID;
     CREATE INDEX online_node ON online (node);
+    """,
+    # What the plugins hold moved (a result rated, an event closed, a correction, a replay):
+    # a node's writer that finds it moved under another writer reloads them before its own
+    # jobs (server/store/pg/database.py), so no rating is computed from a stale cache.
+    11: """
+    INSERT INTO counters VALUES ('ratings', 0);
     """,
 }
 

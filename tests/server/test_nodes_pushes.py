@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from testkit import postgres
+from testkit.cli import replay_check
 from testkit.clients import play, settle
 from testkit.server_loop import LobbyServer
 
@@ -250,3 +251,38 @@ async def test_a_killed_server_started_again_on_its_host_does_not_wait_for_its_o
     assert a.server is not None and a.server.lobby.sharing is not None
     assert a.server.lobby.sharing.alive == {}
     gone.wait()
+
+
+async def test_each_node_rates_from_what_every_node_committed(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """The same players rated on one node, then on the other, then on the first again: each
+    node's writer finds the ratings moved under the other's (the ``ratings`` counter) and
+    reloads them before it rates, so the log's replay agrees with every stored rating; and a
+    reader on either node, told of a result, finds the ladder as it now is."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    watchers = [await a.client(), await b.client()]
+    for w in watchers:
+        await w.watch("backgammon")
+
+    async def ladders() -> list[Any]:
+        return [(await w.call("ladder", ladder="backgammon", all=True))["players"]
+                for w in watchers]
+
+    played = 0
+    for node, (winner, loser) in ((a, ("alice", "bob")), (b, ("bob", "alice")),
+                                  (a, ("bob", "alice")), (b, ("alice", "bob"))):
+        if played == 0:
+            first, second = await node.players(winner, loser)
+        else:  # a login on this node ends the one on the other
+            first, second = await node.login(winner), await node.login(loser)
+        await play(first, second, length=3)
+        played += 1
+        for w in watchers:  # told of it on both nodes: the ladder read there is the new one
+            await heard(w, match_finished=1)
+        on_a, on_b = await ladders()
+        assert on_a == on_b, (on_a, on_b)
+        assert {p["player"]: p["games"] for p in on_a} == {"alice": played, "bob": played}
+    assert await replay_check(a.db) == (0, "replay --check: every rating agrees with the "
+                                           "match log\n")

@@ -195,6 +195,47 @@ async def test_two_writers_on_one_database_never_hand_out_the_same_number(
         [(max(seqs),)]
 
 
+async def test_a_writer_reloads_once_what_another_writer_changed_before_its_own_jobs(
+        pg: PgDatabase) -> None:
+    """Each writer counts the commits that changed what the plugins hold (``ratings``); a
+    batch that finds it moved under another writer reloads (``on_moved``) before its first
+    job, in its own transaction, once; its own changes and jobs that touch nothing do not."""
+    other = PgDatabase(pg.path)
+    await other.open()
+    seen: list[str] = []  # what each reload found, in order with the jobs
+
+    async def reload() -> None:
+        seen.append(f"reload {','.join(v for (v,) in await pg.writer.fetch('SELECT v FROM t'))}")
+
+    touching = {"a2"}  # which of pg's own jobs change what its plugins hold
+    last: list[str] = []
+    pg.on_job_start = lambda: last.clear()
+    pg.touched = lambda: bool(last)
+    pg.on_moved = reload
+    try:
+        async def mine(value: str) -> None:
+            async def run(tx: Tx) -> None:
+                await _put(value)(tx)
+                seen.append(f"job {value}")
+                if value in touching:
+                    last.append(value)
+            await pg.write(run)
+
+        await mine("a1")  # nothing moved yet
+        await other.write(_put("b1"))  # the command line's writer: any job may have moved it
+        await mine("a2")  # reloads first, then touches
+        await mine("a3")  # its own change: no reload
+        await other.write(_put("b2"))
+        await other.write(_put("b3"))
+        await mine("a4")  # one reload for both
+    finally:
+        await other.close()
+    assert seen == ["job a1", "reload a1,b1", "job a2", "job a3", "reload a1,b1,a2,a3,b2,b3",
+                    "job a4"]
+    assert postgres.query(pg.path, "SELECT value FROM counters WHERE name = 'ratings'") == \
+        [(4,)]  # b1, a2, b2, b3
+
+
 async def test_many_rows_of_a_plain_insert_go_through_copy(pg: PgDatabase) -> None:
     rows = [(f"r{i}",) for i in range(COPY_MIN_ROWS + 10)]
     # Each statement that inserts into t records its own text (COPY fires the trigger too).

@@ -55,19 +55,21 @@ READERS = 4  # connections of the read pool
 class Counters:
     """``seq`` and ``match`` as the database holds them when a batch takes the write lock,
     then handed out in memory (no read for each number); a job that fails gives its numbers
-    back."""
+    back. ``ratings`` counts the commits that changed what the plugins hold, by any writer."""
 
     LOAD = ("SELECT (SELECT value FROM counters WHERE name = 'seq'), "
             "(SELECT coalesce(max(id), 0) FROM matches), "
-            "(SELECT value FROM counters WHERE name = 'push')")
+            "(SELECT value FROM counters WHERE name = 'push'), "
+            "(SELECT value FROM counters WHERE name = 'ratings')")
 
     def __init__(self) -> None:
         self.values: dict[str, int] = {}
 
     async def load(self, conn: Any) -> None:
         """One round trip; call it holding the write lock, so nobody moves them meanwhile."""
-        seq, top, pushed = await conn.fetchrow(self.LOAD)
-        self.values = {"seq": int(seq or 0), "match": int(top), "push": int(pushed or 0)}
+        seq, top, pushed, ratings = await conn.fetchrow(self.LOAD)
+        self.values = {"seq": int(seq or 0), "match": int(top), "push": int(pushed or 0),
+                       "ratings": int(ratings or 0)}
 
     def take(self, name: str) -> int:
         self.values[name] += 1
@@ -153,6 +155,7 @@ class PgDatabase(Hooks):
         self.queue: asyncio.Queue[_Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._stale = False  # the writer lost its connection: reload before the next job
+        self.ratings_seen = 0  # the ``ratings`` counter when this writer last looked
         self.fault: str | None = None  # never set: a PostgreSQL outage is not for good
 
     async def open(self) -> None:
@@ -164,6 +167,7 @@ class PgDatabase(Hooks):
             for schema in self.schemas:
                 await migrate_plugin(self.writer, schema)
             await self.counters.load(self.writer)
+            self.ratings_seen = self.counters.values["ratings"]
             self.pool = await asyncpg.create_pool(self.path, min_size=1, max_size=READERS,
                                                   timeout=CONNECT_TIMEOUT)
         except BaseException:
@@ -250,6 +254,7 @@ class PgDatabase(Hooks):
             self.writer = await asyncpg.connect(self.path, timeout=CONNECT_TIMEOUT)
         if self._stale:
             await self.counters.load(self.writer)
+            self.ratings_seen = self.counters.values["ratings"]
             self._stale = False
             if self.on_commit_failure is not None:
                 await self.on_commit_failure()
@@ -265,10 +270,15 @@ class PgDatabase(Hooks):
         try:
             await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
             await self.counters.load(conn)
+            await self._follow()
             seq = self.counters.values["seq"]
+            touched = False
             i = 0
             while i < len(batch):
-                outcomes.append(await self._job(conn, batch[i], pushes, first=i == 0))
+                outcome = await self._job(conn, batch[i], pushes, first=i == 0)
+                outcomes.append(outcome)
+                touched = touched or (outcome[2] is None
+                                      and (self.touched is None or self.touched()))
                 i += 1
                 if i == len(batch) and len(batch) < self.batch_max and not self.queue.empty():
                     nxt = self.queue.get_nowait()
@@ -279,6 +289,10 @@ class PgDatabase(Hooks):
             moved = self.counters.values["seq"]
             ending = "COMMIT" if moved == seq else \
                 f"UPDATE counters SET value = {int(moved)} WHERE name = 'seq'; COMMIT"
+            if touched:
+                self.counters.values["ratings"] += 1
+                ending = (f"UPDATE counters SET value = {self.counters.values['ratings']} "
+                          "WHERE name = 'ratings'; ") + ending
             if pushes:
                 ending = await self._publish(conn, pushes) + ending
             # One round trip: the counters (ints of ours, not text from outside) and COMMIT.
@@ -286,6 +300,7 @@ class PgDatabase(Hooks):
         except Exception as e:
             await self._failed(conn, batch, e)
             return stop
+        self.ratings_seen = self.counters.values["ratings"]
         self.commits += 1
         for item, result, error in outcomes:
             if not item.future.done():
@@ -294,6 +309,15 @@ class PgDatabase(Hooks):
                 else:
                     item.future.set_result(result)
         return stop
+
+    async def _follow(self) -> None:
+        """Holding the write lock: if another writer changed what the plugins hold since this
+        one last looked, reload them (in this transaction, before any job of the batch)."""
+        moved = self.counters.values["ratings"]
+        if moved != self.ratings_seen:
+            self.ratings_seen = moved
+            if self.on_moved is not None:
+                await self.on_moved()
 
     async def _publish(self, conn: Any, pushes: list[tuple[str, str]]) -> str:
         """Number the batch's pushes after the last one committed and write them; what the
@@ -328,6 +352,7 @@ class PgDatabase(Hooks):
                 await conn.execute("ROLLBACK")
                 await conn.execute(BEGIN_WRITE)
                 await self.counters.load(conn)  # the lock was let go: anyone may have moved them
+                await self._follow()
             elif tx.saved:
                 await conn.execute("ROLLBACK TO SAVEPOINT job")
             if self.on_job_failure is not None:

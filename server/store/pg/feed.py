@@ -44,7 +44,8 @@ class Pushed:
     body: str
 
 
-Deliver = Callable[[Sequence[Pushed]], None]
+Deliver = Callable[[Sequence[Pushed]], Awaitable[None] | None]
+"""Given the pushes read, in order; the feed reads on once what it returns is awaited."""
 Resync = Callable[[], Awaitable[None]]
 Tick = Callable[[Any], Awaitable[None]]
 """Run on the feed's own connection every ``tick_every`` seconds while it works (a node's
@@ -191,7 +192,9 @@ class PushFeed:
                 await self._missed(rows[0]["pos"])
             batch = [Pushed(r["pos"], r["origin"], r["audience"], r["body"]) for r in rows]
             self.last = batch[-1].pos
-            self.deliver(batch)
+            delivered = self.deliver(batch)
+            if delivered is not None:
+                await delivered
             if len(rows) < READ_ROWS:
                 return
 

@@ -58,6 +58,11 @@ class Hooks:
     on_commit_failure: Callable[[], Awaitable[None]] | None = None
     on_job_failure: Callable[[], Awaitable[None]] | None = None
     on_job_start: Callable[[], None] | None = None
+    # Several writers on one database (PostgreSQL: the nodes, the command line; unused on
+    # SQLite, which one process serves): whether the job just run changed what the plugins
+    # hold (unset: any job may have), and reloading them when another writer changed it.
+    touched: Callable[[], bool] | None = None
+    on_moved: Callable[[], Awaitable[None]] | None = None
 
 
 class _CommitThread:
