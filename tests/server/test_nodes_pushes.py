@@ -270,15 +270,14 @@ async def test_each_node_rates_from_what_every_node_committed(
         return [(await w.call("ladder", ladder="backgammon", all=True))["players"]
                 for w in watchers]
 
-    played = 0
-    for node, (winner, loser) in ((a, ("alice", "bob")), (b, ("bob", "alice")),
-                                  (a, ("bob", "alice")), (b, ("alice", "bob"))):
-        if played == 0:
+    for played, (node, (winner, loser)) in enumerate(
+            ((a, ("alice", "bob")), (b, ("bob", "alice")), (a, ("bob", "alice")),
+             (b, ("alice", "bob"))), start=1):
+        if played == 1:
             first, second = await node.players(winner, loser)
         else:  # a login on this node ends the one on the other
             first, second = await node.login(winner), await node.login(loser)
         await play(first, second, length=3)
-        played += 1
         for w in watchers:  # told of it on both nodes: the ladder read there is the new one
             await heard(w, match_finished=1)
         on_a, on_b = await ladders()
