@@ -45,6 +45,29 @@ def match_for(call: Call, match_id: int) -> LiveMatch:
     return m
 
 
+LIVE = ("playing", "claimed", "disputed")
+
+
+async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...] = LIVE,
+                claimed_by: str | None = None) -> None:
+    """On a database several nodes share, the match's row decides, not this node's copy (a
+    command on another node may have changed it a moment ago): it must still be in one of
+    ``statuses`` (and claimed by ``claimed_by``) as the writer, holding the write lock, sees
+    it; otherwise the command is refused and changes nothing. One node alone decides in
+    memory (``busy``), as the row would."""
+    if call.lobby.sharing is None:
+        return
+    row = await stored.state_in(tx, m.id)
+    if row is not None and row["status"] in statuses and (
+            claimed_by is None or row["claimed_by"] == claimed_by):
+        return
+    status = "gone" if row is None else row["status"]
+    if status not in LIVE:
+        call.lobby.end_live(m, here=False)  # its node's note may be on its way still
+        raise fail("conflict", f"Match {m.id} has ended ({status}).")
+    raise fail("conflict", f"Match {m.id} is {status} now; look again before you answer.")
+
+
 def finished_data(m: LiveMatch, winner: str, how: str, rated: bool,
                   fields: dict[str, Any]) -> dict[str, Any]:
     """``match_finished``: the result, and what the plugins add (the rating changes)."""
@@ -55,7 +78,8 @@ def finished_data(m: LiveMatch, winner: str, how: str, rated: bool,
 
 
 async def finish(call: Call, m: LiveMatch, winner: str, how: str,
-                 scores: tuple[int, int] | None = None, dropper: str | None = None
+                 scores: tuple[int, int] | None = None, dropper: str | None = None,
+                 statuses: tuple[str, ...] = LIVE, claimed_by: str | None = None
                  ) -> dict[str, Any]:
     """End a live match with a winner: result, ratings and history commit together.
 
@@ -83,6 +107,7 @@ async def finish(call: Call, m: LiveMatch, winner: str, how: str,
         ids = {m.a: lobby.player(m.a).id, m.b: lobby.player(m.b).id}
 
         async def job(tx: WriteTx) -> tuple[Effects, dict[str, Any]]:
+            await still(call, tx, m, statuses, claimed_by)
             effects = Effects()
             when = now()
             seq = tx.take("seq") if rated else None
@@ -221,9 +246,7 @@ async def join(call: Call) -> Any:
         lobby.match_of.pop(inviter.name, None)
         lobby.invitations.restore(inv)  # nothing was saved: it may be answered again
         raise
-    m = LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name)
-    lobby.matches[mid] = m
-    lobby.match_of[me.name] = lobby.match_of[inviter.name] = mid
+    lobby.begin_live(LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name))
     lobby.invitations.drop_sent(me.key)
     lobby.invitations.drop_received(inviter.key)
     call.push(to_players(inviter.name), push("match_started", summary))
@@ -268,7 +291,8 @@ async def resign(call: Call) -> Any:
     m = my_match(call)
     if m.status == "disputed":
         raise fail("conflict", f"Match {m.id} is disputed; an admin will decide it.")
-    return await finish(call, m, m.opponent(call.me.name), "resign")
+    return await finish(call, m, m.opponent(call.me.name), "resign",
+                        statuses=("playing", "claimed"))
 
 
 async def report_win(call: Call) -> Any:
@@ -290,6 +314,7 @@ async def report_win(call: Call) -> Any:
         async def job(tx: WriteTx) -> None:
             in_sides: tuple[int | None, int | None] = (None, None) if scores is None else (
                 scores if m.side_of(me) == "a" else (scores[1], scores[0]))
+            await still(call, tx, m, ("playing",))
             await stored.claimed(tx, m.id, me, in_sides)
             await call.remember(tx, data)
 
@@ -297,6 +322,7 @@ async def report_win(call: Call) -> Any:
     finally:
         m.busy = False
     m.status, m.claimed_by, m.claim_scores = "claimed", me, scores
+    call.lobby.live_changed(m)
     call.push(to_players(m.opponent(me)), push("result_claimed", data))
     return data
 
@@ -313,7 +339,8 @@ def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
 async def confirm(call: Call) -> Any:
     m = _claim_to_answer(call, call.args["match"])
     assert m.claimed_by is not None
-    return await finish(call, m, m.claimed_by, "confirm", m.claim_scores)
+    return await finish(call, m, m.claimed_by, "confirm", m.claim_scores,
+                        statuses=("claimed",), claimed_by=m.claimed_by)
 
 
 async def dispute(call: Call) -> Any:
@@ -324,6 +351,7 @@ async def dispute(call: Call) -> Any:
     data = {"match": m.id, "status": "disputed", "by": call.me.name}
     try:
         async def job(tx: WriteTx) -> None:
+            await still(call, tx, m, ("claimed",), m.claimed_by)
             await stored.disputed(tx, m.id)
             await call.remember(tx, data)
 
@@ -331,6 +359,7 @@ async def dispute(call: Call) -> Any:
     finally:
         m.busy = False
     m.status = "disputed"
+    call.lobby.live_changed(m)
     call.push(Audience((m.a, m.b), admins=True), push("result_disputed", data))
     return data
 
@@ -349,7 +378,7 @@ async def claim(call: Call) -> Any:
     if waited < timeout:
         raise fail("conflict", f"{other} has been away {waited:.0f} s; you can claim after "
                                f"{timeout:.0f} s.")
-    return await finish(call, m, me, "claim", dropper=other)
+    return await finish(call, m, me, "claim", dropper=other, statuses=("playing", "claimed"))
 
 
 async def abort(call: Call) -> Any:
@@ -360,6 +389,7 @@ async def abort(call: Call) -> Any:
     other = m.opponent(me)
     if m.abort_by is None or m.abort_by == me:
         m.abort_by = me
+        call.lobby.live_changed(m)
         data = {"match": m.id, "status": "abort_requested", "by": me}
         call.push(to_players(other), push("abort_requested", data))
         return data
@@ -369,6 +399,7 @@ async def abort(call: Call) -> Any:
     data = {"match": m.id, "status": "aborted", "rated": False}
     try:
         async def job(tx: WriteTx) -> None:
+            await still(call, tx, m, ("playing", "claimed"))
             await stored.aborted(tx, m.id, now())
             await call.remember(tx, data)
 

@@ -106,17 +106,8 @@ class Lobby:
             p = Player(row["id"], row["name"], row["role"], row["password_hash"],
                        row["last_login"], row["dropped"])
             self.players[p.key] = p
-        now = time.monotonic()
         for row in await stored_matches.live(self.db):
-            m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
-                          row["status"], row["claimed_by"])
-            if row["score_a"] is not None and row["claimed_by"]:
-                # stored in side order; a claim's scores are the claimant's first
-                sa, sb = row["score_a"], row["score_b"]
-                m.claim_scores = (sa, sb) if m.side_of(row["claimed_by"]) == "a" else (sb, sa)
-            m.away_since = {m.a: now, m.b: now}
-            self.matches[m.id] = m
-            self.match_of[m.a] = self.match_of[m.b] = m.id
+            self._follow_live(self._live_from_row(row))
         await self.account_watch.start()
 
     async def stop(self) -> None:
@@ -221,7 +212,7 @@ class Lobby:
         del self.online[p.key]
         self.invitations.drop_player(p.key)
         m = self.matches.get(self.match_of.get(p.name, 0))
-        if m is not None:
+        if m is not None and p.key not in self.elsewhere:  # not logged in on another node
             m.away_since[p.name] = time.monotonic()
         self.presence.changed([p.name], coming=True)
 
@@ -235,11 +226,10 @@ class Lobby:
             self.sign_out(session)
         session.player = player
         session.changes_seen = changes_seen
+        session.logged_in_at = time.time()
         self.online[player.key] = session
         self.elsewhere.pop(player.key, None)  # a login here replaces one elsewhere
-        m = self.matches.get(self.match_of.get(player.name, 0))
-        if m is not None:
-            m.away_since.pop(player.name, None)
+        self.back(player.name)
         self.presence.changed([player.name], coming=True)
 
     def replaced(self, session: Session) -> None:
@@ -318,9 +308,91 @@ class Lobby:
             raise fail("not_found", f"No player named {name!r}.")
         return p
 
-    def end_live(self, m: LiveMatch) -> None:
-        """Forget a live match that has ended (finished, aborted or voided) and committed."""
+    # ---- live matches ---------------------------------------------------------------------
+
+    def begin_live(self, m: LiveMatch) -> None:
+        """A live match started here and committed: this node plays it, the others learn it."""
+        self.matches[m.id] = m
+        self.match_of[m.a] = self.match_of[m.b] = m.id
+        self.live_changed(m)
+
+    def live_changed(self, m: LiveMatch) -> None:
+        """``m`` changed here (claimed, disputed, an abort asked): the other nodes' copies
+        follow. What decides between nodes is the match's row (server/handlers/matches.py)."""
+        if self.sharing is not None:
+            self.sharing.note({"match": m.note()})
+
+    def end_live(self, m: LiveMatch, here: bool = True) -> None:
+        """Forget a live match that has ended (finished, aborted or voided) and committed;
+        ``here``: on this node (the others are told)."""
         self.matches.pop(m.id, None)
         for name in (m.a, m.b):
             if self.match_of.get(name) == m.id:
                 del self.match_of[name]
+        if here and self.sharing is not None:
+            self.sharing.note({"match": {"id": m.id, "ended": True}})
+
+    @staticmethod
+    def _live_from_row(row: Any) -> LiveMatch:
+        m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
+                      row["status"], row["claimed_by"])
+        if row["score_a"] is not None and row["claimed_by"]:
+            # stored in side order; a claim's scores are the claimant's first
+            sa, sb = row["score_a"], row["score_b"]
+            m.claim_scores = (sa, sb) if m.side_of(row["claimed_by"]) == "a" else (sb, sa)
+        return m
+
+    def _follow_live(self, m: LiveMatch) -> None:
+        """Keep a live match this node did not start (loaded, or another node's): a player
+        online on no node is away from now on (a claim counts from here)."""
+        now = time.monotonic()
+        m.away_since = {n: now for n in (m.a, m.b)
+                        if n.casefold() not in self.online and n.casefold() not in self.elsewhere}
+        self.matches[m.id] = m
+        self.match_of[m.a] = self.match_of[m.b] = m.id
+
+    def followed(self, note: dict[str, Any]) -> None:
+        """Another node started, changed or ended a live match (:meth:`live_changed`)."""
+        m = self.matches.get(note["id"])
+        if note.get("ended"):
+            if m is not None:
+                self.end_live(m, here=False)
+                self.presence.changed([n for n in (m.a, m.b) if self.session_of(n)])
+            return
+        if m is not None:
+            m.follow(note)
+            return
+        new = LiveMatch(note["id"], note["ladder"], note["length"], note["a"], note["b"])
+        new.follow(note)
+        self._follow_live(new)
+        self.presence.changed([n for n in (new.a, new.b) if self.session_of(n)])
+
+    async def reload_live(self) -> None:
+        """Take the live matches from the database again (another node appeared, or this
+        one missed pushes): those ended meanwhile are forgotten, the others follow their
+        rows (an abort asked is kept: it is not stored)."""
+        before = list(self.matches.values())  # one started while reading is not ended
+        live = {row["id"]: row for row in await stored_matches.live(self.db)}
+        for ended in [m for m in before if m.id not in live and self.matches.get(m.id) is m]:
+            self.end_live(ended, here=False)
+            self.presence.changed([n for n in (ended.a, ended.b) if self.session_of(n)])
+        for mid, row in live.items():
+            stored = self._live_from_row(row)
+            kept = self.matches.get(mid)
+            if kept is None:
+                self._follow_live(stored)
+                self.presence.changed([n for n in (stored.a, stored.b) if self.session_of(n)])
+            else:
+                kept.status, kept.claimed_by, kept.claim_scores = (
+                    stored.status, stored.claimed_by, stored.claim_scores)
+
+    def away(self, name: str) -> None:
+        """``name`` left every node: a live match's opponent may claim after the timeout."""
+        m = self.matches.get(self.match_of.get(name, 0))
+        if m is not None:
+            m.away_since.setdefault(name, time.monotonic())
+
+    def back(self, name: str) -> None:
+        m = self.matches.get(self.match_of.get(name, 0))
+        if m is not None:
+            m.away_since.pop(name, None)

@@ -81,8 +81,11 @@ class Presence:
         entries = {key: {"player": name, "status": self.status(name)}
                    for key, name in pending.items()}
         if self.lobby.sharing is not None and here:
-            self.lobby.sharing.presence([(pending[key], entries[key]["status"]) for key in here
-                                         if key not in self.lobby.elsewhere])
+            online = self.lobby.online
+            self.lobby.sharing.presence([
+                (pending[key], entries[key]["status"],
+                 online[key].logged_in_at if key in online else 0.0)
+                for key in here if key not in self.lobby.elsewhere])
         own: dict[str, list[Session]] = {}  # listeners whose own account changed
         everything: list[Session] = []
         for s in self.listeners:

@@ -48,6 +48,7 @@ PRUNE_EVERY = 10_000  # pushes shared between two prunings of the table (to its 
 REFRESH = ("Some of the lobby's updates could not reach this connection; reload what you "
            "show (ladders, matches, who is online).")
 RATINGS_MOVED = orjson.dumps({"ratings": True}).decode()  # a note: reload the plugins' data
+RELOAD_LIVE = orjson.dumps({"reload": "matches"}).decode()  # a note: read the live matches
 FOLLOW_TIMEOUT = 5.0  # seconds a node waits for its writer to reload before delivering anyway
 
 
@@ -65,7 +66,8 @@ class SharedPushes:
                              tick_every=nodes.HEARTBEAT)
         self._held: list[tuple[str, str]] = []
         self._ratings_held = False  # a RATINGS_MOVED note is among them
-        self._statuses: list[tuple[str, str]] = []  # presence changes here: (name, status)
+        # presence changes here: (name, status, when the login here was made; 0: offline)
+        self._statuses: list[tuple[str, str, float]] = []
         self._rewrite = False  # the next flush rewrites this node's rows in ``online``
         self._writing: set[asyncio.Task[None]] = set()
         self.shared = 0
@@ -88,6 +90,7 @@ class SharedPushes:
             if row["node"] in self.alive and row["name_key"] not in self.lobby.elsewhere:
                 self.lobby.elsewhere[row["name_key"]] = Elsewhere(row["name"], row["node"],
                                                                   row["status"])
+                self.lobby.back(row["name"])  # not away from its live match
 
     async def stop(self) -> None:
         """Write what is held, stop hearing and beating, and leave the nodes' table (before
@@ -138,6 +141,7 @@ class SharedPushes:
         left = [e.name for e in lobby.elsewhere.values() if e.node == node]
         for name in left:
             del lobby.elsewhere[name.casefold()]
+            lobby.away(name)
         lobby.presence.changed(left, coming=True, here=False)
 
     def _snapshot(self) -> None:
@@ -145,10 +149,13 @@ class SharedPushes:
         who is online here, all at once (its rows in ``online`` rewritten)."""
         lobby = self.lobby
         self._rewrite = True
-        self.presence([(s.player.name, lobby.presence.status(s.player.name))
+        self.presence([(s.player.name, lobby.presence.status(s.player.name), s.logged_in_at)
                        for s in lobby.online.values() if s.player is not None], force=True)
+        # alone, it shared no match either: the new node takes them from the database now
+        self._held.append((NOTE, RELOAD_LIVE))
 
-    def presence(self, statuses: Sequence[tuple[str, str]], force: bool = False) -> None:
+    def presence(self, statuses: Sequence[tuple[str, str, float]], force: bool = False
+                 ) -> None:
         """These players' status here changed (``offline``: they left this node): the other
         nodes hear it, and ``online`` says it, with the next flush. Alone, nothing is
         shared (see :meth:`_snapshot`)."""
@@ -157,6 +164,15 @@ class SharedPushes:
         if force or (not self._held and not self._statuses):
             asyncio.get_running_loop().call_soon(self._flush)
         self._statuses.extend(statuses)
+
+    def note(self, body: dict[str, Any]) -> None:
+        """A note for the other nodes themselves (not for connections): a live match's
+        change; written with the next flush, before the pushes the same change causes."""
+        if not self.alive:
+            return
+        if not self._held and not self._statuses:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._held.append((NOTE, orjson.dumps(body).decode()))
 
     def ratings_moved(self) -> None:
         """A job of this node changed what the plugins hold: the other nodes reload it before
@@ -194,12 +210,13 @@ class SharedPushes:
                 await tx.execute("DELETE FROM online WHERE node = ?", (node,))
             if statuses:
                 await tx.executemany("DELETE FROM online WHERE name_key = ? AND node = ?",
-                                     [(n.casefold(), node) for n, s in statuses if s == OFFLINE])
+                                     [(n.casefold(), node) for n, s, _ in statuses
+                                      if s == OFFLINE])
                 await tx.executemany(
                     "INSERT INTO online (name_key, name, node, status) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (name_key) DO UPDATE SET name = excluded.name, "
                     "node = excluded.node, status = excluded.status",
-                    [(n.casefold(), n, node, s) for n, s in statuses if s != OFFLINE])
+                    [(n.casefold(), n, node, s) for n, s, _ in statuses if s != OFFLINE])
                 tx.publish(NOTE, orjson.dumps({"presence": statuses}).decode())
             for audience, body in held:
                 tx.publish(audience, body)
@@ -226,16 +243,18 @@ class SharedPushes:
         task.add_done_callback(self._writing.discard)
 
     async def _heard(self, pushes: Sequence[Pushed]) -> None:
-        if any(p.origin != self.node and p.audience == NOTE and p.body == RATINGS_MOVED
-               for p in pushes):
+        notes = {p.body for p in pushes if p.origin != self.node and p.audience == NOTE}
+        if RATINGS_MOVED in notes:
             await self._follow()
+        if RELOAD_LIVE in notes:
+            await self._reload_live()
         for p in pushes:
             if p.origin == self.node:
                 continue  # delivered here when it was shared
             self.heard += 1
             try:
                 if p.audience == NOTE:
-                    if p.body != RATINGS_MOVED:
+                    if p.body not in (RATINGS_MOVED, RELOAD_LIVE):
                         self._noted(p.origin, orjson.loads(p.body))
                     continue
                 audience, message = Audience.from_text(p.audience), orjson.loads(p.body)
@@ -259,23 +278,38 @@ class SharedPushes:
                         "may lag until the next write", " ".join(str(e).split())
                         or type(e).__name__)
 
+    async def _reload_live(self) -> None:
+        try:
+            await self.lobby.reload_live()
+        except Exception as e:
+            log.warning("could not read the live matches again (%s)",
+                        " ".join(str(e).split()) or type(e).__name__)
+
     def _noted(self, node: str, note: dict[str, Any]) -> None:
-        """A note of another node for the nodes, not for connections: its players' statuses.
-        A player now online there and still logged in here logged in again there: the login
-        here ends as a login replaced on one node does."""
+        """A note of another node for the nodes, not for connections: its players' statuses
+        (with when each logged in there), or a live match's change. A player online there
+        who logged in there after logging in here: the login here ends, as a login replaced
+        on one node does; one who logged in here since: the note is older news."""
         lobby = self.lobby
+        if "match" in note:
+            lobby.followed(note["match"])
+            return
         told = []
-        for name, status in note.get("presence", ()):
+        for name, status, since in note.get("presence", ()):
             key = name.casefold()
+            mine = lobby.online.get(key)
+            if mine is not None and mine.logged_in_at >= since:
+                continue  # said before the login here (the note was on its way): older news
             there = lobby.elsewhere.get(key)
             if status == OFFLINE:
                 if there is not None and there.node == node:
                     del lobby.elsewhere[key]
+                    lobby.away(name)
                     told.append(name)
                 continue
             lobby.elsewhere[key] = Elsewhere(name, node, status)
+            lobby.back(name)
             told.append(name)
-            mine = lobby.online.get(key)
             if mine is not None:
                 lobby.replaced(mine)
         lobby.presence.changed(told, coming=True, here=False)
@@ -283,4 +317,5 @@ class SharedPushes:
     async def _missed(self) -> None:
         """Pushes were pruned before this node read them: every connection hears
         ``refresh``, nothing older than what it showed."""
+        await self._reload_live()
         self.lobby.deliver_to_everyone(push("refresh", {"reason": REFRESH}))

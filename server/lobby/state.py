@@ -41,6 +41,7 @@ class Session:
     closed: bool = False
     token_hash: str | None = None  # the session token this connection logged in with
     changes_seen: int = 0  # the account's latest account_changes row when this login was made
+    logged_in_at: float = 0.0  # time.time() of the login: the newer of two on two nodes stays
 
 
 @dataclass
@@ -67,6 +68,19 @@ class LiveMatch:
         return {"match": self.id, "ladder": self.ladder,
                 "length": "unlimited" if self.length is None else self.length,
                 "a": self.a, "b": self.b, "status": self.status}
+
+    def note(self) -> dict[str, Any]:
+        """What the other nodes of the database keep of it (:mod:`server.lobby.sharing`)."""
+        return {"id": self.id, "ladder": self.ladder, "length": self.length, "a": self.a,
+                "b": self.b, "status": self.status, "claimed_by": self.claimed_by,
+                "claim_scores": self.claim_scores, "abort_by": self.abort_by}
+
+    def follow(self, note: dict[str, Any]) -> None:
+        """Take another node's change of this match (:meth:`note`)."""
+        self.status, self.claimed_by = note["status"], note["claimed_by"]
+        scores = note["claim_scores"]
+        self.claim_scores = None if scores is None else (int(scores[0]), int(scores[1]))
+        self.abort_by = note["abort_by"]
 
 
 @dataclass(eq=False)

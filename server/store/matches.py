@@ -67,6 +67,11 @@ async def live(db: Reads) -> list[Any]:
         "SELECT * FROM matches WHERE status IN ('playing', 'claimed', 'disputed')")
 
 
+async def state_in(tx: WriteTx, match_id: int) -> Any | None:
+    """A match's ``status`` and ``claimed_by`` as this transaction sees them."""
+    return await tx.fetchone("SELECT status, claimed_by FROM matches WHERE id = ?", (match_id,))
+
+
 async def get(db: Reads, match_id: int) -> Any | None:
     return await db.fetchone("SELECT * FROM matches WHERE id = ?", (match_id,))
 

@@ -10,55 +10,19 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from testkit import postgres
 from testkit.cli import replay_check
-from testkit.clients import play, settle
+from testkit.clients import heard, play
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 from server.store.pg import nodes as pg_nodes
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
-
-
-@pytest.fixture
-async def nodes(db_path: Path, backend: str) -> AsyncIterator[tuple[LobbyServer, LobbyServer]]:
-    if backend != "postgresql":
-        pytest.skip("several nodes share a PostgreSQL database; SQLite has one process")
-    a = LobbyServer(db_path, configure=lambda c: replace(c, node="node-a"))
-    b = LobbyServer(db_path, configure=lambda c: replace(c, node="node-b"))
-    try:
-        yield a, b
-    finally:
-        await a.aclose()
-        await b.aclose()
-
-
-async def heard(c: LobbyClient, **counts: int) -> dict[str, list[dict[str, Any]]]:
-    """What ``c`` was pushed, by event, once it has at least ``counts`` of those events; then
-    after a pause and a round trip (:func:`settle`), so that a double would be there too."""
-    got: dict[str, list[dict[str, Any]]] = {}
-
-    def take() -> None:
-        for push in c.drain_pushes():
-            got.setdefault(push["event"], []).append(dict(push["data"]))
-
-    async def enough() -> None:
-        while any(len(got.get(event, ())) < n for event, n in counts.items()):
-            take()
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(enough(), 10)
-    await asyncio.sleep(0.3)
-    for push in await settle(c):
-        got.setdefault(push["event"], []).append(dict(push["data"]))
-    return got
 
 
 async def test_a_push_caused_on_one_node_reaches_the_other_nodes_connections(

@@ -178,3 +178,24 @@ def check_ladder_update(update: dict[str, Any], table: dict[str, Any],
     assert update["total"] == table["total"]
     assert update["changed"] == rows[:CHANGED_ROWS]
     assert update["more"] == len(rows) - len(update["changed"])
+
+
+async def heard(c: LobbyClient, **counts: int) -> dict[str, list[dict[str, Any]]]:
+    """What ``c`` was pushed, by event, once it has at least ``counts`` of those events; then
+    after a pause and a round trip (:func:`settle`), so that a double would be there too."""
+    got: dict[str, list[dict[str, Any]]] = {}
+
+    def take() -> None:
+        for push in c.drain_pushes():
+            got.setdefault(push["event"], []).append(dict(push["data"]))
+
+    async def enough() -> None:
+        while any(len(got.get(event, ())) < n for event, n in counts.items()):
+            take()
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(enough(), 10)
+    await asyncio.sleep(0.3)
+    for push in await settle(c):
+        got.setdefault(push["event"], []).append(dict(push["data"]))
+    return got

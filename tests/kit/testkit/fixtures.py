@@ -13,6 +13,8 @@
   copied from it by the real ``matchlobby copy`` (a :class:`~testkit.postgres.PgDb`).
 - ``harness``: a :class:`LobbyServer` on ``db_path``, not started (the test picks its drop
   timeout or its ladders); ``lobby``: the same, started with the defaults.
+- ``nodes``: two :class:`LobbyServer` on ``db_path`` named ``node-a`` and ``node-b``, not
+  started (several nodes share a PostgreSQL database: skipped on SQLite).
 - ``gate``: the ``events`` command held in flight until the test releases it.
 - ``figures``: the test's measured figures, reported after the results (:mod:`testkit.figures`).
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +120,20 @@ async def harness(db_path: Path) -> AsyncIterator[LobbyServer]:
         yield h
     finally:
         await h.aclose()
+
+
+@pytest.fixture
+async def nodes(db_path: Path, backend: str) -> AsyncIterator[tuple[LobbyServer, LobbyServer]]:
+    """Two servers on one database, not started; closed after the test."""
+    if backend != "postgresql":
+        pytest.skip("several nodes share a PostgreSQL database; SQLite has one process")
+    a = LobbyServer(db_path, configure=lambda c: replace(c, node="node-a"))
+    b = LobbyServer(db_path, configure=lambda c: replace(c, node="node-b"))
+    try:
+        yield a, b
+    finally:
+        await a.aclose()
+        await b.aclose()
 
 
 @pytest.fixture

@@ -1,0 +1,160 @@
+"""A live match whose players are on different nodes of one PostgreSQL database: a player
+who moves to another node (the balancer sent the reconnection there) plays on, every node
+follows the match (the nodes' notes), and the match's row decides every race between nodes:
+exactly one outcome, whatever node each side is on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+from testkit import postgres
+from testkit.cli import replay_check
+from testkit.clients import heard, start_match
+from testkit.server_loop import LobbyServer
+
+from clients import LobbyClient
+
+pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
+
+REPLAY_CLEAN = (0, "replay --check: every rating agrees with the match log\n")
+RACES = int(os.environ.get("MATCHLOBBY_NODE_RACES", "6"))
+
+
+async def playing_on(node: LobbyServer, name: str, match: int) -> None:
+    """``node`` knows that ``name`` plays ``match`` (its copy follows the other node's)."""
+    assert node.server is not None
+    lobby = node.server.lobby
+    while lobby.match_of.get(name) != match:
+        await asyncio.sleep(0.02)
+
+
+async def moved(node: LobbyServer, name: str, old: LobbyClient) -> LobbyClient:
+    """``name`` logs in on ``node``; the login on the other node ends (``logged_out``)."""
+    new = await node.login(name)
+    await old.next_push("logged_out", timeout=10)
+    return new
+
+
+async def test_a_player_who_moves_to_another_node_plays_on_there(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """alice and bob start on node a; bob comes back through node b, where his match is
+    his: he claims a win there, alice confirms it on node a (the claim reached her from
+    node b), the match finishes once, rated once; then a second match is resigned on node b
+    and its end reaches alice on node a."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    alice, bob = await a.players("alice", "bob")
+    watcher = await b.client()
+    await watcher.watch("backgammon")
+    match = await start_match(alice, bob, length=3)
+    await asyncio.wait_for(playing_on(b, "bob", match), 10)
+    bob = await moved(b, "bob", bob)
+    assert (await bob.call("whois", name="bob"))["status"] == "playing"
+
+    claimed = await bob.call("report win", score_a=3, score_b=1)
+    assert claimed["status"] == "claimed"
+    told = await alice.next_push("result_claimed", timeout=10)
+    assert told["data"] == claimed
+    done = await alice.call("confirm", match=match)
+    assert (done["winner"], done["how"], done["rated"]) == ("bob", "confirm", True)
+    got = await heard(bob, match_finished=1)
+    assert [m["match"] for m in got["match_finished"]] == [match]
+    await heard(watcher, match_finished=1)
+
+    await asyncio.wait_for(forgotten(a, b), 10)
+
+    bob = await moved(a, "bob", bob)  # both on node a again; then alice goes to node b
+    second = await start_match(alice, bob)
+    await asyncio.wait_for(playing_on(b, "alice", second), 10)
+    alice = await moved(b, "alice", alice)
+    resigned = await alice.call("resign")
+    assert (resigned["match"], resigned["winner"]) == (second, "bob")
+    got = await heard(bob, match_finished=1)
+    assert got["match_finished"] == [resigned]
+    await asyncio.wait_for(forgotten(a, b), 10)
+    assert await replay_check(a.db) == REPLAY_CLEAN
+
+
+async def forgotten(*servers: LobbyServer) -> None:
+    """No node holds a live match any more."""
+    for node in servers:
+        assert node.server is not None
+        while node.server.lobby.matches or node.server.lobby.match_of:
+            await asyncio.sleep(0.02)
+
+
+async def test_a_player_who_leaves_another_node_can_be_claimed_against(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """bob moves to node b and leaves it: alice, on node a, is told (``presence``) and may
+    claim once the drop timeout has passed, not before."""
+    a, b = nodes
+    await a.start(drop_timeout=0.5)
+    await b.start(drop_timeout=0.5)
+    alice, bob = await a.players("alice", "bob")
+    match = await start_match(alice, bob)
+    await asyncio.wait_for(playing_on(b, "bob", match), 10)
+    bob = await moved(b, "bob", bob)
+    refused = await alice.request("claim", {"match": match})
+    assert refused["error"]["code"] == "conflict" and "connected" in refused["error"]["message"]
+    await bob.close()
+    await alice.next_push("presence", timeout=10, where=lambda p: {
+        "player": "bob", "status": "offline"} in p["data"]["players"])
+    await asyncio.sleep(0.6)
+    done = await alice.call("claim", match=match)
+    assert (done["winner"], done["how"]) == ("alice", "claim")
+    await asyncio.wait_for(forgotten(a, b), 10)
+    assert await replay_check(a.db) == REPLAY_CLEAN
+
+
+async def _race(first: Any, second: Any) -> list[dict[str, Any]]:
+    return list(await asyncio.gather(first, second))
+
+
+async def test_races_between_nodes_have_exactly_one_outcome(
+        nodes: tuple[LobbyServer, LobbyServer], figures: dict[str, Any]) -> None:
+    """alice on node a and bob on node b send, at the same moment, two commands only one of
+    which can be: both resign, both claim a win, or (alice having claimed) alice resigns as
+    bob confirms. The match's row, read under the write lock, decides: one succeeds, the
+    other is refused (``conflict``, or ``not_found`` once its node has heard the match
+    ended, as on one node; never ``internal``), and the log's replay agrees."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    alice, bob = await a.players("alice", "bob")
+    families = ("resign/resign", "report/report", "resign/confirm")
+    outcomes: dict[str, dict[str, int]] = {f: {} for f in families}
+    for i in range(RACES * len(families)):
+        family = families[i % len(families)]
+        match = await start_match(alice, bob)
+        await asyncio.wait_for(playing_on(b, "bob", match), 10)
+        bob = await moved(b, "bob", bob)
+        if family == "resign/resign":
+            replies = await _race(alice.request("resign"), bob.request("resign"))
+        elif family == "report/report":
+            replies = await _race(alice.request("report win"), bob.request("report win"))
+        else:
+            await alice.call("report win")
+            await bob.next_push("result_claimed", timeout=10)
+            replies = await _race(alice.request("resign"),
+                                  bob.request("confirm", {"match": match}))
+        won = [r for r in replies if r["ok"]]
+        lost = [r for r in replies if not r["ok"]]
+        assert len(won) == 1 and len(lost) == 1, (family, replies)
+        assert lost[0]["error"]["code"] in ("conflict", "not_found"), (family, replies)
+        side = "alice" if replies[0]["ok"] else "bob"
+        outcomes[family][side] = outcomes[family].get(side, 0) + 1
+        if family == "report/report":  # the claim stands: its opponent answers it
+            answering = bob if side == "alice" else alice
+            await answering.next_push("result_claimed", timeout=10)
+            await answering.call("confirm", match=match)
+        await asyncio.wait_for(forgotten(a, b), 10)
+        bob = await moved(a, "bob", bob)
+    assert await replay_check(a.db) == REPLAY_CLEAN
+    assert postgres.query(str(a.db), "SELECT count(*) FROM matches WHERE status = 'finished'"
+                          ) == [(RACES * len(families),)]
+    figures[f"races between two nodes ({RACES} of each family), won by alice/bob"] = "; ".join(
+        f"{f}: {o.get('alice', 0)}/{o.get('bob', 0)}" for f, o in outcomes.items())
