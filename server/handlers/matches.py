@@ -10,6 +10,7 @@ from server.api import Game, LadderConfig, MatchFinished, RatedUnit
 from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
 from server.lobby.audience import Audience, to_players
 from server.protocol import push
+from server.store import invitations as stored_invitations
 from server.store import matches as stored
 from server.store import now, players, today
 from server.store.handle import WriteTx
@@ -171,10 +172,7 @@ async def invite(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     ladder = lobby.ladder(call.args["ladder"])
     target = _opponent(call, ladder, "You cannot invite yourself.")
-    if target.key in lobby.elsewhere:
-        raise fail("conflict", f"{target.name} is connected to another server of this lobby; "
-                               "matches between servers are not possible yet.")
-    if target.key not in lobby.online:
+    if target.key not in lobby.online and target.key not in lobby.elsewhere:
         raise fail("not_found", f"{target.name} is not online.")
     for who in (me, target):
         if who.name in lobby.match_of:
@@ -183,7 +181,12 @@ async def invite(call: Call) -> Any:
     inv = Invitation(me.name, target.name, ladder.name, length)
     fields = lobby.describe_match(ladder.name, me.name, target.name, length)
     _count_invitation(call, target)
+    if lobby.sharing is not None:  # its row decides an answer racing a withdrawal
+        lobby.invitations.stamp(inv)
+        await call.write(lambda tx: stored_invitations.put(
+            tx, target.key, me.key, ladder.name, length, inv.expires_at))
     replaced = lobby.invitations.add(inv)
+    lobby.invitations_changed(["add", inv.note()])
     call.push(to_players(target.name), push("invited", {
         "from": me.name, "ladder": ladder.name, "length": inv.shown_length,
         "expires_at": inv.expires_at, **fields}))
@@ -226,13 +229,20 @@ async def join(call: Call) -> Any:
         for who in (me.name, inviter.name):
             if who in lobby.match_of:
                 raise fail("conflict", f"{who} is already playing a match.")
-        if inviter.key not in lobby.online:
+        if inviter.key not in lobby.online and inviter.key not in lobby.elsewhere:
             raise fail("conflict", f"{inviter.name} is no longer online.")
     inv = _invitation_from(call, inviter)
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = -1  # reserved while saving
     summary = lobby.match_summary(LiveMatch(0, inv.ladder, inv.length, inviter.name, me.name))
+    gone = False  # the database says the invitation is no more
 
     async def job(tx: WriteTx) -> int:
+        nonlocal gone
+        if lobby.sharing is not None:
+            refusal = await _answerable(tx, me, inviter)
+            if refusal is not None:
+                gone = True
+                raise fail("not_found", refusal)
         mid = await stored.start_live(tx, inv.ladder, (inviter.name, inviter.id),
                                       (me.name, me.id), inv.length, today().isoformat(), now())
         summary["match"] = mid
@@ -244,20 +254,58 @@ async def join(call: Call) -> Any:
     except BaseException:
         lobby.match_of.pop(me.name, None)
         lobby.match_of.pop(inviter.name, None)
-        lobby.invitations.restore(inv)  # nothing was saved: it may be answered again
+        if not gone:
+            lobby.invitations.restore(inv)  # nothing was saved: it may be answered again
         raise
     lobby.begin_live(LiveMatch(mid, inv.ladder, inv.length, inviter.name, me.name))
     lobby.invitations.drop_sent(me.key)
     lobby.invitations.drop_received(inviter.key)
+    lobby.invitations_changed(["take", me.key, inviter.key], ["drop_sent", me.key],
+                              ["drop_received", inviter.key])
     call.push(to_players(inviter.name), push("match_started", summary))
     call.tell_status(inviter.name, me.name)
     return summary
 
 
+async def _answerable(tx: WriteTx, me: Player, inviter: Player) -> str | None:
+    """On a database nodes share, in the answer's transaction: the invitation's row is taken
+    and neither player has a live match. The refusal when the invitation is no more
+    (another node's withdrawal or answer took it first, or it expired)."""
+    row = await stored_invitations.take(tx, me.key, inviter.key)
+    if row is None:
+        return f"{inviter.name}'s invitation was withdrawn or answered a moment ago."
+    if row["expires_at"] is not None and row["expires_at"] <= now():
+        return f"{inviter.name}'s invitation has expired."
+    if await stored_invitations.playing(tx, me.id, inviter.id):
+        raise fail("conflict", f"{inviter.name} or you started another match a moment ago.")
+    await stored_invitations.drop(tx, sent_by=me.key, received_by=inviter.key)
+    return None
+
+
+async def _taken(call: Call, inv: Invitation, invitee: Player, inviter: Player,
+                 gone: str) -> None:
+    """A decline or a withdrawal, taken from the copy here: on a database nodes share, its
+    row too (``gone``: the refusal when another node's answer took it first); the other
+    nodes' copies follow."""
+    lobby = call.lobby
+    if lobby.sharing is not None:
+        try:
+            row = await call.write(lambda tx: stored_invitations.take(tx, invitee.key,
+                                                                      inviter.key))
+        except BaseException:
+            lobby.invitations.restore(inv)
+            raise
+        if row is None:
+            raise fail("not_found", gone)
+    lobby.invitations_changed(["take", invitee.key, inviter.key])
+
+
 async def decline(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     inviter = lobby.player(call.args["name"])
-    _invitation_from(call, inviter)
+    inv = _invitation_from(call, inviter)
+    await _taken(call, inv, me, inviter, f"{inviter.name}'s invitation was withdrawn or "
+                                         "answered a moment ago.")
     call.push(to_players(inviter.name), push("declined", {"by": me.name}))
     return {"declined": inviter.name}
 
@@ -270,6 +318,8 @@ async def uninvite(call: Call) -> Any:
         raise fail("not_found", f"You have not invited {invitee.name}.")
     if inv.expired:
         raise fail("not_found", f"Your invitation to {invitee.name} has expired.")
+    await _taken(call, inv, invitee, me, f"{invitee.name} answered your invitation a moment "
+                                         "ago.")
     call.push(to_players(invitee.name), push("invitation_withdrawn", {
         "from": me.name, "ladder": inv.ladder}))
     return {"withdrawn": invitee.name}

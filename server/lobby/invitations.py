@@ -12,6 +12,7 @@ import asyncio
 import calendar
 import time
 from collections.abc import Callable
+from typing import Any
 
 from server.lobby.state import Invitation
 
@@ -25,18 +26,45 @@ class Invitations:
         self.received: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
         self.sent: dict[str, dict[str, Invitation]] = {}  # inviter → invitee → it
 
-    def add(self, invitation: Invitation) -> bool:
-        """Record ``invitation`` (its expiry starts now); whether it replaced a standing one."""
-        invitee, inviter = invitation.invitee.casefold(), invitation.inviter.casefold()
-        old = self.take(invitee, inviter)
+    def stamp(self, invitation: Invitation) -> None:
+        """Its expiry: ``timeout`` from now (none when invitations stand until answered)."""
         if self.timeout > 0:
             invitation.expires_at = time.strftime(
                 "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.timeout))
-            invitation.timer = asyncio.get_running_loop().call_later(
-                self.timeout, self._expire, invitation)
+
+    def add(self, invitation: Invitation) -> bool:
+        """Record ``invitation``: one made here expires ``timeout`` from now (stamped now
+        unless it was a moment ago), another node's when its stamp says; whether it replaced
+        a standing one."""
+        invitee, inviter = invitation.invitee.casefold(), invitation.inviter.casefold()
+        old = self.take(invitee, inviter)
+        if invitation.here and invitation.expires_at is None:
+            self.stamp(invitation)
+        if invitation.expires_at is not None:
+            # here: to the fraction of a second the stamp leaves out
+            left = self.timeout if invitation.here else max(0.0, _left(invitation.expires_at))
+            invitation.timer = asyncio.get_running_loop().call_later(left, self._expire,
+                                                                     invitation)
         self.received.setdefault(invitee, {})[inviter] = invitation
         self.sent.setdefault(inviter, {})[invitee] = invitation
         return old is not None and not old.expired
+
+    def follow(self, op: list[Any]) -> None:
+        """Another node's change (:meth:`~server.lobby.lobby.Lobby.invitations_changed`)."""
+        match op:
+            case ["add", dict(fields)]:
+                self.add(Invitation(fields["inviter"], fields["invitee"], fields["ladder"],
+                                    fields["length"], fields["expires_at"], here=False))
+            case ["take", str(invitee), str(inviter)]:
+                self.take(invitee, inviter)
+            case ["drop_sent", str(key)]:
+                self.drop_sent(key)
+            case ["drop_received", str(key)]:
+                self.drop_received(key)
+            case ["drop_player", str(key)]:
+                self.drop_player(key)
+            case _:
+                raise ValueError(f"unknown invitation change {op!r}")
 
     def get(self, invitee: str, inviter: str) -> Invitation | None:
         """The invitation (expired or not) from ``inviter`` to ``invitee``."""
@@ -62,8 +90,7 @@ class Invitations:
         if invitation.expired or self.get(invitee, inviter) is not None:
             return
         if invitation.expires_at is not None:
-            left = calendar.timegm(time.strptime(invitation.expires_at, "%Y-%m-%dT%H:%M:%SZ")) \
-                - time.time()
+            left = _left(invitation.expires_at)
             if left <= 0:
                 return
             invitation.timer = asyncio.get_running_loop().call_later(left, self._expire,
@@ -99,3 +126,8 @@ class Invitations:
     def _forget(index: dict[str, dict[str, Invitation]], key: str) -> None:
         if not index.get(key, True):
             del index[key]
+
+
+def _left(expires_at: str) -> float:
+    """Seconds until ``expires_at`` (negative once past)."""
+    return calendar.timegm(time.strptime(expires_at, "%Y-%m-%dT%H:%M:%SZ")) - time.time()

@@ -28,6 +28,7 @@ from server.lobby.sharing import SharedPushes
 from server.lobby.state import Elsewhere, Invitation, LiveMatch, Player, Session
 from server.protocol import push
 from server.store import account_changes as stored_changes
+from server.store import invitations as stored_invitations
 from server.store import matches as stored_matches
 from server.store import now as timestamp
 from server.store import players as stored_players
@@ -210,7 +211,7 @@ class Lobby:
         if p is None or self.online.get(p.key) is not session:
             return
         del self.online[p.key]
-        self.invitations.drop_player(p.key)
+        self.drop_invitations(p.key)
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None and p.key not in self.elsewhere:  # not logged in on another node
             m.away_since[p.name] = time.monotonic()
@@ -243,8 +244,28 @@ class Lobby:
         fan_out([session], push("logged_out", {"reason": LOGGED_OUT[cause], "cause": cause}))
         self.sign_out(session)
 
+    def invitations_changed(self, *ops: list[Any]) -> None:
+        """The invitations changed here (``ops``: :meth:`Invitations.follow`'s): the other
+        nodes' copies follow."""
+        if self.sharing is not None:
+            for op in ops:
+                self.sharing.note({"invitations": op})
+
+    def drop_invitations(self, key: str) -> None:
+        """A player signed out: what they sent and received lapses without a word, here, in
+        the other nodes' copies and (on a database nodes share) in its rows."""
+        had = bool(self.invitations.sent.get(key) or self.invitations.received.get(key))
+        self.invitations.drop_player(key)
+        if had and self.sharing is not None:
+            self.invitations_changed(["drop_player", key])
+            self.sharing.write(lambda tx: stored_invitations.drop(tx, key, key),
+                               f"the invitations of {key}")
+
     def _invitation_expired(self, invitation: Invitation) -> None:
-        """Both players hear that an invitation lapsed unanswered."""
+        """Both players hear that an invitation lapsed unanswered (from the node that made
+        it: the others' copies expire silently)."""
+        if not invitation.here:
+            return
         self.publish(to_players(invitation.inviter, invitation.invitee),
                      push("invitation_expired", {"from": invitation.inviter,
                                                  "to": invitation.invitee,

@@ -132,7 +132,7 @@ class SharedPushes:
                     node.name, node.host, node.pid)
         self.lobby.deliver_to_everyone(push("refresh", {"reason": NODE_LOST}))
         name = node.name
-        self._write(lambda tx: tx.execute("DELETE FROM online WHERE node = ?", (name,)),
+        self.write(lambda tx: tx.execute("DELETE FROM online WHERE node = ?", (name,)),
                     "the online rows of a dead node")
 
     def _gone(self, node: str) -> None:
@@ -224,10 +224,10 @@ class SharedPushes:
                 await tx.execute("DELETE FROM pushes WHERE pos <= (SELECT value FROM counters "
                                  "WHERE name = 'push') - ?", (KEEP,))
 
-        self._write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
+        self.write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
                          "other nodes", pushes=len(held))
 
-    def _write(self, job: Any, what: str, pushes: int = 0) -> None:
+    def write(self, job: Any, what: str, pushes: int = 0) -> None:
         """Run ``job`` in the writer in the background (in order with the earlier ones)."""
         async def write() -> None:
             try:
@@ -293,6 +293,9 @@ class SharedPushes:
         lobby = self.lobby
         if "match" in note:
             lobby.followed(note["match"])
+            return
+        if "invitations" in note:
+            lobby.invitations.follow(note["invitations"])
             return
         told = []
         for name, status, since in note.get("presence", ()):

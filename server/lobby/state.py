@@ -92,6 +92,12 @@ class Invitation:
     expires_at: str | None = None  # None: it stands until answered
     expired: bool = False  # kept, so that answering it says it has expired
     timer: asyncio.TimerHandle | None = None
+    here: bool = True  # made on this node (which tells the players when it expires)
+
+    def note(self) -> dict[str, Any]:
+        """What the other nodes of the database keep of it (:mod:`server.lobby.sharing`)."""
+        return {"inviter": self.inviter, "invitee": self.invitee, "ladder": self.ladder,
+                "length": self.length, "expires_at": self.expires_at}
 
     @property
     def shown_length(self) -> int | str:

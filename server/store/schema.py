@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 MIGRATIONS: dict[int, str] = {
@@ -174,6 +174,20 @@ MIGRATIONS: dict[int, str] = {
     # jobs (server/store/pg/database.py), so no rating is computed from a stale cache.
     11: """
     INSERT INTO counters VALUES ('ratings', 0);
+    """,
+    # The standing invitations of a lobby whose nodes share a PostgreSQL database: the row
+    # decides an answer racing a withdrawal on another node (server/store/invitations.py).
+    # One node alone keeps them in memory only.
+    12: """
+    CREATE TABLE invitations (
+        invitee_key TEXT NOT NULL,
+        inviter_key TEXT NOT NULL,
+        ladder TEXT NOT NULL,
+        length INTEGER,
+        expires_at TEXT,
+        PRIMARY KEY (invitee_key, inviter_key)
+    ) WITHOUT ROWID;
+    CREATE INDEX invitations_inviter ON invitations (inviter_key);
     """,
 }
 

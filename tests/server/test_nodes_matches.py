@@ -114,6 +114,12 @@ async def _race(first: Any, second: Any) -> list[dict[str, Any]]:
     return list(await asyncio.gather(first, second))
 
 
+async def later(delay: float, request: Any) -> Any:
+    """``request`` sent ``delay`` seconds from now (the race's other side goes first)."""
+    await asyncio.sleep(delay)
+    return await request
+
+
 async def test_races_between_nodes_have_exactly_one_outcome(
         nodes: tuple[LobbyServer, LobbyServer], figures: dict[str, Any]) -> None:
     """alice on node a and bob on node b send, at the same moment, two commands only one of
@@ -158,3 +164,77 @@ async def test_races_between_nodes_have_exactly_one_outcome(
                           ) == [(RACES * len(families),)]
     figures[f"races between two nodes ({RACES} of each family), won by alice/bob"] = "; ".join(
         f"{f}: {o.get('alice', 0)}/{o.get('bob', 0)}" for f, o in outcomes.items())
+
+
+async def test_invitations_cross_nodes_and_their_row_decides_each_answer(
+        nodes: tuple[LobbyServer, LobbyServer], figures: dict[str, Any]) -> None:
+    """alice on node a invites bob on node b: he is told, lists it there, declines it
+    (alice is told); invited again, he joins on node b a match alice plays on node a. An
+    invitation withdrawn on one node as it is answered on the other: the row decides, once.
+    Who signs out takes their invitations with them, on every node."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    alice = await a.player("alice")
+    bob = await b.player("bob")
+    await asyncio.wait_for(online_on(a, "bob"), 10)
+
+    await alice.call("invite", name="bob", ladder="backgammon", length=3)
+    invited = await bob.next_push("invited", timeout=10)
+    assert (invited["data"]["from"], invited["data"]["length"]) == ("alice", 3)
+    listed = await bob.call("invitations")
+    assert [(i["from"], i["ladder"]) for i in listed["received"]] == [("alice", "backgammon")]
+    await bob.call("decline", name="alice")
+    assert (await alice.next_push("declined", timeout=10))["data"] == {"by": "bob"}
+    await asyncio.wait_for(no_invitations(a, b), 10)
+
+    await alice.call("invite", name="bob", ladder="backgammon")
+    await bob.next_push("invited", timeout=10)
+    started = await bob.call("join", name="alice")
+    assert (await alice.next_push("match_started", timeout=10))["data"] == started
+    await asyncio.wait_for(playing_on(a, "alice", started["match"]), 10)
+    await asyncio.wait_for(no_invitations(a, b), 10)
+    done = await alice.call("resign")
+    assert (await heard(bob, match_finished=1))["match_finished"] == [done]
+    await asyncio.wait_for(forgotten(a, b), 10)
+
+    joined = withdrawn = 0
+    for i in range(RACES):
+        await alice.call("invite", name="bob", ladder="backgammon")
+        await bob.next_push("invited", timeout=10)
+        replies = await _race(later(i % 4 * 0.004, alice.request("uninvite", {"name": "bob"})),
+                              bob.request("join", {"name": "alice"}))
+        assert [r["ok"] for r in replies].count(True) == 1, replies
+        assert all(r["ok"] or r["error"]["code"] in ("not_found", "conflict") for r in replies)
+        started = next((r for r in replies if r["ok"] and r["cmd"] == "join"), None)
+        if started is not None:
+            joined += 1
+            await asyncio.wait_for(playing_on(a, "alice", started["data"]["match"]), 10)
+            await alice.call("resign")
+            await asyncio.wait_for(forgotten(a, b), 10)
+        else:
+            withdrawn += 1
+        await asyncio.wait_for(no_invitations(a, b), 10)
+    assert joined + withdrawn == RACES
+    figures[f"uninvite on node a racing join on node b ({RACES} races)"] = (
+        f"joined {joined}, withdrawn {withdrawn}")
+
+    await alice.call("invite", name="bob", ladder="backgammon")
+    await bob.next_push("invited", timeout=10)
+    await alice.close()  # signs out: the invitation lapses everywhere
+    await asyncio.wait_for(no_invitations(a, b), 10)
+    assert postgres.query(str(a.db), "SELECT count(*) FROM invitations") == [(0,)]
+    assert await replay_check(a.db) == REPLAY_CLEAN
+
+
+async def online_on(node: LobbyServer, name: str) -> None:
+    assert node.server is not None
+    while name not in node.server.lobby.elsewhere and name not in node.server.lobby.online:
+        await asyncio.sleep(0.02)
+
+
+async def no_invitations(*servers: LobbyServer) -> None:
+    for node in servers:
+        assert node.server is not None
+        while node.server.lobby.invitations.received or node.server.lobby.invitations.sent:
+            await asyncio.sleep(0.02)

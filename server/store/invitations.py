@@ -1,0 +1,43 @@
+"""The invitations table: on a database several nodes share, an invitation's row decides
+whether an answer (join, decline) or a withdrawal comes first, whatever node each is sent
+to. Every node keeps a copy in memory (:mod:`server.lobby.invitations`) for listings and
+expiry; one node alone keeps only that."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store.handle import WriteTx
+
+LIVE_PLAYER = """SELECT 1 FROM match_players mp JOIN matches m ON m.id = mp.match_id
+    WHERE mp.player_id IN (?, ?) AND m.status IN ('playing', 'claimed', 'disputed') LIMIT 1"""
+
+
+async def put(tx: WriteTx, invitee_key: str, inviter_key: str, ladder: str,
+              length: int | None, expires_at: str | None) -> None:
+    """The invitation from ``inviter_key`` to ``invitee_key``, replacing a standing one."""
+    await tx.execute(
+        "INSERT INTO invitations (invitee_key, inviter_key, ladder, length, expires_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (invitee_key, inviter_key) DO UPDATE SET "
+        "ladder = excluded.ladder, length = excluded.length, expires_at = excluded.expires_at",
+        (invitee_key, inviter_key, ladder, length, expires_at))
+
+
+async def take(tx: WriteTx, invitee_key: str, inviter_key: str) -> Any | None:
+    """Remove the invitation; what it was (``None``: answered or withdrawn already)."""
+    return await tx.fetchone(
+        "DELETE FROM invitations WHERE invitee_key = ? AND inviter_key = ? "
+        "RETURNING ladder, length, expires_at", (invitee_key, inviter_key))
+
+
+async def drop(tx: WriteTx, sent_by: str | None = None, received_by: str | None = None) -> None:
+    """Every invitation ``sent_by`` one player and every one ``received_by`` one."""
+    if sent_by is not None:
+        await tx.execute("DELETE FROM invitations WHERE inviter_key = ?", (sent_by,))
+    if received_by is not None:
+        await tx.execute("DELETE FROM invitations WHERE invitee_key = ?", (received_by,))
+
+
+async def playing(tx: WriteTx, a: int, b: int) -> bool:
+    """Whether either player (by id) has a live match, as this transaction sees it."""
+    return await tx.fetchone(LIVE_PLAYER, (a, b)) is not None
