@@ -118,11 +118,12 @@ class CannotListen(Exception):
 
 async def serve_forever(config: Config, host: str | None = None, port: int | None = None) -> int:
     """Serve until SIGINT or SIGTERM; the exit status (1: the database failed while serving).
-    Raises ``DatabaseProblem`` when another ``serve`` holds the database (:mod:`serve_lock`)."""
+    Raises ``DatabaseProblem`` when another ``serve`` holds the SQLite file, or this node's
+    name on PostgreSQL (:mod:`serve_lock`)."""
     before, after = raise_open_file_limit()
     if after > before:
         log.info("open-file limit raised from %d to %d", before, after)
-    async with serving(config.database):
+    async with serving(config.database, config.node_name):
         return await _serve(config, host, port)
 
 

@@ -1,15 +1,18 @@
-"""One ``matchlobby serve`` a database, said plainly to the second one.
+"""One ``matchlobby serve`` a SQLite file, one a node name on PostgreSQL, said plainly to
+the second one.
 
-The lobby's state (who is online, the live matches, the invitations, the ladders' caches,
-the ids it hands out) lives in the serving process; a second ``serve`` on the same database
-would disagree with the first about all of it and hand out the same ids. So ``serve`` holds
-a lock for as long as it runs, and a second one refuses to start, naming the database:
+On SQLite the lobby's state (who is online, the live matches, the invitations, the
+ladders' caches, the ids it hands out) lives in the serving process; a second ``serve`` on
+the same file would disagree with the first about all of it. So ``serve`` holds ``flock`` on
+the database file itself for as long as it runs (SQLite's own locks are POSIX record locks,
+which ``flock`` does not touch; the kernel drops it when the process ends, however it ends),
+and a second one refuses to start, naming the file.
 
-- on SQLite, ``flock`` on the database file itself (SQLite's own locks are POSIX record
-  locks, which ``flock`` does not touch); the kernel drops it when the process ends, however
-  it ends;
-- on PostgreSQL, a session advisory lock on a connection of its own, dropped by the server
-  when that connection ends (a killed process's too).
+On PostgreSQL several ``serve`` processes share the database as the lobby's nodes
+(:mod:`server.lobby.sharing`), each under its own name (``[server] node``, or the host and
+the pid): the lock is a session advisory lock on that name, on a connection of its own,
+dropped by the server when that connection ends (a killed process's too). A second node
+under a name in use refuses to start.
 
 Command-line tools (``replay``, ``user add``, ``rate``) do not take it: they share the
 database with a running server as before.
@@ -28,16 +31,19 @@ from server.store.dbcheck import DatabaseProblem
 
 SERVE_LOCK = 0x6D6C7376  # pg_try_advisory_lock's key held while serving ("mlsv")
 
-ALREADY = ("another matchlobby serve is running on this database; the lobby is one process "
-           "a database: stop that one first, or give this one another --db")
+ALREADY = ("another matchlobby serve is running on this database; on SQLite the lobby is one "
+           "process a database: stop that one first, or give this one another --db")
+NAME_TAKEN = ("another matchlobby serve named {node!r} is running on this database; give "
+              "this one another [server] node name (or none: the host and the pid), or stop "
+              "that one first")
 
 
 @contextlib.asynccontextmanager
-async def serving(database: str) -> AsyncIterator[None]:
-    """Hold the database's serve lock for the ``with`` block; ``DatabaseProblem`` if another
-    process holds it."""
+async def serving(database: str, node: str = "") -> AsyncIterator[None]:
+    """Hold the serve lock (the file's; on PostgreSQL, the node name's) for the ``with``
+    block; ``DatabaseProblem`` if another process holds it."""
     if is_postgres(database):
-        async with _pg_lock(database):
+        async with _pg_lock(database, node):
             yield
         return
     with _file_lock(database):
@@ -65,7 +71,7 @@ def _file_lock(path: str) -> Iterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def _pg_lock(url: str) -> AsyncIterator[None]:
+async def _pg_lock(url: str, node: str) -> AsyncIterator[None]:
     from server.store.pg.port import connect
 
     try:
@@ -74,8 +80,9 @@ async def _pg_lock(url: str) -> AsyncIterator[None]:
         yield  # opening the database next says what is wrong, as without the lock
         return
     try:
-        if not await conn.fetchval(f"SELECT pg_try_advisory_lock({SERVE_LOCK})"):
-            raise DatabaseProblem(f"{shown(url)}: {ALREADY}")
+        if not await conn.fetchval(f"SELECT pg_try_advisory_lock({SERVE_LOCK}, hashtext($1))",
+                                   node):
+            raise DatabaseProblem(f"{shown(url)}: {NAME_TAKEN.format(node=node)}")
         yield
     finally:
         with contextlib.suppress(Exception):

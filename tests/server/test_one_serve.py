@@ -1,13 +1,17 @@
-"""One ``matchlobby serve`` a database: a second one on the same SQLite file or PostgreSQL
-database refuses to start with one clear line and exit status 2, while the first goes on
-serving; once the first has stopped, or been killed, the database can be served again."""
+"""One ``matchlobby serve`` a SQLite file, one a node name on a PostgreSQL database: a
+second one refuses to start with one clear line and exit status 2, while the first goes on
+serving; once the first has stopped, or been killed, it can be served again. Under another
+name (the default: the host and the pid), a second serve on PostgreSQL is another node of
+the same lobby."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import pytest
 from testkit.children import die_with_parent
 from testkit.cli import cli_env, matchlobby_command
 from testkit.constants import ADMIN
@@ -34,7 +38,11 @@ async def whois_admin(url: str) -> bool:
 
 
 async def test_a_second_serve_on_the_same_database_refuses_and_the_first_serves_on(
-        db_path: Path, fast_config: Path, tmp_path: Path) -> None:
+        db_path: Path, fast_config: Path, tmp_path: Path, backend: str) -> None:
+    if backend == "postgresql":  # one name for both: the second would be the same node
+        named = tmp_path / "named.toml"
+        named.write_text('[server]\nnode = "main"\n\n' + fast_config.read_text())
+        fast_config = named
     first = ServerProcess(db_path, fast_config, log=tmp_path / "first.log").start()
     try:
         await first.ready()
@@ -44,7 +52,9 @@ async def test_a_second_serve_on_the_same_database_refuses_and_the_first_serves_
         lines = refused.stderr.splitlines()
         assert len(lines) == 1, refused.stderr  # one line, no traceback
         assert lines[0].startswith("matchlobby serve: "), lines
-        assert "another matchlobby serve is running on this database" in lines[0], lines
+        assert ("another matchlobby serve named 'main' is running on this database"
+                if backend == "postgresql" else
+                "another matchlobby serve is running on this database") in lines[0], lines
         assert await whois_admin(first.url)  # the first is untouched
     finally:
         first.stop()
@@ -64,3 +74,38 @@ async def test_a_second_serve_on_the_same_database_refuses_and_the_first_serves_
         assert await whois_admin(third.url)
     finally:
         third.stop()
+
+
+async def test_two_serves_on_one_postgresql_database_are_one_lobby(
+        db_path: Path, fast_config: Path, tmp_path: Path, backend: str) -> None:
+    """Each under its own default name: both serve; a player registered on one is found
+    (within the accounts' poll, a quarter of a second), and shown online, on the other (the
+    second used to answer "No player named ..." for good)."""
+    if backend != "postgresql":
+        pytest.skip("several nodes share a PostgreSQL database; SQLite has one process")
+    one = ServerProcess(db_path, fast_config, log=tmp_path / "one.log").start()
+    two = ServerProcess(db_path, fast_config, log=tmp_path / "two.log").start()
+    try:
+        await one.ready()
+        await two.ready()
+        bob = LobbyClient(one.url, reconnect=False)
+        await bob.connect()
+        await bob.register("bob", "bob-password")
+        watcher = LobbyClient(two.url, reconnect=False)
+        await watcher.connect()
+        try:
+            async def online() -> dict[str, Any]:
+                while True:
+                    reply = await watcher.request("whois", {"name": "bob"})
+                    if reply["ok"] and reply["data"]["online"]:
+                        return dict(reply["data"])
+                    await asyncio.sleep(0.1)
+
+            seen = await asyncio.wait_for(online(), 20)
+            assert (seen["player"], seen["status"]) == ("bob", "ready")
+        finally:
+            await bob.close()
+            await watcher.close()
+    finally:
+        one.stop()
+        two.stop()
