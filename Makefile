@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean browser compiler postgres
+.PHONY: serve test lint bench clean browser compiler postgres balancer
 
 # Plugins only the tests load (tests/plugins/*, each a package of its own): installed apart, in
 # $(TEST_SITE), which conftest.py puts on the path of the tests and of the processes they start.
@@ -67,7 +67,18 @@ postgres:
 # One PostgreSQL cluster serves the whole run (tests/kit/testkit/session.py).
 TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 1) )))
 
-test: lint browser compiler postgres
+# The several-servers test runs HAProxy from docs/haproxy.cfg: install it on a clean machine
+# (as root).
+balancer:
+	@if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy; \
+	  else \
+	    echo "note: HAProxy is missing (as root: apt-get install haproxy); the balancer test will be skipped"; \
+	  fi; \
+	fi
+
+test: lint browser compiler postgres balancer
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.
