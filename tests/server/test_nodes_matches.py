@@ -6,7 +6,6 @@ exactly one outcome, whatever node each side is on."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import pytest
@@ -14,13 +13,16 @@ from testkit import postgres
 from testkit.cli import replay_check
 from testkit.clients import heard, start_match
 from testkit.server_loop import LobbyServer
+from testkit.sizes import count
 
 from clients import LobbyClient
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
 
 REPLAY_CLEAN = (0, "replay --check: every rating agrees with the match log\n")
-RACES = int(os.environ.get("MATCHLOBBY_NODE_RACES", "6"))
+RACES = count("MATCHLOBBY_NODE_RACES", 96)  # races between nodes, all families together
+PAIRS = 8  # pairs of players racing at once
+INVITATION_RACES = 8
 
 
 async def playing_on(node: LobbyServer, name: str, match: int) -> None:
@@ -122,48 +124,66 @@ async def later(delay: float, request: Any) -> Any:
 
 async def test_races_between_nodes_have_exactly_one_outcome(
         nodes: tuple[LobbyServer, LobbyServer], figures: dict[str, Any]) -> None:
-    """alice on node a and bob on node b send, at the same moment, two commands only one of
-    which can be: both resign, both claim a win, or (alice having claimed) alice resigns as
-    bob confirms. The match's row, read under the write lock, decides: one succeeds, the
-    other is refused (``conflict``, or ``not_found`` once its node has heard the match
-    ended, as on one node; never ``internal``), and the log's replay agrees."""
+    """In each of :data:`PAIRS` pairs at once, one player on node a and the other on node b
+    (invited across the nodes) send, at the same moment, two commands only one of which can
+    be: both resign, both claim a win, or (the first having claimed) the first resigns as
+    the second confirms. The match's row, read under the write lock, decides: one succeeds,
+    the other is refused (``conflict``, or ``not_found`` once its node has heard the match
+    ended, as on one node; never ``internal``), and the log's replay agrees.
+    ``MATCHLOBBY_NODE_RACES`` races in all (at least one of each family for each pair)."""
     a, b = nodes
     await a.start()
     await b.start()
-    alice, bob = await a.players("alice", "bob")
     families = ("resign/resign", "report/report", "resign/confirm")
+    rounds = max(1, -(-RACES // (PAIRS * len(families))))
     outcomes: dict[str, dict[str, int]] = {f: {} for f in families}
-    for i in range(RACES * len(families)):
-        family = families[i % len(families)]
-        match = await start_match(alice, bob)
-        await asyncio.wait_for(playing_on(b, "bob", match), 10)
-        bob = await moved(b, "bob", bob)
-        if family == "resign/resign":
-            replies = await _race(alice.request("resign"), bob.request("resign"))
-        elif family == "report/report":
-            replies = await _race(alice.request("report win"), bob.request("report win"))
-        else:
-            await alice.call("report win")
-            await bob.next_push("result_claimed", timeout=10)
-            replies = await _race(alice.request("resign"),
-                                  bob.request("confirm", {"match": match}))
-        won = [r for r in replies if r["ok"]]
-        lost = [r for r in replies if not r["ok"]]
-        assert len(won) == 1 and len(lost) == 1, (family, replies)
-        assert lost[0]["error"]["code"] in ("conflict", "not_found"), (family, replies)
-        side = "alice" if replies[0]["ok"] else "bob"
-        outcomes[family][side] = outcomes[family].get(side, 0) + 1
-        if family == "report/report":  # the claim stands: its opponent answers it
-            answering = bob if side == "alice" else alice
-            await answering.next_push("result_claimed", timeout=10)
-            await answering.call("confirm", match=match)
-        await asyncio.wait_for(forgotten(a, b), 10)
-        bob = await moved(a, "bob", bob)
+
+    async def pair(k: int) -> int:
+        first, second = f"x{k}", f"y{k}"
+        one, other = await a.player(first), await b.player(second)
+        await asyncio.wait_for(online_on(a, second), 10)
+        races = 0
+        for i in range(rounds * len(families)):
+            family = families[i % len(families)]
+            match = await start_match(one, other)
+            await asyncio.wait_for(playing_on(b, first, match), 10)
+            if family == "resign/resign":
+                replies = await _race(one.request("resign"), other.request("resign"))
+            elif family == "report/report":
+                replies = await _race(one.request("report win"), other.request("report win"))
+            else:
+                await one.call("report win")
+                await other.next_push("result_claimed", timeout=10)
+                replies = await _race(one.request("resign"),
+                                      other.request("confirm", {"match": match}))
+            won = [r for r in replies if r["ok"]]
+            lost = [r for r in replies if not r["ok"]]
+            assert len(won) == 1 and len(lost) == 1, (family, replies)
+            assert lost[0]["error"]["code"] in ("conflict", "not_found"), (family, replies)
+            side = "first" if replies[0]["ok"] else "second"
+            outcomes[family][side] = outcomes[family].get(side, 0) + 1
+            if family == "report/report":  # the claim stands: its opponent answers it
+                answering = other if side == "first" else one
+                await answering.next_push("result_claimed", timeout=10)
+                await answering.call("confirm", match=match)
+            await asyncio.wait_for(free(first, second), 10)
+            races += 1
+        return races
+
+    async def free(*names: str) -> None:
+        for node in (a, b):
+            assert node.server is not None
+            while any(n in node.server.lobby.match_of for n in names):
+                await asyncio.sleep(0.02)
+
+    raced = sum(await asyncio.gather(*(pair(k) for k in range(PAIRS))))
+    assert raced == PAIRS * rounds * len(families) >= RACES
     assert await replay_check(a.db) == REPLAY_CLEAN
     assert postgres.query(str(a.db), "SELECT count(*) FROM matches WHERE status = 'finished'"
-                          ) == [(RACES * len(families),)]
-    figures[f"races between two nodes ({RACES} of each family), won by alice/bob"] = "; ".join(
-        f"{f}: {o.get('alice', 0)}/{o.get('bob', 0)}" for f, o in outcomes.items())
+                          ) == [(raced,)]
+    figures[f"races between two nodes ({raced}, {PAIRS} pairs at once), won by the side on "
+            "node a / node b"] = "; ".join(
+        f"{f}: {o.get('first', 0)}/{o.get('second', 0)}" for f, o in outcomes.items())
 
 
 async def test_invitations_cross_nodes_and_their_row_decides_each_answer(
@@ -199,7 +219,7 @@ async def test_invitations_cross_nodes_and_their_row_decides_each_answer(
     await asyncio.wait_for(forgotten(a, b), 10)
 
     joined = withdrawn = 0
-    for i in range(RACES):
+    for i in range(INVITATION_RACES):
         await alice.call("invite", name="bob", ladder="backgammon")
         await bob.next_push("invited", timeout=10)
         replies = await _race(later(i % 4 * 0.004, alice.request("uninvite", {"name": "bob"})),
@@ -215,8 +235,8 @@ async def test_invitations_cross_nodes_and_their_row_decides_each_answer(
         else:
             withdrawn += 1
         await asyncio.wait_for(no_invitations(a, b), 10)
-    assert joined + withdrawn == RACES
-    figures[f"uninvite on node a racing join on node b ({RACES} races)"] = (
+    assert joined + withdrawn == INVITATION_RACES
+    figures[f"uninvite on node a racing join on node b ({INVITATION_RACES} races)"] = (
         f"joined {joined}, withdrawn {withdrawn}")
 
     await alice.call("invite", name="bob", ladder="backgammon")

@@ -246,3 +246,59 @@ async def test_each_node_rates_from_what_every_node_committed(
         assert {p["player"]: p["games"] for p in on_a} == {"alice": played, "bob": played}
     assert await replay_check(a.db) == (0, "replay --check: every rating agrees with the "
                                            "match log\n")
+
+
+async def test_a_feed_whose_connection_is_killed_reconnects_and_loses_no_push(
+        nodes: tuple[LobbyServer, LobbyServer], figures: dict[str, Any]) -> None:
+    """Node b's feed connection is killed by PostgreSQL (``pg_terminate_backend``) while
+    players on node a finish match after match: b reconnects, reads what it missed by
+    position, and its watcher hears every ``match_finished`` once, in order (or is told to
+    ``refresh``); the ladder read on b is then a's."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    assert b.server is not None and b.server.lobby.sharing is not None
+    feed = b.server.lobby.sharing.feed
+    watcher = await b.client()
+    await watcher.watch("backgammon")
+    pairs = [await a.players(f"w{k}", f"l{k}") for k in range(3)]
+    acked: list[int] = []
+    stop = asyncio.Event()
+
+    async def churn(winner: LobbyClient, loser: LobbyClient) -> None:
+        while not stop.is_set():
+            acked.append((await play(winner, loser))["match"])
+
+    async def kill_feed() -> None:
+        while len(acked) < 6:
+            await asyncio.sleep(0.01)
+        pid = feed._conn.get_server_pid()
+        assert postgres.query(str(a.db), "SELECT pg_terminate_backend(?)", (pid,)) == [(True,)]
+        while feed.reconnects == 0 or len(acked) < 18:
+            await asyncio.sleep(0.01)
+        stop.set()
+
+    await asyncio.gather(kill_feed(), *(churn(w, lo) for w, lo in pairs))
+    seen: list[int] = []
+    refreshed = False
+
+    async def hear_all() -> None:
+        nonlocal refreshed
+        while not refreshed and sorted(seen) != sorted(acked):
+            push = await watcher.next_push(timeout=10)
+            if push["event"] == "match_finished":
+                seen.append(push["data"]["match"])
+            refreshed = refreshed or push["event"] == "refresh"
+
+    await asyncio.wait_for(hear_all(), 20)
+    assert feed.reconnects >= 1
+    if not refreshed:  # once each, in commit order (the rating order, ``seq``)
+        committed = [r[0] for r in postgres.query(
+            str(a.db), "SELECT id FROM matches WHERE status = 'finished' ORDER BY seq")]
+        assert seen == committed and sorted(seen) == sorted(acked), (seen, committed)
+    ladders = [(await c.call("ladder", ladder="backgammon", all=True))["players"]
+               for c in (watcher, pairs[0][0])]
+    assert ladders[0] == ladders[1]
+    figures["node b's feed killed mid-load"] = (
+        f"{len(acked)} matches finished on node a, {len(seen)} heard on b once each in order, "
+        f"{feed.reconnects} reconnection(s), refresh: {refreshed}")
