@@ -26,8 +26,16 @@ def check_score(length: int | None, winner_score: int, loser_score: int) -> None
                                   f"reaches {length}, the loser stays below it.")
 
 
-def my_match(call: Call) -> LiveMatch:
-    mid = call.lobby.match_of.get(call.me.name)
+async def my_match(call: Call) -> LiveMatch:
+    lobby = call.lobby
+    mid = lobby.match_of.get(call.me.name)
+    if lobby.sharing is not None and lobby.sharing.alive and (mid is None or mid > 0):
+        # other nodes: the match may have been started, or ended, there a moment ago
+        row = await stored.live_of(lobby.db, call.me.id)
+        mine = lobby.matches.get(mid or 0)
+        if mine is not None and (row is None or row["id"] != mine.id):
+            lobby.end_live(mine, here=False)  # its node's note is on its way
+        mid = await _started_elsewhere(call, row)
     if mid is None:
         raise fail("conflict", "You are not playing a match.")
     m = call.lobby.matches.get(mid)
@@ -36,8 +44,22 @@ def my_match(call: Call) -> LiveMatch:
     return m
 
 
-def match_for(call: Call, match_id: int) -> LiveMatch:
+async def _started_elsewhere(call: Call, row: Any | None) -> int | None:
+    """A live match another node started whose note has not reached this node yet, as its
+    row says (a database nodes share): this node follows it from now on; its id."""
+    lobby = call.lobby
+    if row is None or row["status"] not in LIVE:
+        return None
+    if row["id"] not in lobby.matches:
+        lobby.follow_row(row)
+    return int(row["id"])
+
+
+async def match_for(call: Call, match_id: int) -> LiveMatch:
     me = call.me
+    sharing = call.lobby.sharing
+    if match_id not in call.lobby.matches and sharing is not None and sharing.alive:
+        await _started_elsewhere(call, await stored.get(call.lobby.db, match_id))
     m = call.lobby.matches.get(match_id)
     if m is None:
         raise fail("not_found", f"No live match {match_id}.")
@@ -175,7 +197,7 @@ async def invite(call: Call) -> Any:
     if target.key not in lobby.online and target.key not in lobby.elsewhere:
         raise fail("not_found", f"{target.name} is not online.")
     for who in (me, target):
-        if who.name in lobby.match_of:
+        if await _playing(call, who):
             raise fail("conflict", f"{who.name} is already playing a match.")
     length = _length(call)
     inv = Invitation(me.name, target.name, ladder.name, length)
@@ -211,6 +233,39 @@ def _count_invitation(call: Call, target: Player) -> None:
                                f"invitations a minute); {wait}.")
 
 
+async def _playing(call: Call, who: Player) -> bool:
+    """Whether ``who`` plays a live match. On a database nodes share, this node's copy may
+    not have heard yet that a match another node ended has ended: its row says."""
+    lobby = call.lobby
+    mid = lobby.match_of.get(who.name)
+    if mid is None:
+        return False
+    if lobby.sharing is None or not lobby.sharing.alive or mid < 0:
+        return True
+    row = await stored.get(lobby.db, mid)
+    if row is not None and row["status"] in LIVE:
+        return True
+    m = lobby.matches.get(mid)
+    if m is not None:
+        lobby.end_live(m, here=False)  # its node's note is on its way
+    return False
+
+
+async def _learn(call: Call, invitee: Player, inviter: Player) -> None:
+    """On a database nodes share, an invitation made on another node that this node's copy
+    has not heard of yet (its note is on its way) is read from its row."""
+    lobby = call.lobby
+    if lobby.sharing is None or not lobby.sharing.alive or \
+            lobby.invitations.get(invitee.key, inviter.key) is not None:
+        return  # alone, this node's copy is the whole truth
+    row = await stored_invitations.find(lobby.db, invitee.key, inviter.key)
+    if row is None or (row["expires_at"] is not None and row["expires_at"] <= now()):
+        return
+    if lobby.invitations.get(invitee.key, inviter.key) is None:
+        lobby.invitations.add(Invitation(inviter.name, invitee.name, row["ladder"],
+                                         row["length"], row["expires_at"], here=False))
+
+
 def _invitation_from(call: Call, inviter: Player) -> Invitation:
     """The caller's standing invitation from ``inviter``, taken (it is answered now)."""
     inv = call.lobby.invitations.take(call.me.key, inviter.key)
@@ -224,12 +279,15 @@ def _invitation_from(call: Call, inviter: Player) -> Invitation:
 async def join(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     inviter = lobby.player(call.args["name"])
+    await _learn(call, me, inviter)
     inv = lobby.invitations.get(me.key, inviter.key)
     if inv is not None and not inv.expired:
-        for who in (me.name, inviter.name):
-            if who in lobby.match_of:
-                raise fail("conflict", f"{who} is already playing a match.")
-        if inviter.key not in lobby.online and inviter.key not in lobby.elsewhere:
+        for who in (me, inviter):
+            if await _playing(call, who):
+                raise fail("conflict", f"{who.name} is already playing a match.")
+        # (on a database nodes share, an inviter who left took the invitation's row along,
+        # which the join's transaction finds; this node may not have heard of it yet)
+        if inviter.key not in lobby.online and lobby.sharing is None:
             raise fail("conflict", f"{inviter.name} is no longer online.")
     inv = _invitation_from(call, inviter)
     lobby.match_of[me.name] = lobby.match_of[inviter.name] = -1  # reserved while saving
@@ -303,6 +361,7 @@ async def _taken(call: Call, inv: Invitation, invitee: Player, inviter: Player,
 async def decline(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     inviter = lobby.player(call.args["name"])
+    await _learn(call, me, inviter)
     inv = _invitation_from(call, inviter)
     await _taken(call, inv, me, inviter, f"{inviter.name}'s invitation was withdrawn or "
                                          "answered a moment ago.")
@@ -313,6 +372,7 @@ async def decline(call: Call) -> Any:
 async def uninvite(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     invitee = lobby.player(call.args["name"])
+    await _learn(call, invitee, me)
     inv = lobby.invitations.take(invitee.key, me.key)
     if inv is None:
         raise fail("not_found", f"You have not invited {invitee.name}.")
@@ -338,7 +398,7 @@ async def invitations(call: Call) -> Any:
 
 
 async def resign(call: Call) -> Any:
-    m = my_match(call)
+    m = await my_match(call)
     if m.status == "disputed":
         raise fail("conflict", f"Match {m.id} is disputed; an admin will decide it.")
     return await finish(call, m, m.opponent(call.me.name), "resign",
@@ -346,7 +406,7 @@ async def resign(call: Call) -> Any:
 
 
 async def report_win(call: Call) -> Any:
-    m = my_match(call)
+    m = await my_match(call)
     me = call.me.name
     if m.status != "playing" or m.busy:
         raise fail("conflict", f"Match {m.id} is {m.status}; a win can be reported only once.")
@@ -377,8 +437,8 @@ async def report_win(call: Call) -> Any:
     return data
 
 
-def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
-    m = match_for(call, match_id)
+async def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
+    m = await match_for(call, match_id)
     if m.status != "claimed" or m.claimed_by is None:
         raise fail("conflict", f"Match {m.id} has no claimed result to answer.")
     if m.claimed_by == call.me.name:
@@ -387,14 +447,14 @@ def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
 
 
 async def confirm(call: Call) -> Any:
-    m = _claim_to_answer(call, call.args["match"])
+    m = await _claim_to_answer(call, call.args["match"])
     assert m.claimed_by is not None
     return await finish(call, m, m.claimed_by, "confirm", m.claim_scores,
                         statuses=("claimed",), claimed_by=m.claimed_by)
 
 
 async def dispute(call: Call) -> Any:
-    m = _claim_to_answer(call, call.args["match"])
+    m = await _claim_to_answer(call, call.args["match"])
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
     m.busy = True
@@ -415,7 +475,7 @@ async def dispute(call: Call) -> Any:
 
 
 async def claim(call: Call) -> Any:
-    m = match_for(call, call.args["match"])
+    m = await match_for(call, call.args["match"])
     me = call.me.name
     other = m.opponent(me)
     if m.status == "disputed":
@@ -432,7 +492,7 @@ async def claim(call: Call) -> Any:
 
 
 async def abort(call: Call) -> Any:
-    m = my_match(call)
+    m = await my_match(call)
     me = call.me.name
     if m.status == "disputed":
         raise fail("conflict", f"Match {m.id} is disputed; an admin will decide it.")

@@ -372,6 +372,10 @@ class Lobby:
         self.matches[m.id] = m
         self.match_of[m.a] = self.match_of[m.b] = m.id
 
+    def follow_row(self, row: Any) -> None:
+        """A live match another node started, read from its row before its note came."""
+        self._follow_live(self._live_from_row(row))
+
     def followed(self, note: dict[str, Any]) -> None:
         """Another node started, changed or ended a live match (:meth:`live_changed`)."""
         m = self.matches.get(note["id"])

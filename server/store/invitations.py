@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.store.handle import WriteTx
+from server.store.handle import Reads, WriteTx
 
 LIVE_PLAYER = """SELECT 1 FROM match_players mp JOIN matches m ON m.id = mp.match_id
     WHERE mp.player_id IN (?, ?) AND m.status IN ('playing', 'claimed', 'disputed') LIMIT 1"""
@@ -21,6 +21,13 @@ async def put(tx: WriteTx, invitee_key: str, inviter_key: str, ladder: str,
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (invitee_key, inviter_key) DO UPDATE SET "
         "ladder = excluded.ladder, length = excluded.length, expires_at = excluded.expires_at",
         (invitee_key, inviter_key, ladder, length, expires_at))
+
+
+async def find(db: Reads, invitee_key: str, inviter_key: str) -> Any | None:
+    """The invitation as committed (``ladder``, ``length``, ``expires_at``), if it stands."""
+    return await db.fetchone_soon(
+        "SELECT ladder, length, expires_at FROM invitations WHERE invitee_key = ? AND "
+        "inviter_key = ?", (invitee_key, inviter_key))
 
 
 async def take(tx: WriteTx, invitee_key: str, inviter_key: str) -> Any | None:

@@ -72,6 +72,14 @@ async def state_in(tx: WriteTx, match_id: int) -> Any | None:
     return await tx.fetchone("SELECT status, claimed_by FROM matches WHERE id = ?", (match_id,))
 
 
+async def live_of(db: Reads, player_id: int) -> Any | None:
+    """The live match ``player_id`` plays, as committed (none: ``None``)."""
+    return await db.fetchone_soon(
+        "SELECT m.* FROM matches m JOIN match_players mp ON mp.match_id = m.id "
+        "WHERE mp.player_id = ? AND m.status IN ('playing', 'claimed', 'disputed') "
+        "ORDER BY m.id DESC LIMIT 1", (player_id,))
+
+
 async def get(db: Reads, match_id: int) -> Any | None:
     return await db.fetchone("SELECT * FROM matches WHERE id = ?", (match_id,))
 
