@@ -37,6 +37,7 @@ class AccountWatch:
         self._version: int | None = None
         self.top_player = 0  # the newest account known here
         self._task: asyncio.Task[None] | None = None
+        self._polling = asyncio.Lock()  # a poll asked by the push feed waits for this task's
 
     async def start(self) -> None:
         self.last = await stored.latest(self.lobby.db)
@@ -68,6 +69,10 @@ class AccountWatch:
     async def poll(self) -> int:
         """Learn the accounts made and apply the changes committed since the last poll; how
         many changes there were."""
+        async with self._polling:
+            return await self._poll()
+
+    async def _poll(self) -> int:
         version = self.lobby.db.data_version()  # read first: a commit after it shows next time
         if version is not None and version == self._version:
             return 0

@@ -34,7 +34,6 @@ class Presence:
         self.listeners: set[Session] = set()
         self.pending: dict[str, str] = {}  # the players changed since the last push, by key
         self.comings: set[str] = set()  # those of them who logged in or out
-        self.here: set[str] = set()  # those of them whose change happened on this node
         self._due: asyncio.Handle | None = None
         self._last = float("-inf")  # when the last push went (the loop's clock)
         self.pushes = 0  # presence pushes sent (each to one connection)
@@ -48,12 +47,20 @@ class Presence:
     def changed(self, names: Iterable[str], coming: bool = False, here: bool = True) -> None:
         """These players' status changed (``coming``: they logged in or out; ``here``: on this
         node, not told by another): they are in the next push."""
+        names = list(names)
         for name in names:
             self.pending[name.casefold()] = name
             if coming:
                 self.comings.add(name.casefold())
-            if here:
-                self.here.add(name.casefold())
+        sharing = self.lobby.sharing
+        if here and sharing is not None and sharing.alive:
+            # the other nodes hear it now (their listeners at their own pace): a claim there
+            # against a player who left here must not wait for this node's next push
+            lobby = self.lobby
+            sharing.presence([
+                (name, self.status(name),
+                 lobby.online[key].logged_in_at if key in lobby.online else 0.0)
+                for name in names if (key := name.casefold()) not in lobby.elsewhere])
         if self._due is None and self.pending:
             loop = asyncio.get_running_loop()
             wait = self._last + self.interval - loop.time()
@@ -75,17 +82,10 @@ class Presence:
         self._last = asyncio.get_running_loop().time()
         pending, self.pending = self.pending, {}
         comings, self.comings = self.comings, set()
-        here, self.here = self.here, set()
         if not pending:
             return
         entries = {key: {"player": name, "status": self.status(name)}
                    for key, name in pending.items()}
-        if self.lobby.sharing is not None and here:
-            online = self.lobby.online
-            self.lobby.sharing.presence([
-                (pending[key], entries[key]["status"],
-                 online[key].logged_in_at if key in online else 0.0)
-                for key in here if key not in self.lobby.elsewhere])
         own: dict[str, list[Session]] = {}  # listeners whose own account changed
         everything: list[Session] = []
         for s in self.listeners:

@@ -20,6 +20,7 @@ missed pushes that were pruned.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -248,6 +249,10 @@ class SharedPushes:
             await self._follow()
         if RELOAD_LIVE in notes:
             await self._reload_live()
+        if any(name.casefold() not in self.lobby.players for name in self._named(notes)):
+            # a player who registered there a moment ago: known here before shown online
+            with contextlib.suppress(Exception):
+                await self.lobby.account_watch.poll()
         for p in pushes:
             if p.origin == self.node:
                 continue  # delivered here when it was shared
@@ -262,6 +267,16 @@ class SharedPushes:
                 log.error("push %d from node %s cannot be read; skipped", p.pos, p.origin)
                 continue
             self.lobby.deliver(audience, message)
+
+    @staticmethod
+    def _named(notes: set[str]) -> list[str]:
+        """The players the presence notes among ``notes`` name."""
+        names = []
+        for body in notes:
+            if body.startswith('{"presence"'):
+                with contextlib.suppress(ValueError, TypeError, IndexError):
+                    names += [entry[0] for entry in orjson.loads(body)["presence"]]
+        return names
 
     async def _follow(self) -> None:
         """Another node changed the plugins' data: a batch of this node's writer reloads it
