@@ -439,6 +439,11 @@ async def report_win(call: Call) -> Any:
 
 async def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
     m = await match_for(call, match_id)
+    sharing = call.lobby.sharing
+    if m.status != "claimed" and sharing is not None and sharing.alive:
+        row = await stored.get(call.lobby.db, m.id)  # claimed on another node a moment ago?
+        if row is not None and row["status"] == "claimed":
+            m.follow({**m.note(), **call.lobby.live_from_row(row).note(), "abort_by": m.abort_by})
     if m.status != "claimed" or m.claimed_by is None:
         raise fail("conflict", f"Match {m.id} has no claimed result to answer.")
     if m.claimed_by == call.me.name:

@@ -39,6 +39,10 @@ async def whois(call: Call) -> Any:
         there.status if there is not None else "offline"
     mid = lobby.match_of.get(player.name)
     played, disputed, record = await stored.record(lobby.db, player.id)
+    if lobby.sharing is not None and lobby.sharing.alive:  # another node may have moved them
+        row = await stored.counted(lobby.db, player.id)
+        if row is not None:
+            player.dropped, player.last_login = int(row["dropped"]), row["last_login"]
     return {
         "player": player.name,
         "online": online,

@@ -108,7 +108,7 @@ class Lobby:
                        row["last_login"], row["dropped"])
             self.players[p.key] = p
         for row in await stored_matches.live(self.db):
-            self._follow_live(self._live_from_row(row))
+            self._follow_live(self.live_from_row(row))
         await self.account_watch.start()
 
     async def stop(self) -> None:
@@ -354,7 +354,7 @@ class Lobby:
             self.sharing.note({"match": {"id": m.id, "ended": True}})
 
     @staticmethod
-    def _live_from_row(row: Any) -> LiveMatch:
+    def live_from_row(row: Any) -> LiveMatch:
         m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
                       row["status"], row["claimed_by"])
         if row["score_a"] is not None and row["claimed_by"]:
@@ -374,7 +374,7 @@ class Lobby:
 
     def follow_row(self, row: Any) -> None:
         """A live match another node started, read from its row before its note came."""
-        self._follow_live(self._live_from_row(row))
+        self._follow_live(self.live_from_row(row))
 
     def followed(self, note: dict[str, Any]) -> None:
         """Another node started, changed or ended a live match (:meth:`live_changed`)."""
@@ -402,7 +402,7 @@ class Lobby:
             self.end_live(ended, here=False)
             self.presence.changed([n for n in (ended.a, ended.b) if self.session_of(n)])
         for mid, row in live.items():
-            stored = self._live_from_row(row)
+            stored = self.live_from_row(row)
             kept = self.matches.get(mid)
             if kept is None:
                 self._follow_live(stored)

@@ -46,6 +46,13 @@ async def by_name(db: Reads, name: str) -> Any | None:
     return await db.fetchone("SELECT * FROM players WHERE name_key = ?", (name.casefold(),))
 
 
+async def counted(db: Reads, player_id: int) -> Any | None:
+    """The account's ``dropped`` and ``last_login`` as committed (another node may have
+    changed them)."""
+    return await db.fetchone_soon("SELECT dropped, last_login FROM players WHERE id = ?",
+                                  (player_id,))
+
+
 async def record(db: Reads, player_id: int) -> tuple[int, int, dict[str, dict[str, int]]]:
     """Matches a player finished and had disputed, and each ladder's won, lost and drawn of
     them (event games included): one indexed read of their matches, on the event loop's

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,10 @@ class Walk:
     the replies were."""
 
     def __init__(self, harness: LobbyServer, rng: random.Random, names: tuple[str, ...] = PLAYERS,
-                 admin: tuple[str, str] | None = None) -> None:
+                 admin: tuple[str, str] | None = None,
+                 servers: tuple[LobbyServer, ...] = ()) -> None:
         self.harness = harness
+        self.servers = servers  # several servers of one database: each login picks one
         self.rng = rng
         self.names = names
         self.admin_login = admin  # the harness's admin when None
@@ -84,18 +87,21 @@ class Walk:
         client.drain_pushes()
         return reply
 
+    def server(self) -> LobbyServer:
+        return self.rng.choice(self.servers) if self.servers else self.harness
+
     async def log_in(self) -> None:
         """Everyone on new connections: after a start or a restart (live matches are kept)."""
         self.players = []
         for name in self.names:
-            client = await self.harness.client()
+            client = await self.server().client()
             await client.request("register", {"name": name, "password": PASSWORD})
             assert (await client.login(name, PASSWORD))["player"] == name
             self.players.append(client)
         if self.admin_login is None:
-            self.admin = await self.harness.admin()
+            self.admin = await self.server().admin()
         else:
-            self.admin = await self.harness.client()
+            self.admin = await self.server().client()
             assert (await self.admin.login(*self.admin_login))["role"] == "admin"
 
     async def match(self) -> None:
@@ -147,7 +153,7 @@ class Walk:
         if self.rng.random() < 0.5:
             await asyncio.sleep(DROP_TIMEOUT * 1.5)
         await self.send(opponent, "claim", match=match)
-        back = await self.harness.client()
+        back = await self.server().client()
         assert (await back.login(self.names[i], PASSWORD))["player"] == self.names[i]
         self.players[i] = back
         await self.send(back, "resign")
@@ -287,3 +293,54 @@ async def test_three_walks_at_once(harness: LobbyServer, fast_config: Path) -> N
     outcomes = sum((walk.outcomes for walk in walks), Counter())
     for reached in REACHED:
         assert outcomes[reached] > 0, (reached, outcomes)
+
+
+async def test_a_walk_over_three_servers(db_path: Path, backend: str) -> None:
+    """The walk's players and admin spread over three servers of one PostgreSQL database
+    (each login on any of them): every reply is ``ok`` or a documented refusal; at each stop
+    every server shows the same ladders, histories and profiles, ``replay --check`` agrees
+    with the stored ratings, and after the three restart they show what they showed."""
+    if backend != "postgresql":
+        pytest.skip("several servers share a PostgreSQL database; SQLite has one process")
+    servers = tuple(LobbyServer(db_path, configure=lambda c, k=k: replace(c, node=f"node-{k}"))
+                    for k in range(3))
+    try:
+        for server in servers:
+            server.limits = WALK_LIMITS
+            await server.start(DROP_TIMEOUT)
+        walk = Walk(servers[0], random.Random(7), servers=servers)
+        for _ in range(CHECKPOINTS_AT_ONCE):
+            await walk.log_in()
+            for _ in range(SCENARIOS):
+                await (walk.match() if walk.rng.random() < 0.55 else walk.event())
+            before = await same_everywhere(servers)
+            for server in servers:
+                await server.stop()
+            done = await run_cli_async(["replay", "--check", "--db", str(db_path)],
+                                       db_path.parent)
+            assert done.returncode == 0, done.stdout + done.stderr
+            for server in servers:
+                await server.start(DROP_TIMEOUT)
+            assert await same_everywhere(servers) == before
+        for reached in (("resign", "ok"), ("confirm", "ok"), ("dispute", "ok"),
+                        ("event close", "ok"), ("event result", "ok")):
+            assert walk.outcomes[reached] > 0, (reached, walk.outcomes)
+    finally:
+        for server in servers:
+            await server.aclose()
+
+
+async def same_everywhere(servers: tuple[LobbyServer, ...]) -> dict[str, Any]:
+    """What every server shows (:func:`views`), once they all show the same (the last
+    pushes between them may be on their way): that view."""
+    watchers = [await server.client() for server in servers]
+    for _ in range(100):
+        seen = [await views(w) for w in watchers]
+        if all(v == seen[0] for v in seen):
+            for w in watchers:
+                await w.close()
+            return seen[0]
+        await asyncio.sleep(0.1)
+    differ = sorted(k for k in seen[0] if any(v.get(k) != seen[0][k] for v in seen))
+    raise AssertionError(f"the servers show different {differ}: "
+                         + "; ".join(repr([v.get(differ[0]) for v in seen]) for _ in "x"))
