@@ -50,8 +50,8 @@ async def _started_elsewhere(call: Call, row: Any | None) -> int | None:
     lobby = call.lobby
     if row is None or row["status"] not in LIVE:
         return None
-    if row["id"] not in lobby.matches:
-        lobby.follow_row(row)
+    if row["id"] not in lobby.matches and not lobby.follow_row(row):
+        return None  # it ended since the read
     return int(row["id"])
 
 

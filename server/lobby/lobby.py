@@ -5,6 +5,7 @@ handlers do (server/handlers/), through the request context the router gives the
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from server.store import sessions as stored_sessions
 from server.store.handle import WriteTx, transact
 from server.store.storage import LobbyDatabase
 
+ENDED_KEPT = 10_000  # live matches ended lately, remembered (see ``Lobby.ended``)
 REPLACED = "replaced"
 LOGGED_OUT = {
     REPLACED: "You logged in from another connection; this one has been closed.",
@@ -71,6 +73,10 @@ class Lobby:
         self.players: dict[str, Player] = {}
         self.matches: dict[int, LiveMatch] = {}
         self.match_of: dict[str, int] = {}
+        # live matches ended lately (here or told by another node): a row read before the end
+        # was committed, arriving after it, must not bring one back
+        self.ended: deque[int] = deque(maxlen=ENDED_KEPT)
+        self._ended: set[int] = set()
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
         self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
                                                 config.limits.invitations_per_pair_per_minute,
@@ -346,6 +352,7 @@ class Lobby:
     def end_live(self, m: LiveMatch, here: bool = True) -> None:
         """Forget a live match that has ended (finished, aborted or voided) and committed;
         ``here``: on this node (the others are told)."""
+        self._ended_now(m.id)
         self.matches.pop(m.id, None)
         for name in (m.a, m.b):
             if self.match_of.get(name) == m.id:
@@ -372,14 +379,26 @@ class Lobby:
         self.matches[m.id] = m
         self.match_of[m.a] = self.match_of[m.b] = m.id
 
-    def follow_row(self, row: Any) -> None:
-        """A live match another node started, read from its row before its note came."""
+    def _ended_now(self, mid: int) -> None:
+        if mid not in self._ended:
+            if len(self.ended) == self.ended.maxlen:
+                self._ended.discard(self.ended[0])
+            self.ended.append(mid)
+            self._ended.add(mid)
+
+    def follow_row(self, row: Any) -> bool:
+        """A live match another node started, read from its row before its note came;
+        whether it is followed (not if this node has heard it ended since the read)."""
+        if row["id"] in self._ended:
+            return False
         self._follow_live(self.live_from_row(row))
+        return True
 
     def followed(self, note: dict[str, Any]) -> None:
         """Another node started, changed or ended a live match (:meth:`live_changed`)."""
         m = self.matches.get(note["id"])
         if note.get("ended"):
+            self._ended_now(note["id"])
             if m is not None:
                 self.end_live(m, here=False)
                 self.presence.changed([n for n in (m.a, m.b) if self.session_of(n)])
@@ -387,10 +406,33 @@ class Lobby:
         if m is not None:
             m.follow(note)
             return
+        if note["id"] in self._ended:
+            return  # a change shared after the end was (notes of two nodes may cross)
         new = LiveMatch(note["id"], note["ladder"], note["length"], note["a"], note["b"])
         new.follow(note)
         self._follow_live(new)
         self.presence.changed([n for n in (new.a, new.b) if self.session_of(n)])
+
+    async def check_live(self, ids: Iterable[int]) -> None:
+        """Another node's notes of these live matches were applied; notes of two nodes may
+        cross (each is written after its change's commit), so each match follows its row,
+        read now, which is at least as new as the notes."""
+        for mid in ids:
+            row = await stored_matches.get(self.db, mid)
+            m = self.matches.get(mid)
+            if row is None or row["status"] not in ("playing", "claimed", "disputed"):
+                if m is not None:
+                    self.end_live(m, here=False)
+                    self.presence.changed([n for n in (m.a, m.b) if self.session_of(n)])
+                else:
+                    self._ended_now(mid)
+            elif m is not None:
+                stored = self.live_from_row(row)
+                m.status, m.claimed_by, m.claim_scores = (stored.status, stored.claimed_by,
+                                                          stored.claim_scores)
+            elif self.follow_row(row):
+                self.presence.changed([n for n in (row["side_a"], row["side_b"])
+                                       if self.session_of(n)])
 
     async def reload_live(self) -> None:
         """Take the live matches from the database again (another node appeared, or this
@@ -404,6 +446,8 @@ class Lobby:
         for mid, row in live.items():
             stored = self.live_from_row(row)
             kept = self.matches.get(mid)
+            if mid in self._ended:
+                continue  # ended since the read
             if kept is None:
                 self._follow_live(stored)
                 self.presence.changed([n for n in (stored.a, stored.b) if self.session_of(n)])

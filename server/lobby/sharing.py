@@ -253,6 +253,16 @@ class SharedPushes:
             # a player who registered there a moment ago: known here before shown online
             with contextlib.suppress(Exception):
                 await self.lobby.account_watch.poll()
+        self._deliver(pushes)
+        changed = [m["id"] for m in self._matches(notes) if not m.get("ended")]
+        if changed:
+            try:
+                await self.lobby.check_live(changed)
+            except Exception as e:
+                log.warning("could not read live matches another node changed (%s)",
+                            " ".join(str(e).split()) or type(e).__name__)
+
+    def _deliver(self, pushes: Sequence[Pushed]) -> None:
         for p in pushes:
             if p.origin == self.node:
                 continue  # delivered here when it was shared
@@ -267,6 +277,16 @@ class SharedPushes:
                 log.error("push %d from node %s cannot be read; skipped", p.pos, p.origin)
                 continue
             self.lobby.deliver(audience, message)
+
+    @staticmethod
+    def _matches(notes: set[str]) -> list[dict[str, Any]]:
+        """The live matches' changes among ``notes``."""
+        found = []
+        for body in notes:
+            if body.startswith('{"match"'):
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    found.append(dict(orjson.loads(body)["match"]))
+        return found
 
     @staticmethod
     def _named(notes: set[str]) -> list[str]:
