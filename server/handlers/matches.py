@@ -203,10 +203,13 @@ async def invite(call: Call) -> Any:
     inv = Invitation(me.name, target.name, ladder.name, length)
     fields = lobby.describe_match(ladder.name, me.name, target.name, length)
     _count_invitation(call, target)
-    if lobby.sharing is not None:  # its row decides an answer racing a withdrawal
+    if lobby.sharing is not None and lobby.sharing.alive:
+        # its row decides an answer on another node racing a withdrawal here (alone, a node
+        # decides in memory: no commit for an invitation)
         lobby.invitations.stamp(inv)
         await call.write(lambda tx: stored_invitations.put(
             tx, target.key, me.key, ladder.name, length, inv.expires_at))
+        inv.stored = True
     replaced = lobby.invitations.add(inv)
     lobby.invitations_changed(["add", inv.note()])
     call.push(to_players(target.name), push("invited", {
@@ -263,7 +266,8 @@ async def _learn(call: Call, invitee: Player, inviter: Player) -> None:
         return
     if lobby.invitations.get(invitee.key, inviter.key) is None:
         lobby.invitations.add(Invitation(inviter.name, invitee.name, row["ladder"],
-                                         row["length"], row["expires_at"], here=False))
+                                         row["length"], row["expires_at"], here=False,
+                                         stored=True))
 
 
 def _invitation_from(call: Call, inviter: Player) -> Invitation:
@@ -296,7 +300,7 @@ async def join(call: Call) -> Any:
 
     async def job(tx: WriteTx) -> int:
         nonlocal gone
-        if lobby.sharing is not None:
+        if inv.stored:
             refusal = await _answerable(tx, me, inviter)
             if refusal is not None:
                 gone = True
@@ -346,7 +350,7 @@ async def _taken(call: Call, inv: Invitation, invitee: Player, inviter: Player,
     row too (``gone``: the refusal when another node's answer took it first); the other
     nodes' copies follow."""
     lobby = call.lobby
-    if lobby.sharing is not None:
+    if inv.stored:
         try:
             row = await call.write(lambda tx: stored_invitations.take(tx, invitee.key,
                                                                       inviter.key))

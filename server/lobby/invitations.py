@@ -54,7 +54,8 @@ class Invitations:
         match op:
             case ["add", dict(fields)]:
                 self.add(Invitation(fields["inviter"], fields["invitee"], fields["ladder"],
-                                    fields["length"], fields["expires_at"], here=False))
+                                    fields["length"], fields["expires_at"], here=False,
+                                    stored=True))
             case ["take", str(invitee), str(inviter)]:
                 self.take(invitee, inviter)
             case ["drop_sent", str(key)]:

@@ -260,12 +260,14 @@ class Lobby:
     def drop_invitations(self, key: str) -> None:
         """A player signed out: what they sent and received lapses without a word, here, in
         the other nodes' copies and (on a database nodes share) in its rows."""
-        had = bool(self.invitations.sent.get(key) or self.invitations.received.get(key))
+        had = [*self.invitations.sent.get(key, {}).values(),
+               *self.invitations.received.get(key, {}).values()]
         self.invitations.drop_player(key)
         if had and self.sharing is not None:
             self.invitations_changed(["drop_player", key])
-            self.sharing.write(lambda tx: stored_invitations.drop(tx, key, key),
-                               f"the invitations of {key}")
+            if any(i.stored for i in had):
+                self.sharing.write(lambda tx: stored_invitations.drop(tx, key, key),
+                                   f"the invitations of {key}")
 
     def _invitation_expired(self, invitation: Invitation) -> None:
         """Both players hear that an invitation lapsed unanswered (from the node that made

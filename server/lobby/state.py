@@ -93,6 +93,9 @@ class Invitation:
     expired: bool = False  # kept, so that answering it says it has expired
     timer: asyncio.TimerHandle | None = None
     here: bool = True  # made on this node (which tells the players when it expires)
+    # it has a row in the database (made while another node beat, or another node's): the
+    # row, not this node's copy, decides its answer
+    stored: bool = False
 
     def note(self) -> dict[str, Any]:
         """What the other nodes of the database keep of it (:mod:`server.lobby.sharing`)."""
