@@ -9,6 +9,7 @@ from typing import Any
 from server.api import Game, LadderConfig, MatchFinished, RatedUnit
 from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
 from server.lobby.audience import Audience, to_players
+from server.lobby.state import LIVE
 from server.protocol import push
 from server.store import invitations as stored_invitations
 from server.store import matches as stored
@@ -26,16 +27,24 @@ def check_score(length: int | None, winner_score: int, loser_score: int) -> None
                                   f"reaches {length}, the loser stays below it.")
 
 
+def _others(call: Call) -> bool:
+    """Other nodes beat: this node's copies of matches and invitations may be behind theirs
+    (their notes on the way), so a miss or a doubt reads the row."""
+    sharing = call.lobby.sharing
+    return sharing is not None and bool(sharing.alive)
+
+
 async def my_match(call: Call) -> LiveMatch:
     lobby = call.lobby
     mid = lobby.match_of.get(call.me.name)
-    if lobby.sharing is not None and lobby.sharing.alive and (mid is None or mid > 0):
-        # other nodes: the match may have been started, or ended, there a moment ago
+    if _others(call) and (mid is None or mid > 0):
+        # the match may have been started, or ended, on another node a moment ago
         row = await stored.live_of(lobby.db, call.me.id)
-        mine = lobby.matches.get(mid or 0)
-        if mine is not None and (row is None or row["id"] != mine.id):
-            lobby.end_live(mine, here=False)  # its node's note is on its way
-        mid = await _started_elsewhere(call, row)
+        if mid is not None and (row is None or row["id"] != mid):
+            lobby.settle(mid, None)
+        if row is not None:
+            lobby.settle(row["id"], row)
+        mid = lobby.match_of.get(call.me.name)
     if mid is None:
         raise fail("conflict", "You are not playing a match.")
     m = call.lobby.matches.get(mid)
@@ -44,31 +53,16 @@ async def my_match(call: Call) -> LiveMatch:
     return m
 
 
-async def _started_elsewhere(call: Call, row: Any | None) -> int | None:
-    """A live match another node started whose note has not reached this node yet, as its
-    row says (a database nodes share): this node follows it from now on; its id."""
-    lobby = call.lobby
-    if row is None or row["status"] not in LIVE:
-        return None
-    if row["id"] not in lobby.matches and not lobby.follow_row(row):
-        return None  # it ended since the read
-    return int(row["id"])
-
-
 async def match_for(call: Call, match_id: int) -> LiveMatch:
     me = call.me
-    sharing = call.lobby.sharing
-    if match_id not in call.lobby.matches and sharing is not None and sharing.alive:
-        await _started_elsewhere(call, await stored.get(call.lobby.db, match_id))
+    if match_id not in call.lobby.matches and _others(call):  # started elsewhere just now?
+        call.lobby.settle(match_id, await stored.get(call.lobby.db, match_id))
     m = call.lobby.matches.get(match_id)
     if m is None:
         raise fail("not_found", f"No live match {match_id}.")
     if me.name not in (m.a, m.b):
         raise fail("forbidden", f"Match {match_id} is not yours.")
     return m
-
-
-LIVE = ("playing", "claimed", "disputed")
 
 
 async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...] = LIVE,
@@ -86,7 +80,7 @@ async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...]
         return
     status = "gone" if row is None else row["status"]
     if status not in LIVE:
-        call.lobby.end_live(m, here=False)  # its node's note may be on its way still
+        call.lobby.settle(m.id, None)  # its node's note may be on its way still
         raise fail("conflict", f"Match {m.id} has ended ({status}).")
     raise fail("conflict", f"Match {m.id} is {status} now; look again before you answer.")
 
@@ -203,7 +197,7 @@ async def invite(call: Call) -> Any:
     inv = Invitation(me.name, target.name, ladder.name, length)
     fields = lobby.describe_match(ladder.name, me.name, target.name, length)
     _count_invitation(call, target)
-    if lobby.sharing is not None and lobby.sharing.alive:
+    if _others(call):
         # its row decides an answer on another node racing a withdrawal here (alone, a node
         # decides in memory: no commit for an invitation)
         lobby.invitations.stamp(inv)
@@ -243,23 +237,17 @@ async def _playing(call: Call, who: Player) -> bool:
     mid = lobby.match_of.get(who.name)
     if mid is None:
         return False
-    if lobby.sharing is None or not lobby.sharing.alive or mid < 0:
+    if not _others(call) or mid < 0:
         return True
-    row = await stored.get(lobby.db, mid)
-    if row is not None and row["status"] in LIVE:
-        return True
-    m = lobby.matches.get(mid)
-    if m is not None:
-        lobby.end_live(m, here=False)  # its node's note is on its way
-    return False
+    lobby.settle(mid, await stored.get(lobby.db, mid))
+    return who.name in lobby.match_of
 
 
 async def _learn(call: Call, invitee: Player, inviter: Player) -> None:
     """On a database nodes share, an invitation made on another node that this node's copy
     has not heard of yet (its note is on its way) is read from its row."""
     lobby = call.lobby
-    if lobby.sharing is None or not lobby.sharing.alive or \
-            lobby.invitations.get(invitee.key, inviter.key) is not None:
+    if not _others(call) or lobby.invitations.get(invitee.key, inviter.key) is not None:
         return  # alone, this node's copy is the whole truth
     row = await stored_invitations.find(lobby.db, invitee.key, inviter.key)
     if row is None or (row["expires_at"] is not None and row["expires_at"] <= now()):
@@ -443,11 +431,8 @@ async def report_win(call: Call) -> Any:
 
 async def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
     m = await match_for(call, match_id)
-    sharing = call.lobby.sharing
-    if m.status != "claimed" and sharing is not None and sharing.alive:
-        row = await stored.get(call.lobby.db, m.id)  # claimed on another node a moment ago?
-        if row is not None and row["status"] == "claimed":
-            m.follow({**m.note(), **call.lobby.live_from_row(row).note(), "abort_by": m.abort_by})
+    if m.status != "claimed" and _others(call):  # claimed on another node a moment ago?
+        call.lobby.settle(m.id, await stored.get(call.lobby.db, m.id))
     if m.status != "claimed" or m.claimed_by is None:
         raise fail("conflict", f"Match {m.id} has no claimed result to answer.")
     if m.claimed_by == call.me.name:

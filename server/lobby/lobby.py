@@ -26,7 +26,7 @@ from server.lobby.presence import Presence
 from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.sharing import SharedPushes
-from server.lobby.state import Elsewhere, Invitation, LiveMatch, Player, Session
+from server.lobby.state import LIVE, Elsewhere, Invitation, LiveMatch, Player, Session
 from server.protocol import push
 from server.store import account_changes as stored_changes
 from server.store import invitations as stored_invitations
@@ -388,22 +388,11 @@ class Lobby:
             self.ended.append(mid)
             self._ended.add(mid)
 
-    def follow_row(self, row: Any) -> bool:
-        """A live match another node started, read from its row before its note came;
-        whether it is followed (not if this node has heard it ended since the read)."""
-        if row["id"] in self._ended:
-            return False
-        self._follow_live(self.live_from_row(row))
-        return True
-
     def followed(self, note: dict[str, Any]) -> None:
         """Another node started, changed or ended a live match (:meth:`live_changed`)."""
         m = self.matches.get(note["id"])
         if note.get("ended"):
-            self._ended_now(note["id"])
-            if m is not None:
-                self.end_live(m, here=False)
-                self.presence.changed([n for n in (m.a, m.b) if self.session_of(n)])
+            self.settle(note["id"], None)
             return
         if m is not None:
             m.follow(note)
@@ -412,50 +401,51 @@ class Lobby:
             return  # a change shared after the end was (notes of two nodes may cross)
         new = LiveMatch(note["id"], note["ladder"], note["length"], note["a"], note["b"])
         new.follow(note)
-        self._follow_live(new)
-        self.presence.changed([n for n in (new.a, new.b) if self.session_of(n)])
+        self._adopt(new)
+
+    def settle(self, mid: int, row: Any | None) -> None:
+        """Live match ``mid`` as its row now says (``None``, or a status not live: it has
+        ended, though another node's note of it may still be on its way): ended, it is
+        forgotten; live, this node's copy takes the row's status and claim (an abort asked
+        is kept: it is not stored), or this node follows it from now on."""
+        m = self.matches.get(mid)
+        if row is None or row["status"] not in LIVE:
+            self._ended_now(mid)
+            if m is not None:
+                self.end_live(m, here=False)
+                self._tell_status(m)
+        elif m is not None:
+            stored = self.live_from_row(row)
+            m.status, m.claimed_by, m.claim_scores = (stored.status, stored.claimed_by,
+                                                      stored.claim_scores)
+        elif mid not in self._ended:
+            self._adopt(self.live_from_row(row))
+
+    def _adopt(self, m: LiveMatch) -> None:
+        self._follow_live(m)
+        self._tell_status(m)
+
+    def _tell_status(self, m: LiveMatch) -> None:
+        """``m`` started or ended for this node: its players here are now playing or not."""
+        self.presence.changed([n for n in (m.a, m.b) if self.session_of(n)])
 
     async def check_live(self, ids: Iterable[int]) -> None:
         """Another node's notes of these live matches were applied; notes of two nodes may
         cross (each is written after its change's commit), so each match follows its row,
         read now, which is at least as new as the notes."""
         for mid in ids:
-            row = await stored_matches.get(self.db, mid)
-            m = self.matches.get(mid)
-            if row is None or row["status"] not in ("playing", "claimed", "disputed"):
-                if m is not None:
-                    self.end_live(m, here=False)
-                    self.presence.changed([n for n in (m.a, m.b) if self.session_of(n)])
-                else:
-                    self._ended_now(mid)
-            elif m is not None:
-                stored = self.live_from_row(row)
-                m.status, m.claimed_by, m.claim_scores = (stored.status, stored.claimed_by,
-                                                          stored.claim_scores)
-            elif self.follow_row(row):
-                self.presence.changed([n for n in (row["side_a"], row["side_b"])
-                                       if self.session_of(n)])
+            self.settle(mid, await stored_matches.get(self.db, mid))
 
     async def reload_live(self) -> None:
         """Take the live matches from the database again (another node appeared, or this
         one missed pushes): those ended meanwhile are forgotten, the others follow their
-        rows (an abort asked is kept: it is not stored)."""
+        rows."""
         before = list(self.matches.values())  # one started while reading is not ended
         live = {row["id"]: row for row in await stored_matches.live(self.db)}
         for ended in [m for m in before if m.id not in live and self.matches.get(m.id) is m]:
-            self.end_live(ended, here=False)
-            self.presence.changed([n for n in (ended.a, ended.b) if self.session_of(n)])
+            self.settle(ended.id, None)
         for mid, row in live.items():
-            stored = self.live_from_row(row)
-            kept = self.matches.get(mid)
-            if mid in self._ended:
-                continue  # ended since the read
-            if kept is None:
-                self._follow_live(stored)
-                self.presence.changed([n for n in (stored.a, stored.b) if self.session_of(n)])
-            else:
-                kept.status, kept.claimed_by, kept.claim_scores = (
-                    stored.status, stored.claimed_by, stored.claim_scores)
+            self.settle(mid, row)
 
     def away(self, name: str) -> None:
         """``name`` left every node: a live match's opponent may claim after the timeout."""

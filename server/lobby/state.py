@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 AWAY_AFTER = 600.0  # seconds without a message before a player shows as away
+LIVE = ("playing", "claimed", "disputed")  # the statuses of a match still being played
 
 
 @dataclass
