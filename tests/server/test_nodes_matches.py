@@ -12,10 +12,12 @@ import pytest
 from testkit import postgres
 from testkit.cli import replay_check
 from testkit.clients import heard, start_match
+from testkit.constants import PLAY_FREELY
 from testkit.server_loop import LobbyServer
 from testkit.sizes import count
 
 from clients import LobbyClient
+from server.config import Limits
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
 
@@ -132,6 +134,8 @@ async def test_races_between_nodes_have_exactly_one_outcome(
     ended, as on one node; never ``internal``), and the log's replay agrees.
     ``MATCHLOBBY_NODE_RACES`` races in all (at least one of each family for each pair)."""
     a, b = nodes
+    for node in nodes:  # each client sends as fast as its replies come back
+        node.limits = Limits(messages_per_second=1e6, burst=1_000_000, **PLAY_FREELY)
     await a.start()
     await b.start()
     families = ("resign/resign", "report/report", "resign/confirm")
