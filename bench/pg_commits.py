@@ -111,7 +111,7 @@ async def run_writer(url: str, tasks: int, matches: int, players: int, pushes: i
                 a, b = rng.sample(range(1, players + 1), 2)
 
                 async def job(tx: Any, a: int = a, b: int = b, mid: int = mid) -> None:
-                    await _job(tx, a, b, mid, tx.take("seq"), locked=False)
+                    await _job(tx, a, b, mid, await tx.next_seq("fibs"), locked=False)
                     for p in (a, b)[:pushes]:
                         tx.publish(f'{{"players":["p{p}"]}}',
                                    f'{{"event":"rating_changed","data":{{"match":{mid}}}}}')

@@ -125,7 +125,7 @@ async def record(lobby: Lobby, tx: WriteTx, event: EventRow, ladder: LadderConfi
     when = now()
     winner = "a" if game.score_a > game.score_b else "b" if game.score_b > game.score_a else "draw"
     rated_now = ladder.system.rates_each_result and ladder.system.counts(ladder.options, game)
-    seq = tx.take("seq") if rated_now else None
+    seq = await tx.next_seq(ladder.name) if rated_now else None
     mid = await matches.record_result(tx, ladder.name, event.id, game.side_a, game.side_b,
                                       (game.score_a, game.score_b), game.length,
                                       game.played_on.isoformat(), winner, game.unrated_reason,
@@ -233,7 +233,7 @@ async def event_close(call: Call) -> Any:
         if ladder.system.rates_each_result:  # its results were rated as they came
             await stored.close(tx, event.id, when, None)
         else:
-            seq = tx.take("seq")
+            seq = await tx.next_seq(ladder.name)
             await stored.close(tx, event.id, when, seq)
             unit = await stored.unit(tx, ladder.name, event.id, seq, when)
             fields = await lobby.emit(tx, EventClosed(unit), effects)

@@ -127,7 +127,7 @@ async def finish(call: Call, m: LiveMatch, winner: str, how: str,
             await still(call, tx, m, statuses, claimed_by)
             effects = Effects()
             when = now()
-            seq = tx.take("seq") if rated else None
+            seq = await tx.next_seq(m.ladder) if rated else None
             await stored.finish(tx, m.id, winner_side, kept, how, seq, when,
                                 played_on.isoformat())
             if dropper is not None:

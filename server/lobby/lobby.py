@@ -12,7 +12,7 @@ from typing import Any
 
 from server import PROTOCOL_VERSION, __version__
 from server.accounts import PasswordHasher
-from server.api import DomainEvent, LadderConfig, LobbyPlugin, Publisher
+from server.api import DomainEvent, LadderConfig, LadderCorrected, LobbyPlugin, Publisher
 from server.commands import COMMANDS, CommandTable
 from server.config import Config
 from server.limits import LoginRate, LoginThrottle, ReadBudget, RegistrationLimit
@@ -136,10 +136,15 @@ class Lobby:
 
     def follow_other_writers(self) -> None:
         """Several writers share the database (PostgreSQL: other nodes, the command line): a
-        batch of this node's writer that finds the plugins' data moved under another writer
-        reloads them first, so no rating is computed from a stale cache."""
-        self.db.touched = lambda: self._plugins_touched
-        self.db.on_moved = self.reload_plugins
+        job of this node's writer that holds a ladder another writer moved reloads the
+        plugins first, so no rating is computed from a stale copy."""
+        self.db.on_moved = self._follow_plugins
+
+    async def _follow_plugins(self, committed: bool) -> None:
+        if not committed:
+            self._plugins_touched = True  # should the job fail, follow its rollback too
+        for plugin in self.plugins:
+            await plugin.load(self.db.writer_tx(), committed=committed)
 
     async def reload_plugins(self) -> None:
         """Rebuild plugin state from committed data (after start or a failed commit)."""
@@ -149,6 +154,8 @@ class Lobby:
     async def emit(self, tx: WriteTx, event: DomainEvent, effects: Effects) -> dict[str, Any]:
         """Let every plugin react inside ``tx``; returns the fields the plugins add to the reply
         (computed now, so the stored reply holds them too)."""
+        await tx.hold_ladder(event.ladder if isinstance(event, LadderCorrected)
+                             else event.unit.ladder)
         self._plugins_touched = True
         if self.sharing is not None:
             self.sharing.ratings_moved()

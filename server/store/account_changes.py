@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from server.api import Tx
-from server.store.handle import Reads
+from server.store.handle import Reads, in_id_order
 
 PASSWORD = "password"
 ROLE = "role"
@@ -35,6 +35,7 @@ async def changed(tx: Tx, player_id: int, kinds: Sequence[str], by: int | None, 
         ended = await tx.fetchall("DELETE FROM sessions WHERE player_id = ? AND token_hash <> ? "
                                   "RETURNING 1", (player_id, keep))
     last = 0
+    await in_id_order(tx, "account_changes")
     for kind in kinds:
         assert kind in KINDS, kind
         row = await tx.fetchone("INSERT INTO account_changes (player_id, kind, by_player, at) "

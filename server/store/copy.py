@@ -15,6 +15,7 @@ from typing import Any
 
 from server.api import Schema, Store, Table, Tx
 from server.store.backends import is_postgres, open_store
+from server.store.pg.schema import LOG_SEQUENCE
 
 CORE_TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
                "requests", "sessions", "account_changes")
@@ -53,6 +54,23 @@ async def _write(tx: Tx, store: Store, table: str, columns: list[str],
         return
     marks = ", ".join("?" for _ in columns)
     await tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+
+async def _continue_log(tx: Tx, backend: str) -> None:
+    """The destination's next ``seq`` follows the copied log: PostgreSQL draws it from a
+    sequence, SQLite from its ``counters`` row (neither end's counter is the other's)."""
+    top_sql = ("SELECT {f}(coalesce((SELECT value FROM counters WHERE name = 'seq'), 0), "
+               "coalesce((SELECT max(seq) FROM matches), 0), "
+               "coalesce((SELECT max(seq) FROM events), 0))")
+    if backend == "postgresql":
+        row = await tx.fetchone(top_sql.format(f="greatest"))
+        top = int(row[0]) if row is not None else 0
+        if top:
+            await tx.execute(f"SELECT setval('{LOG_SEQUENCE}', ?)", (top,))
+        return
+    row = await tx.fetchone(top_sql.format(f="max"))
+    await tx.execute("UPDATE counters SET value = ? WHERE name = 'seq'",
+                     (int(row[0]) if row is not None else 0,))
 
 
 async def copy_database(source: str, destination: str, schemas: Sequence[Schema]
@@ -98,8 +116,12 @@ async def _copy(src: Store, dst: Store, tables: list[str]) -> dict[str, int]:
                     f"(SELECT coalesce(max(id), 0) + 1 FROM {table}), false) "
                     f"WHERE pg_get_serial_sequence('{table}', 'id') IS NOT NULL")
 
+    async def into_with_seq(tx: Tx) -> None:
+        await into(tx)
+        await _continue_log(tx, dst.backend)
+
     async def read(_: Tx) -> None:
-        await dst.transaction(into)
+        await dst.transaction(into_with_seq)
 
     await src.snapshot(read)
     return counted

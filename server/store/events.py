@@ -7,6 +7,7 @@ from typing import Any
 from server.api import Game, RatedUnit
 from server.store.handle import Reads, WriteTx
 from server.store.log import game_from_row
+from server.store.matches import locking
 
 # An event's standings, whole: ?1 the event. They count its finished, rated games: a win 1
 # point, a draw ½, for each player of a side; best first, ties by name ignoring case. This
@@ -46,8 +47,9 @@ async def get(db: Reads, event_id: int) -> Any | None:
 
 
 async def is_open(tx: WriteTx, event_id: int) -> bool:
-    """Whether the event still takes results, as this transaction sees it."""
-    row = await tx.fetchone("SELECT status FROM events WHERE id = ?", (event_id,))
+    """Whether the event still takes results, as this transaction sees it, the event held
+    until the commit (a result and a close on two servers go one after the other)."""
+    row = await tx.fetchone("SELECT status FROM events WHERE id = ?" + locking(tx), (event_id,))
     return row is not None and row[0] == "open"
 
 

@@ -14,8 +14,15 @@ T = TypeVar("T")
 class WriteTx(Tx, Protocol):
     """A write job's transaction: the plugin API's, and the counters only the lobby hands out."""
 
-    def take(self, name: str) -> int:
-        """The next number of the ``seq`` (rating order) or ``match`` (match ids) counter."""
+    async def hold_ladder(self, ladder: str) -> None:
+        """Until the commit no other writer changes ``ladder``'s ratings, and the plugins'
+        copy of it is what the database holds (one writer alone: nothing to do)."""
+
+    async def next_seq(self, ladder: str) -> int:
+        """The place in the log (``seq``) of a unit rated on ``ladder``, which it holds."""
+
+    async def next_match_id(self) -> int:
+        """A new match's id."""
 
 
 class Reads(Protocol):
@@ -34,6 +41,16 @@ class Reads(Protocol):
 
 
 Row = Sequence[Any]
+
+APPEND_LOCKS = {"players": 0x6D6C7031, "account_changes": 0x6D6C6163}
+
+
+async def in_id_order(tx: Tx, table: str) -> None:
+    """Other servers read the rows of ``table`` by id, each after the last it saw; where
+    writers share the database, a transaction appends to it holding the table's append lock
+    until its commit, so the ids become visible in their order and none is skipped."""
+    if getattr(tx, "backend", "") == "postgresql":
+        await tx.execute(f"SELECT pg_advisory_xact_lock({APPEND_LOCKS[table]})")
 
 
 async def transact(db: LobbyDatabase, job: Callable[[WriteTx], Awaitable[T]]) -> T:

@@ -46,5 +46,10 @@ async def drop(tx: WriteTx, sent_by: str | None = None, received_by: str | None 
 
 
 async def playing(tx: WriteTx, a: int, b: int) -> bool:
-    """Whether either player (by id) has a live match, as this transaction sees it."""
+    """Whether either player (by id) has a live match, as this transaction sees it; both
+    players are held until the commit (in id order), so two joins naming one player on two
+    servers go one after the other."""
+    if tx.backend == "postgresql":
+        await tx.fetchall("SELECT id FROM players WHERE id IN (?, ?) ORDER BY id FOR UPDATE",
+                          (a, b))
     return await tx.fetchone(LIVE_PLAYER, (a, b)) is not None

@@ -20,7 +20,7 @@ NEW_RESULT = """INSERT INTO matches (id, ladder, event_id, side_a, side_b, lengt
 async def start_live(tx: WriteTx, ladder: str, a: tuple[str, int], b: tuple[str, int],
                      length: int | None, played_on: str, at: str) -> int:
     """A live match between ``a`` and ``b`` (name, player id), playing from now; its id."""
-    mid = tx.take("match")
+    mid = await tx.next_match_id()
     await tx.later(NEW_LIVE, (mid, ladder, a[0], b[0], length, played_on, at))
     await tx.executemany(SIDES, [(mid, a[1], "a"), (mid, b[1], "b")])
     return mid
@@ -52,7 +52,7 @@ async def record_result(tx: WriteTx, ladder: str, event_id: int, side_a: Sequenc
                         played_on: str, winner: str, unrated: str | None, seq: int | None,
                         at: str, ids: dict[str, int]) -> int:
     """An event's result, finished as it is recorded; its id."""
-    mid = tx.take("match")
+    mid = await tx.next_match_id()
     await tx.execute(NEW_RESULT, (mid, ladder, event_id, "+".join(side_a), "+".join(side_b),
                                   length, played_on, winner, scores[0], scores[1], unrated, seq,
                                   at, at))
@@ -67,9 +67,17 @@ async def live(db: Reads) -> list[Any]:
         "SELECT * FROM matches WHERE status IN ('playing', 'claimed', 'disputed')")
 
 
+def locking(tx: WriteTx, of: str = "") -> str:
+    """What makes a read lock the rows it reads until the commit, where writers share the
+    database (PostgreSQL's ``FOR UPDATE``); SQLite's one writer holds everything already."""
+    return f" FOR UPDATE{of}" if tx.backend == "postgresql" else ""
+
+
 async def state_in(tx: WriteTx, match_id: int) -> Any | None:
-    """A match's ``status`` and ``claimed_by`` as this transaction sees them."""
-    return await tx.fetchone("SELECT status, claimed_by FROM matches WHERE id = ?", (match_id,))
+    """A match's ``status`` and ``claimed_by`` as this transaction sees them, the row held
+    until the commit: the command that reads it decides, and another waits for it."""
+    return await tx.fetchone("SELECT status, claimed_by FROM matches WHERE id = ?"
+                             + locking(tx), (match_id,))
 
 
 async def live_of(db: Reads, player_id: int) -> Any | None:
@@ -95,8 +103,9 @@ async def with_event(db: Reads, match_id: int) -> Any | None:
 
 
 async def with_event_in(tx: WriteTx, match_id: int) -> Any | None:
-    """The same, as this transaction sees it: what a correction decides on."""
-    return await tx.fetchone(WITH_EVENT, (match_id,))
+    """The same, as this transaction sees it, the match held until the commit: what a
+    correction decides on."""
+    return await tx.fetchone(WITH_EVENT + locking(tx, " OF m"), (match_id,))
 
 
 async def corrected(tx: WriteTx, match_id: int, kind: str, old: tuple[str, str | None],

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.store.handle import Reads, WriteTx
+from server.store.handle import Reads, WriteTx, in_id_order
 
 
 async def create(tx: WriteTx, name: str, password_hash: str | None, role: str, at: str) -> int:
     """Insert an account (or a password-less ladder entry); its id."""
+    await in_id_order(tx, "players")
     row = await tx.fetchone(
         "INSERT INTO players (name, name_key, password_hash, role, created_at) "
         "VALUES (?, ?, ?, ?, ?) RETURNING id",

@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 MIGRATIONS: dict[int, str] = {
@@ -188,6 +188,17 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (invitee_key, inviter_key)
     ) WITHOUT ROWID;
     CREATE INDEX invitations_inviter ON invitations (inviter_key);
+    """,
+    # Each ladder's place in the log on a database several writers share: a job that changes a
+    # ladder's ratings bumps its row, and the row's lock holds the ladder until the commit; a
+    # writer whose copy is older reloads it first (server/store/pg/database.py). PostgreSQL
+    # also draws ``seq`` and match ids from sequences from now on (PG_MIGRATIONS there);
+    # SQLite's single writer keeps its counters.
+    13: """
+    CREATE TABLE ladder_versions (
+        ladder TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
+    ) WITHOUT ROWID;
     """,
 }
 

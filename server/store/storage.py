@@ -24,8 +24,7 @@ class LobbyDatabase(Protocol):
     on_commit_failure: Callable[[], Awaitable[None]] | None
     on_job_failure: Callable[[], Awaitable[None]] | None
     on_job_start: Callable[[], None] | None
-    touched: Callable[[], bool] | None
-    on_moved: Callable[[], Awaitable[None]] | None
+    on_moved: Callable[[bool], Awaitable[None]] | None
 
     @property
     def commits(self) -> int:

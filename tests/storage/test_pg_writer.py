@@ -1,6 +1,6 @@
 """The lobby's writer on PostgreSQL (server/store/pg/database.py): jobs grouped into one
-commit, answers only after it, a failing job rolled back alone, the write lock shared with
-the command line, the counters as committed."""
+commit, answers only after it, a failing job rolled back alone, the write lock shared by the
+lobby's writers and taken alone by the command line, numbers and ladders as committed."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ async def test_nothing_is_seen_before_its_commit(pg: PgDatabase) -> None:
 
 async def test_a_command_line_transaction_waits_for_the_lobbys_batch(pg: PgDatabase) -> None:
     """The write lock: a ``matchlobby`` sub-command's transaction and a batch of the lobby's
-    never interleave (an event close, a correction or a replay has the ladders to itself)."""
+    never interleave (a replay or an import has the database to itself)."""
     gate = asyncio.Event()
     order: list[str] = []
 
@@ -151,35 +151,39 @@ async def test_a_command_line_transaction_waits_for_the_lobbys_batch(pg: PgDatab
     assert row == [(0,)]  # released with the transactions
 
 
-async def test_counters_are_stored_with_the_commit_and_given_back_by_a_failed_job(
+async def test_numbers_come_from_the_database_and_a_failed_job_keeps_none(
         pg: PgDatabase) -> None:
     async def takes(tx: Any) -> int:
-        return int(tx.take("seq"))
+        return int(await tx.next_seq("fibs"))
 
     async def takes_and_fails(tx: Any) -> None:
-        tx.take("seq")
+        await tx.next_seq("fibs")
         raise ValueError("no")
 
     first = await pg.write(takes)
     with pytest.raises(ValueError):
         await pg.write(takes_and_fails)
     second = await pg.write(takes)
-    assert second == first + 1
-    assert postgres.query(pg.path, "SELECT value FROM counters WHERE name = 'seq'") == [(second,)]
+    assert second > first
+    # the ladder's version moved with each job that committed holding it, not the failed one
+    assert postgres.query(pg.path, "SELECT version FROM ladder_versions WHERE ladder = "
+                                   "'fibs'") == [(2,)]
 
 
 async def test_two_writers_on_one_database_never_hand_out_the_same_number(
         pg: PgDatabase) -> None:
-    """The counters come from the database under the write lock, not from a writer's memory:
-    two writers (two lobby processes) taking numbers in turn and at once get each one once."""
+    """Numbers come from the database, not from a writer's memory: two writers (two lobby
+    processes) taking numbers in turn and at once get each one once, and one ladder's
+    ``seq`` follows the order its jobs committed in."""
     other = PgDatabase(pg.path)
     await other.open()
 
     async def takes(tx: Any) -> tuple[int, int]:
-        seq, match = int(tx.take("seq")), int(tx.take("match"))
+        seq, match = await tx.next_seq("fibs"), await tx.next_match_id()
         await tx.execute("INSERT INTO matches (id, ladder, side_a, side_b, played_on, status, "
                          "seq, created_at) VALUES (?, 'fibs', 'a', 'b', '2026-12-03', "
                          "'finished', ?, 'now')", (match, seq))  # both unique in the table
+        await tx.execute("INSERT INTO t (v) VALUES (?)", (f"s{seq}",))
         return seq, match
 
     try:
@@ -191,49 +195,102 @@ async def test_two_writers_on_one_database_never_hand_out_the_same_number(
     seqs, matches = [t[0] for t in taken], [t[1] for t in taken]
     assert len(set(seqs)) == len(set(matches)) == len(taken) == 45
     assert seqs[:5] == sorted(seqs[:5]) and matches[:5] == sorted(matches[:5])
-    assert postgres.query(pg.path, "SELECT value FROM counters WHERE name = 'seq'") == \
-        [(max(seqs),)]
+    assert committed(pg) == [f"s{seq}" for seq in sorted(seqs)]  # commit order is seq order
 
 
-async def test_a_writer_reloads_once_what_another_writer_changed_before_its_own_jobs(
+async def test_a_writer_reloads_a_ladder_another_writer_moved_before_rating_on_it(
         pg: PgDatabase) -> None:
-    """Each writer counts the commits that changed what the plugins hold (``ratings``); a
-    batch that finds it moved under another writer reloads (``on_moved``) before its first
-    job, in its own transaction, once; its own changes and jobs that touch nothing do not."""
+    """Each ladder's row counts the jobs that changed it, by any writer. A batch that finds a
+    ladder moved under another writer reloads (``on_moved``, as committed) before its first
+    job, once; a job that holds a ladder moved since its batch began follows it inside the
+    transaction, and the next batch reloads as committed; its own changes do not reload."""
     other = PgDatabase(pg.path)
     await other.open()
     seen: list[str] = []  # what each reload found, in order with the jobs
 
-    async def reload() -> None:
-        seen.append(f"reload {','.join(v for (v,) in await pg.writer.fetch('SELECT v FROM t'))}")
+    async def reload(committed: bool) -> None:
+        found = ",".join(v for (v,) in await pg.writer.fetch("SELECT v FROM t ORDER BY id"))
+        seen.append(f"reload {'committed' if committed else 'in tx'} {found}")
 
-    touching = {"a2"}  # which of pg's own jobs change what its plugins hold
-    last: list[str] = []
-    pg.on_job_start = lambda: last.clear()
-    pg.touched = lambda: bool(last)
     pg.on_moved = reload
+    gate = asyncio.Event()
     try:
-        async def mine(value: str) -> None:
-            async def run(tx: Tx) -> None:
+        def holding(value: str, ladder: str, wait: bool = False) -> Any:
+            async def run(tx: Any) -> None:
+                if wait:
+                    seen.append(f"job {value} waits")
+                    await gate.wait()
                 await _put(value)(tx)
-                seen.append(f"job {value}")
-                if value in touching:
-                    last.append(value)
-            await pg.write(run)
+                await tx.hold_ladder(ladder)
+                if value.startswith("a"):  # pg's own
+                    seen.append(f"job {value}")
+            return run
 
-        await mine("a1")  # nothing moved yet
-        await other.write(_put("b1"))  # the command line's writer: any job may have moved it
-        await mine("a2")  # reloads first, then touches
-        await mine("a3")  # its own change: no reload
-        await other.write(_put("b2"))
-        await other.write(_put("b3"))
-        await mine("a4")  # one reload for both
+        await pg.write(holding("a1", "fibs"))  # the ladder's first change: nothing to reload
+        await other.write(holding("b1", "fibs"))
+        await pg.write(holding("a2", "fibs"))  # reloads first
+        await pg.write(holding("a3", "p4p"))  # its own change before: no reload
+        await other.write(holding("b2", "p4p"))
+        await other.write(holding("b3", "fibs"))
+        await pg.write(holding("a4", "fibs"))  # one reload for both
+        waiting = asyncio.create_task(pg.write(holding("a5", "fibs", wait=True)))
+        while "job a5 waits" not in seen:
+            await asyncio.sleep(0.01)
+        await other.write(holding("b4", "fibs"))  # moves it while a5's batch runs
+        gate.set()
+        await waiting
+        await pg.write(holding("a6", "p4p"))
     finally:
         await other.close()
-    assert seen == ["job a1", "reload a1,b1", "job a2", "job a3", "reload a1,b1,a2,a3,b2,b3",
-                    "job a4"]
-    assert postgres.query(pg.path, "SELECT value FROM counters WHERE name = 'ratings'") == \
-        [(4,)]  # b1, a2, b2, b3
+    assert seen == ["job a1", "reload committed a1,b1", "job a2", "job a3",
+                    "reload committed a1,b1,a2,a3,b2,b3", "job a4", "job a5 waits",
+                    "reload in tx a1,b1,a2,a3,b2,b3,a4,b4,a5", "job a5",
+                    "reload committed a1,b1,a2,a3,b2,b3,a4,b4,a5", "job a6"]
+    assert postgres.query(pg.path, "SELECT ladder, version FROM ladder_versions ORDER BY "
+                                   "ladder") == [("fibs", 7), ("p4p", 3)]
+
+
+async def test_a_job_that_meets_another_writers_lock_runs_first_in_the_next_batch(
+        pg: PgDatabase) -> None:
+    """Only a batch's first job waits for a lock as long as it takes: a later one that meets
+    another writer's row lock is rolled back, the jobs before it commit without waiting, and
+    it runs again first in the next batch (no deadlock can form between two writers)."""
+    await pg.write(_put("held"))
+    import asyncpg
+
+    conn = await asyncpg.connect(pg.path)
+    gate = asyncio.Event()
+    tried: list[str] = []
+    try:
+        tr = conn.transaction()
+        await tr.start()
+        await conn.execute("SELECT v FROM t WHERE v = 'held' FOR UPDATE")
+
+        async def first(tx: Tx) -> str:
+            await tx.execute("INSERT INTO t (v) VALUES ('first')")
+            await gate.wait()
+            return "first"
+
+        async def second(tx: Tx) -> str:
+            tried.append("second")
+            await tx.execute("UPDATE t SET v = 'changed' WHERE v = 'held'")
+            return "second"
+
+        one = asyncio.create_task(pg.write(first))
+        await asyncio.sleep(0.05)
+        two = asyncio.create_task(pg.write(second))  # queued behind the first: same batch
+        await asyncio.sleep(0.05)
+        gate.set()
+        assert await asyncio.wait_for(one, 5) == "first"  # committed while the lock is held
+        assert sorted(committed(pg)) == ["first", "held"]
+        await asyncio.sleep(0.2)
+        assert not two.done()  # the next batch's first job: it waits
+        await tr.rollback()
+        assert await asyncio.wait_for(two, 5) == "second"
+    finally:
+        await conn.close()
+    assert tried == ["second", "second"] and pg.reruns == 1
+    assert sorted(committed(pg)) == ["changed", "first"]
 
 
 async def test_many_rows_of_a_plain_insert_go_through_copy(pg: PgDatabase) -> None:

@@ -4,30 +4,37 @@ pool of connections for committed reads.
 Jobs run one after another on the writer's connection, each in a savepoint of
 the batch's transaction (taken before its first statement), exactly as on
 SQLite: a job that raises is rolled back alone, and nobody hears of a job's
-outcome before the commit holding it is done. The ``seq`` and match-id
-counters are read from the database once the batch holds the write lock, handed
-out in memory and the ``counters`` row written with the commit: numbers come
-from the database, never from a process's memory, so another process writing
-between two batches (a second writer, the command line) cannot be handed the
-same ones. Jobs queued while a batch runs or commits join the next one, so one
-commit (one WAL flush) serves every job that came meanwhile. Measured on the
-bench machine this beats a pool of connections each committing its own job:
-every job then pays its own flush, and ordering the rating of one player's
-matches needs row locks the single writer does not.
+outcome before the commit holding it is done. Jobs queued while a batch runs or
+commits join the next one, so one commit (one WAL flush) serves every job that
+came meanwhile.
 
-Every write transaction holds the database's write lock (an advisory lock,
-:data:`~server.store.pg.port.WRITE_LOCK`), as SQLite's ``BEGIN IMMEDIATE``
-does: a ``matchlobby replay`` or ``user add`` in another process waits for the
-batch in hand and the lobby waits for it, so an event close, a correction or
-a replay has the ladders to itself, and the ``seq`` numbers (drawn after the
-lock) follow the order the results are applied in.
+Several writers share the database (the lobby's nodes, the command line), so
+nothing is decided under one lock of the whole database: a batch takes the
+database's write lock *shared* (:data:`~server.store.pg.port.WRITE_LOCK`; a
+command line's replay, copy or import takes it alone and has the database to
+itself), and a job locks what it changes by row: the match (``FOR UPDATE``), the
+invitation, the event, and a ladder whose ratings it changes, by bumping the
+ladder's ``ladder_versions`` row (:meth:`JobTx.hold_ladder`), held until the
+commit. The version is the ladder's place in the log: a writer whose copy of the
+ladder (the plugins' state) is older than the row reloads it before rating, so
+two writers rating the same players rate them one after the other, each from
+what the other committed. ``seq`` and match ids come from the database's
+sequences; a ``seq`` is drawn holding its ladder, so one ladder's ``seq`` order
+is the order its results were rated in.
+
+Waiting for a lock while holding others is how writers deadlock; here only a
+batch's first job may wait as long as it takes. A later job that would wait
+longer than :data:`LOCK_WAIT` (or that PostgreSQL picks as a deadlock's victim, or
+that finds a unique key taken under it) is rolled back to its savepoint, the
+batch commits what ran before it, and it runs again first in the next batch,
+reading afresh. The pushes a batch shares are numbered at its end, holding the
+``push`` counter's row until the commit, so their order is the commit order.
 
 If PostgreSQL goes away (a restart, a crash), the jobs of the batch in hand
 fail with :class:`~server.store.faults.DatabaseUnavailable` and nothing of
 them is answered as done; every later job tries to connect again first and
 fails the same way at once while the server is down. Once it is back the
-writer reloads its counters and the plugins' state from what was committed
-and goes on by itself.
+writer reloads the plugins' state from what was committed and goes on by itself.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from server.store.faults import CommitFailed, DatabaseUnavailable
 from server.store.log import SqliteLog
 from server.store.pg.faults import lost_connection
 from server.store.pg.port import BACKEND, BEGIN_WRITE, FEED_CHANNEL, PgTx, PoolReader
-from server.store.pg.schema import migrate, migrate_plugin
+from server.store.pg.schema import LOG_SEQUENCE, MATCH_IDS, migrate, migrate_plugin
 from server.store.pg.sql import pg_sql
 from server.store.writer.pipeline import Hooks
 
@@ -52,45 +59,68 @@ CONNECT_TIMEOUT = 5.0  # seconds: a server that does not answer by then is down
 READERS = 4  # connections of the read pool
 
 
-class Counters:
-    """``seq`` and ``match`` as the database holds them when a batch takes the write lock,
-    then handed out in memory (no read for each number); a job that fails gives its numbers
-    back. ``ratings`` counts the commits that changed what the plugins hold, by any writer."""
+LOCK_WAIT = "20ms"
+"""How long a job after its batch's first waits for a lock before it goes first in the next
+batch (where it waits as long as it takes): a few batches of another writer."""
+RERUN = frozenset({"55P03", "40P01", "23505"})
+"""lock_not_available, deadlock_detected, unique_violation: another writer holds or took what
+the job needs; it runs again, first in the next batch."""
+HOLD_LADDER = ("INSERT INTO ladder_versions (ladder, version) VALUES ($1, 1) "
+               "ON CONFLICT (ladder) DO UPDATE SET version = ladder_versions.version + 1 "
+               "RETURNING version")
+VERSIONS = "SELECT ladder, version FROM ladder_versions"
+NEXT_SEQ = f"SELECT nextval('{LOG_SEQUENCE}')"
+NEXT_MATCH = f"SELECT nextval({MATCH_IDS})"
+TAKE_PUSHES = ("UPDATE counters SET value = value + $1 WHERE name = 'push' "
+               "RETURNING value")
 
-    LOAD = ("SELECT (SELECT value FROM counters WHERE name = 'seq'), "
-            "(SELECT coalesce(max(id), 0) FROM matches), "
-            "(SELECT value FROM counters WHERE name = 'push'), "
-            "(SELECT value FROM counters WHERE name = 'ratings')")
+
+AGAIN = "again"  # the batch's first job runs again (see PgDatabase._job)
+
+
+class _Batch:
+    """What the jobs of one transaction share."""
+
+    __slots__ = ("waits_bounded",)
 
     def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    async def load(self, conn: Any) -> None:
-        """One round trip; call it holding the write lock, so nobody moves them meanwhile."""
-        seq, top, pushed, ratings = await conn.fetchrow(self.LOAD)
-        self.values = {"seq": int(seq or 0), "match": int(top), "push": int(pushed or 0),
-                       "ratings": int(ratings or 0)}
-
-    def take(self, name: str) -> int:
-        self.values[name] += 1
-        return self.values[name]
+        self.waits_bounded = False  # LOCK_WAIT set: a job before this one holds locks
 
 
 class JobTx(PgTx):
-    """A job's view of the batch's transaction: the plugin API's ``Tx`` and ``take``. Its
-    savepoint is taken before its first statement (a job that runs none needs none, nor does
-    the first job of a batch: rolling the transaction back undoes it alone). Savepoints are
-    not released (a round trip each): ``ROLLBACK TO SAVEPOINT job`` goes back to the latest
-    one of that name, the failing job's, and the commit ends them all."""
+    """A job's view of the batch's transaction: the plugin API's ``Tx``, the numbers and the
+    ladders. Its savepoint is taken before its first statement (the first job of a batch
+    needs none: rolling the transaction back undoes it alone). Savepoints are not released
+    (a round trip each): ``ROLLBACK TO SAVEPOINT job`` goes back to the latest one of that
+    name, the failing job's, and the commit ends them all."""
 
-    def __init__(self, conn: Any, counters: Counters) -> None:
+    def __init__(self, conn: Any, owner: PgDatabase, batch: _Batch) -> None:
         super().__init__(conn)
-        self.counters = counters
+        self.owner = owner
+        self.batch = batch
         self.saved = False
+        self.held: set[str] = set()
         self.pushes: list[tuple[str, str]] = []
 
-    def take(self, name: str) -> int:
-        return self.counters.take(name)
+    async def hold_ladder(self, ladder: str) -> None:
+        """Nobody else changes ``ladder``'s ratings until this transaction ends, and the
+        plugins' copy of it here is the database's (reloaded first if another writer moved
+        it)."""
+        if ladder in self.held:
+            return
+        await self._save()
+        version = int(await self.conn.fetchval(HOLD_LADDER, ladder))
+        self.held.add(ladder)
+        await self.owner.ladder_held(ladder, version)
+
+    async def next_seq(self, ladder: str) -> int:
+        """The place in the log of a unit rated on ``ladder`` (which it holds first)."""
+        await self.hold_ladder(ladder)
+        return int(await self.conn.fetchval(NEXT_SEQ))
+
+    async def next_match_id(self) -> int:
+        await self._save()
+        return int(await self.conn.fetchval(NEXT_MATCH))
 
     def publish(self, audience: str, body: str) -> None:
         """Have every node's feed (:mod:`server.store.pg.feed`) hear ``body`` for ``audience``
@@ -100,7 +130,12 @@ class JobTx(PgTx):
     async def _save(self) -> None:
         if not self.saved:
             self.saved = True
-            await self.conn.execute("SAVEPOINT job")
+            if self.batch.waits_bounded:
+                await self.conn.execute("SAVEPOINT job")
+            else:  # set outside the savepoint, so a rolled-back job does not undo it
+                self.batch.waits_bounded = True
+                await self.conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; "
+                                        "SAVEPOINT job")
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         await self._save()
@@ -129,10 +164,11 @@ class JobTx(PgTx):
 
 
 class _Queued:
-    __slots__ = ("future", "job")
+    __slots__ = ("future", "job", "rerun")
 
     def __init__(self, job: Callable[[JobTx], Awaitable[Any]]) -> None:
         self.job = job
+        self.rerun = False  # run again once after meeting another writer's lock
         self.future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
 
@@ -150,12 +186,14 @@ class PgDatabase(Hooks):
         self.batch_max = batch_max
         self.writer: Any = None
         self.pool: Any = None
-        self.counters = Counters()
         self.commits = 0
         self.queue: asyncio.Queue[_Queued | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._stale = False  # the writer lost its connection: reload before the next job
-        self.ratings_seen = 0  # the ``ratings`` counter when this writer last looked
+        self.seen: dict[str, int] = {}  # each ladder's version the plugins' copy reflects
+        self._republish = False  # reloaded inside a batch: reload as committed next batch
+        self._deferred: list[_Queued] = []  # to run first in the next batch
+        self.reruns = 0
         self.fault: str | None = None  # never set: a PostgreSQL outage is not for good
 
     async def open(self) -> None:
@@ -166,8 +204,7 @@ class PgDatabase(Hooks):
             await migrate(self.writer)
             for schema in self.schemas:
                 await migrate_plugin(self.writer, schema)
-            await self.counters.load(self.writer)
-            self.ratings_seen = self.counters.values["ratings"]
+            self.seen = await self._versions(self.writer)
             self.pool = await asyncpg.create_pool(self.path, min_size=1, max_size=READERS,
                                                   timeout=CONNECT_TIMEOUT)
         except BaseException:
@@ -229,16 +266,18 @@ class PgDatabase(Hooks):
     # ---- the writer -----------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while (item := await self.queue.get()) is not None:
-            batch = [item]
-            stop = False
+        while True:
+            item = self._deferred.pop(0) if self._deferred else await self.queue.get()
+            if item is None:
+                break
             try:
                 await self._ready()
             except Exception as e:
-                self._refuse(batch, e)
+                self._refuse([item], e)
                 continue
-            stop = await self._batch(batch)
-            if stop:
+            if await self._batch([item]):
+                while self._deferred:  # close() came meanwhile: the jobs put off run first
+                    await self._batch([self._deferred.pop(0)])
                 break
         while not self.queue.empty():  # after close(): nothing is left waiting
             left = self.queue.get_nowait()
@@ -253,8 +292,7 @@ class PgDatabase(Hooks):
             self._stale = True
             self.writer = await asyncpg.connect(self.path, timeout=CONNECT_TIMEOUT)
         if self._stale:
-            await self.counters.load(self.writer)
-            self.ratings_seen = self.counters.values["ratings"]
+            self.seen = await self._versions(self.writer)
             self._stale = False
             if self.on_commit_failure is not None:
                 await self.on_commit_failure()
@@ -267,18 +305,23 @@ class PgDatabase(Hooks):
         outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
         pushes: list[tuple[str, str]] = []
         stop = False
+        state = _Batch()
         try:
             await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
-            await self.counters.load(conn)
-            await self._follow()
-            seq = self.counters.values["seq"]
-            touched = False
+            await self._follow(conn)
             i = 0
             while i < len(batch):
-                outcome = await self._job(conn, batch[i], pushes, first=i == 0)
+                outcome = await self._job(conn, batch[i], pushes, state, first=i == 0)
+                if outcome == AGAIN:
+                    state = _Batch()  # the transaction was begun again
+                    continue
+                if outcome is None:  # put off: it goes first next time, and the batch ends
+                    self._deferred.insert(0, batch[i])
+                    break
+                assert not isinstance(outcome, str)
+                if i == 0 and outcome[2] is not None:
+                    state = _Batch()
                 outcomes.append(outcome)
-                touched = touched or (outcome[2] is None
-                                      and (self.touched is None or self.touched()))
                 i += 1
                 if i == len(batch) and len(batch) < self.batch_max and not self.queue.empty():
                     nxt = self.queue.get_nowait()
@@ -286,21 +329,14 @@ class PgDatabase(Hooks):
                         stop = True
                     else:
                         batch.append(nxt)
-            moved = self.counters.values["seq"]
-            ending = "COMMIT" if moved == seq else \
-                f"UPDATE counters SET value = {int(moved)} WHERE name = 'seq'; COMMIT"
-            if touched:
-                self.counters.values["ratings"] += 1
-                ending = (f"UPDATE counters SET value = {self.counters.values['ratings']} "
-                          "WHERE name = 'ratings'; ") + ending
+            ending = "COMMIT"
             if pushes:
-                ending = await self._publish(conn, pushes) + ending
-            # One round trip: the counters (ints of ours, not text from outside) and COMMIT.
+                ending = await self._publish(conn, pushes, state) + ending
             await conn.execute(ending)
         except Exception as e:
             await self._failed(conn, batch, e)
+            self._deferred = [d for d in self._deferred if not d.future.done()]
             return stop
-        self.ratings_seen = self.counters.values["ratings"]
         self.commits += 1
         for item, result, error in outcomes:
             if not item.future.done():
@@ -310,36 +346,59 @@ class PgDatabase(Hooks):
                     item.future.set_result(result)
         return stop
 
-    async def _follow(self) -> None:
-        """Holding the write lock: if another writer changed what the plugins hold since this
-        one last looked, reload them (in this transaction, before any job of the batch)."""
-        moved = self.counters.values["ratings"]
-        if moved != self.ratings_seen:
-            self.ratings_seen = moved
-            if self.on_moved is not None:
-                await self.on_moved()
+    @staticmethod
+    async def _versions(conn: Any) -> dict[str, int]:
+        return {row[0]: int(row[1]) for row in await conn.fetch(VERSIONS)}
 
-    async def _publish(self, conn: Any, pushes: list[tuple[str, str]]) -> str:
-        """Number the batch's pushes after the last one committed and write them; what the
-        commit must also say: the counter, and the notification naming them (delivered to
-        every listening node once the commit is done, in commit order)."""
-        first = self.counters.values["push"] + 1
-        last = first + len(pushes) - 1
-        self.counters.values["push"] = last
+    async def _follow(self, conn: Any) -> None:
+        """At a batch's start: if another writer moved a ladder since the plugins here were
+        loaded (or a batch reloaded them inside its transaction), reload them from what is
+        committed (the batch has written nothing yet), before any job."""
+        versions = await self._versions(conn)
+        if versions != self.seen or self._republish:
+            self._republish = False
+            if self.on_moved is not None:
+                await self.on_moved(True)
+            self.seen = versions
+
+    async def ladder_held(self, ladder: str, version: int) -> None:
+        """A job holds ``ladder``, now at ``version`` (its own change counted): if the copy
+        here missed another writer's change, it follows this transaction first (committed
+        once the batch is, and reloaded as committed at the next batch's start)."""
+        if self.seen.get(ladder, 0) != version - 1:
+            if self.on_moved is not None:
+                await self.on_moved(False)
+            self._republish = True
+            self.seen = await self._versions(self.writer)
+        self.seen[ladder] = version
+
+    async def _publish(self, conn: Any, pushes: list[tuple[str, str]], state: _Batch) -> str:
+        """Number the batch's pushes after the last one committed and write them, holding the
+        ``push`` counter's row until the commit (so the numbers follow the commits); what the
+        commit must also say: the notification (delivered to every listening node once the
+        commit is done, in commit order)."""
+        if state.waits_bounded:  # the counter's row waits for a commit in hand, never long
+            await conn.execute("SET LOCAL lock_timeout = 0")
+        last = int(await conn.fetchval(TAKE_PUSHES, len(pushes)))
+        first = last - len(pushes) + 1
         await conn.executemany("INSERT INTO pushes (pos, origin, audience, body) "
                                "VALUES ($1, $2, $3, $4)",
                                [(first + i, self.origin, audience, body)
                                 for i, (audience, body) in enumerate(pushes)])
-        return (f"UPDATE counters SET value = {last} WHERE name = 'push'; "
-                f"SELECT pg_notify('{FEED_CHANNEL}', '{first}-{last}'); ")
+        return f"SELECT pg_notify('{FEED_CHANNEL}', '{first}-{last}'); "
 
-    async def _job(self, conn: Any, item: _Queued, pushes: list[tuple[str, str]], first: bool
-                   ) -> tuple[_Queued, Any, BaseException | None]:
+    async def _job(self, conn: Any, item: _Queued, pushes: list[tuple[str, str]],
+                   state: _Batch, first: bool
+                   ) -> tuple[_Queued, Any, BaseException | None] | str | None:
         """Run one job (its pushes join ``pushes`` if it succeeds); the first of a batch needs
-        no savepoint (the transaction is its own)."""
-        tx = JobTx(conn, self.counters)
+        no savepoint (the transaction is its own). A job that met another writer's lock or
+        row is rolled back and runs again, once: ``AGAIN`` (the first job: now, in the
+        transaction begun again, holding nothing) or ``None`` (a later one: first in the next
+        batch, this one committing what ran before it)."""
+        tx = JobTx(conn, self, state)
         tx.saved = first
-        before = dict(self.counters.values)
+        seen = dict(self.seen)
+        republish = self._republish
         if self.on_job_start is not None:
             self.on_job_start()
         try:
@@ -347,16 +406,22 @@ class PgDatabase(Hooks):
         except Exception as e:
             if lost_connection(e, conn):
                 raise
-            self.counters.values = before
+            self.seen, self._republish = seen, republish or self._republish
+            rerun = getattr(e, "sqlstate", None) in RERUN and not item.rerun
             if first:
                 await conn.execute("ROLLBACK")
                 await conn.execute(BEGIN_WRITE)
-                await self.counters.load(conn)  # the lock was let go: anyone may have moved them
-                await self._follow()
+                await self._follow(conn)
             elif tx.saved:
                 await conn.execute("ROLLBACK TO SAVEPOINT job")
             if self.on_job_failure is not None:
                 await self.on_job_failure()
+            if rerun:
+                item.rerun = True
+                self.reruns += 1
+                log.info("a job met another writer's lock or row (%s); it runs again",
+                         getattr(e, "sqlstate", "?"))
+                return AGAIN if first else None
             return item, None, e
         pushes += tx.pushes
         return item, result, None
@@ -381,7 +446,7 @@ class PgDatabase(Hooks):
         for item in batch:
             if not item.future.done():
                 item.future.set_exception(CommitFailed(str(error)))
-        self._stale = True  # reload the counters and the plugins from what was committed
+        self._stale = True  # reload the plugins from what was committed
 
     def _refuse(self, batch: list[_Queued], error: BaseException) -> None:
         for item in batch:

@@ -20,8 +20,11 @@ from server.store.pg.sql import copy_target, pg_sql
 BACKEND = "postgresql"
 Job = Callable[[Tx], Awaitable[Any]]
 STREAM_PREFETCH = 4096  # rows fetched at a time by a cursor
-WRITE_LOCK = 0x6D6C7772  # pg_advisory_xact_lock's key of every write transaction ("mlwr")
-BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+WRITE_LOCK = 0x6D6C7772  # the advisory lock of the whole database ("mlwr")
+BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK})"
+"""A lobby's batch shares the database with the other writers' batches; what it changes it
+holds by row (a match, an invitation, an event, a ladder's ``ladder_versions`` row)."""
+LADDERS_MOVED = "UPDATE ladder_versions SET version = version + 1"
 FEED_CHANNEL = "matchlobby_pushes"  # NOTIFY's channel: "first-last", the positions committed
 COPY_MIN_ROWS = 256  # rows of one INSERT from which COPY beats executemany (bench/pg_bulk.py)
 
@@ -111,10 +114,14 @@ class PgStore(PgTx):
     (``server.api.Store``)."""
 
     async def transaction(self, job: Job) -> Any:
-        """``job`` in a transaction holding the write lock (the lobby's writer holds it too)."""
+        """``job`` in a transaction that has the database to itself (the write lock taken
+        alone): it waits for the lobby's batches in hand, and they wait for it. Every ladder
+        counts as moved, so each lobby writer reloads what it holds of them."""
         async with self.conn.transaction():
             await self.conn.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
-            return await job(PgTx(self.conn))
+            result = await job(PgTx(self.conn))
+            await self.conn.execute(LADDERS_MOVED)
+            return result
 
     async def snapshot(self, job: Job) -> Any:
         tr = self.conn.transaction(isolation="repeatable_read")

@@ -51,6 +51,15 @@ class JobTx:
         (``seq``, stored with the commit, or ``match``)."""
         return self._writes.counters.take(name)
 
+    async def hold_ladder(self, ladder: str) -> None:
+        """One process writes a SQLite file: the batch's transaction holds everything."""
+
+    async def next_seq(self, ladder: str) -> int:
+        return self.take("seq")
+
+    async def next_match_id(self) -> int:
+        return self.take("match")
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         cursor = await self._statement(sql, tuple(params))
         if isinstance(cursor, sqlite3.Cursor):
