@@ -36,6 +36,7 @@ from server.protocol import push
 from server.store import now
 from server.store.pg import nodes
 from server.store.pg.feed import KEEP, Pushed, PushFeed
+from server.store.pg.port import RATINGS_MOVED
 
 if TYPE_CHECKING:
     from server.lobby.lobby import Lobby
@@ -48,7 +49,6 @@ NOTE = ""  # the audience of a note for the nodes themselves (presence), not for
 PRUNE_EVERY = 10_000  # pushes shared between two prunings of the table (to its newest KEEP)
 REFRESH = ("Some of the lobby's updates could not reach this connection; reload what you "
            "show (ladders, matches, who is online).")
-RATINGS_MOVED = orjson.dumps({"ratings": True}).decode()  # a note: reload the plugins' data
 RELOAD_LIVE = orjson.dumps({"reload": "matches"}).decode()  # a note: read the live matches
 FOLLOW_TIMEOUT = 5.0  # seconds a node waits for its writer to reload before delivering anyway
 

@@ -56,20 +56,33 @@ async def _write(tx: Tx, store: Store, table: str, columns: list[str],
     await tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
 
-async def _continue_log(tx: Tx, backend: str) -> None:
+async def log_position(tx: Tx, backend: str) -> int:
+    """The last ``seq`` handed out: SQLite's ``counters`` row, PostgreSQL's sequence."""
+    if backend == "postgresql":
+        row = await tx.fetchone("SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
+                                f"END FROM {LOG_SEQUENCE}")
+    else:
+        row = await tx.fetchone("SELECT value FROM counters WHERE name = 'seq'")
+    return int(row[0]) if row is not None else 0
+
+
+async def _continue_log(tx: Tx, backend: str, log_position: int) -> None:
     """The destination's next ``seq`` follows the copied log: PostgreSQL draws it from a
     sequence, SQLite from its ``counters`` row (neither end's counter is the other's)."""
     top_sql = ("SELECT {f}(coalesce((SELECT value FROM counters WHERE name = 'seq'), 0), "
                "coalesce((SELECT max(seq) FROM matches), 0), "
-               "coalesce((SELECT max(seq) FROM events), 0))")
+               "coalesce((SELECT max(seq) FROM events), 0), ?)")
     if backend == "postgresql":
-        row = await tx.fetchone(top_sql.format(f="greatest"))
+        row = await tx.fetchone(top_sql.format(f="greatest"), (0,))
         top = int(row[0]) if row is not None else 0
         if top:
             await tx.execute(f"SELECT setval('{LOG_SEQUENCE}', ?)", (top,))
+        await tx.execute("DELETE FROM counters WHERE name IN ('seq', 'ratings')")
         return
-    row = await tx.fetchone(top_sql.format(f="max"))
-    await tx.execute("UPDATE counters SET value = ? WHERE name = 'seq'",
+    await tx.execute("DELETE FROM counters WHERE name = 'ratings'")
+    row = await tx.fetchone(top_sql.format(f="max"), (log_position,))
+    await tx.execute("INSERT INTO counters (name, value) VALUES ('seq', ?) ON CONFLICT (name) "
+                     "DO UPDATE SET value = excluded.value",
                      (int(row[0]) if row is not None else 0,))
 
 
@@ -116,11 +129,13 @@ async def _copy(src: Store, dst: Store, tables: list[str]) -> dict[str, int]:
                     f"(SELECT coalesce(max(id), 0) + 1 FROM {table}), false) "
                     f"WHERE pg_get_serial_sequence('{table}', 'id') IS NOT NULL")
 
-    async def into_with_seq(tx: Tx) -> None:
-        await into(tx)
-        await _continue_log(tx, dst.backend)
+    async def read(snapshot: Tx) -> None:
+        position = await log_position(snapshot, src.backend)
 
-    async def read(_: Tx) -> None:
+        async def into_with_seq(tx: Tx) -> None:
+            await into(tx)
+            await _continue_log(tx, dst.backend, position)
+
         await dst.transaction(into_with_seq)
 
     await src.snapshot(read)

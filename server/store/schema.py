@@ -169,9 +169,7 @@ MIGRATIONS: dict[int, str] = {
     ) WITHOUT ROWID;
     CREATE INDEX online_node ON online (node);
     """,
-    # What the plugins hold moved (a result rated, an event closed, a correction, a replay):
-    # a node's writer that finds it moved under another writer reloads them before its own
-    # jobs (server/store/pg/database.py), so no rating is computed from a stale cache.
+    # What the plugins hold moved (replaced by each ladder's version in 13).
     11: """
     INSERT INTO counters VALUES ('ratings', 0);
     """,
@@ -199,6 +197,7 @@ MIGRATIONS: dict[int, str] = {
         ladder TEXT PRIMARY KEY,
         version INTEGER NOT NULL
     ) WITHOUT ROWID;
+    DELETE FROM counters WHERE name = 'ratings';
     """,
 }
 

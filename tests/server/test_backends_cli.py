@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testkit import postgres
 from testkit.cli import replay_check, run_cli_async
 from testkit.clients import play
-from testkit.db import execute, sql
+from testkit.db import execute, log_position, sql
 from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
 
@@ -19,8 +20,13 @@ TABLES = ("players", "events", "matches", "match_players", "corrections", "count
           "requests", "sessions", "ratings", "history", "shared_values", "streaks")
 
 
-def _rows(db: Path) -> dict[str, list[tuple]]:
-    return {t: sorted(sql(db, f"SELECT * FROM {t}"), key=repr) for t in TABLES}
+def _rows(db: Path) -> dict[str, Any]:
+    """Every table's rows, and the log's position (SQLite's ``seq`` counter is PostgreSQL's
+    sequence)."""
+    rows: dict[str, Any] = {t: sorted(sql(db, f"SELECT * FROM {t}"), key=repr) for t in TABLES}
+    rows["counters"] = [r for r in rows["counters"] if r[0] != "seq"]
+    rows["log position"] = log_position(db)
+    return rows
 
 
 async def test_migrate_brings_the_tables_up_to_date_and_refuses_a_newer_database(

@@ -25,6 +25,9 @@ BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK})"
 """A lobby's batch shares the database with the other writers' batches; what it changes it
 holds by row (a match, an invitation, an event, a ladder's ``ladder_versions`` row)."""
 LADDERS_MOVED = "UPDATE ladder_versions SET version = version + 1"
+RATINGS_MOVED = '{"ratings":true}'
+"""A note to the lobby's servers (a push for no connection): reload the plugins' data."""
+COMMAND_LINE = "command line"  # the origin of the pushes a sub-command writes
 FEED_CHANNEL = "matchlobby_pushes"  # NOTIFY's channel: "first-last", the positions committed
 COPY_MIN_ROWS = 256  # rows of one INSERT from which COPY beats executemany (bench/pg_bulk.py)
 
@@ -121,7 +124,18 @@ class PgStore(PgTx):
             await self.conn.execute(f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
             result = await job(PgTx(self.conn))
             await self.conn.execute(LADDERS_MOVED)
+            if await self.conn.fetchval("SELECT EXISTS (SELECT 1 FROM nodes)"):
+                await self._tell_servers()
             return result
+
+    async def _tell_servers(self) -> None:
+        """The running servers hear of it through their feeds at the commit, not only at
+        their next write."""
+        pos = await self.conn.fetchval("UPDATE counters SET value = value + 1 "
+                                       "WHERE name = 'push' RETURNING value")
+        await self.conn.execute("INSERT INTO pushes (pos, origin, audience, body) "
+                                "VALUES ($1, $2, '', $3)", pos, COMMAND_LINE, RATINGS_MOVED)
+        await self.conn.execute(f"SELECT pg_notify('{FEED_CHANNEL}', '{pos}-{pos}')")
 
     async def snapshot(self, job: Job) -> Any:
         tr = self.conn.transaction(isolation="repeatable_read")

@@ -35,7 +35,8 @@ PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
     13: (f"CREATE SEQUENCE {LOG_SEQUENCE}",
          f"SELECT setval('{LOG_SEQUENCE}', greatest(1, (SELECT value FROM counters WHERE name = "
          "'seq')), (SELECT value FROM counters WHERE name = 'seq') > 0)",
-         f"SELECT setval({MATCH_IDS}, (SELECT coalesce(max(id), 0) + 1 FROM matches), false)"),
+         f"SELECT setval({MATCH_IDS}, (SELECT coalesce(max(id), 0) + 1 FROM matches), false)",
+         "DELETE FROM counters WHERE name = 'seq'"),
 }
 
 _REWRITES = (

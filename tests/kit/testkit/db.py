@@ -52,9 +52,25 @@ def integrity(db: Path) -> str:
     return "; ".join(str(r[0]) for r in sql(db, "PRAGMA integrity_check"))
 
 
+def log_position(db: Path) -> int:
+    """The last ``seq`` handed out: SQLite's counter, PostgreSQL's sequence (which a
+    transaction that never commits also moves)."""
+    if isinstance(db, PgDb):
+        return int(sql(db, "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
+                           "END FROM log_seq")[0][0])
+    return int(sql(db, "SELECT value FROM counters WHERE name = 'seq'")[0][0])
+
+
+def seq_drawn(db: Path, counter: int, units: int) -> bool:
+    """Every ``seq`` handed out is a unit's: SQLite's writer gives a failed job's number
+    back; PostgreSQL's sequence does not (a job rolled back, or cut short by a kill, leaves
+    its number unused), so there the units are at most as many."""
+    return counter >= units if isinstance(db, PgDb) else counter == units
+
+
 def seq_gaps(db: Path) -> tuple[int, int, int]:
     """(counter, units holding a seq, distinct seqs): equal when no applied unit was lost."""
-    counter = sql(db, "SELECT value FROM counters WHERE name = 'seq'")[0][0]
+    counter = log_position(db)
     used = sql(db, "SELECT count(seq), count(DISTINCT seq) FROM (SELECT seq FROM matches "
                    "WHERE seq IS NOT NULL UNION ALL SELECT seq FROM events WHERE seq IS NOT NULL) AS u")
     return int(counter), int(used[0][0]), int(used[0][1])
