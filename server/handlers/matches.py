@@ -69,8 +69,8 @@ async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...]
                 claimed_by: str | None = None) -> None:
     """On a database several nodes share, the match's row decides, not this node's copy (a
     command on another node may have changed it a moment ago): it must still be in one of
-    ``statuses`` (and claimed by ``claimed_by``) as the writer, holding the write lock, sees
-    it; otherwise the command is refused and changes nothing. One node alone decides in
+    ``statuses`` (and claimed by ``claimed_by``) as the writer sees it, holding the row until
+    its commit; otherwise the command is refused and changes nothing. One node alone decides in
     memory (``busy``), as the row would."""
     if call.lobby.sharing is None:
         return

@@ -58,7 +58,7 @@ class StoredReplies:
 
     known: set[int] = field(default_factory=set)  # a hash of every stored key
     # Other processes may store replies too (several nodes on one database): a job stores its
-    # reply only if no run of the same request is stored, under the write lock...
+    # reply only if no run of the same request is stored (the key's row decides)...
     shared: bool = False
     # ... and while other nodes beat, ``known`` cannot say a key is new: a retry reads.
     others: bool = False
@@ -105,9 +105,9 @@ def _reply_of(row: Any | None, key: RequestKey) -> Any | None:
 
 async def remember(replies: StoredReplies, tx: WriteTx, key: RequestKey, data: Any) -> None:
     """Store ``data`` as the reply of ``key`` in ``tx``. Where other nodes may store too, the
-    store is conditional, in the same statement (under the write lock every node's writes
-    take): a run that another node committed first raises :class:`AlreadyAnswered`, so the
-    request is done once."""
+    store is conditional, in the same statement (a second insert of the key waits for the
+    first one's commit): a run that another node committed first raises
+    :class:`AlreadyAnswered`, so the request is done once."""
     # Added before the commit: a hit only costs one database read.
     replies.known.add(replies.hashed(key.player_id, key.request_id))
     if not replies.shared:

@@ -43,7 +43,7 @@ async def store_once(tx: WriteTx, player_id: int, request_id: str, cmd: str, arg
 
 
 async def find_in(tx: WriteTx, player_id: int, request_id: str) -> Any | None:
-    """:func:`find` inside a write job (under the write lock: nobody stores it meanwhile)."""
+    """:func:`find` inside a write job (after :func:`store_once` found it stored: committed)."""
     return await tx.fetchone(
         "SELECT cmd, args_hash, reply, at FROM requests WHERE player_id = ? AND request_id = ?",
         (player_id, request_id))

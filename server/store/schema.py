@@ -135,8 +135,8 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX account_changes_player ON account_changes (player_id, id);
     """,
     # Pushes for the lobby's other processes (several nodes on one PostgreSQL database):
-    # appended in the transaction that caused them, numbered from the 'push' counter under
-    # the write lock, so every node reads them in commit order (server/store/pg/feed.py).
+    # appended in the transaction that caused them, numbered from the 'push' counter, its row
+    # held until the commit, so every node reads them in commit order (server/store/pg/feed.py).
     8: """
     CREATE TABLE pushes (
         pos INTEGER PRIMARY KEY,

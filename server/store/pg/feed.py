@@ -1,9 +1,10 @@
 """A node's feed of the pushes every node commits (several lobby processes, one PostgreSQL).
 
 A write job publishes a push (:meth:`~server.store.pg.database.JobTx.publish`); the
-writer numbers the batch's pushes from the ``push`` counter under the write lock, writes
+writer numbers the batch's pushes from the ``push`` counter, holding its row, writes
 them to ``pushes`` and commits with ``NOTIFY matchlobby_pushes, 'first-last'``, so the
-notification reaches the listeners only after the commit, in commit order (the engine is
+notification reaches the listeners only after the commit, and the numbers follow the
+commits (the row is held from the numbering to the commit; the engine is
 PostgreSQL's own ``LISTEN``/``NOTIFY``: the payload is the positions, the rows are read).
 
 The feed reads rows by position, never trusting a notification to carry them: a missed
