@@ -42,6 +42,9 @@ CHANGED_ROWS = 20
 """The most rows a ``ladder_updated`` lists: a push stays a few KB whatever the ladder's size
 (every row of 20,000 players would be 2.1 MB to each watcher, most of it queued by the kernel
 for watchers that do not read). Watchers fetch the rows they show with ``ladder``."""
+FOLLOW_MAX = 2000
+"""The most players :meth:`RatingsPlugin.follow` reads again by id; beyond, the ladder is
+reloaded whole (one read of every row costs less than that many lookups)."""
 
 
 @dataclass
@@ -66,6 +69,7 @@ class RatingsPlugin:
         self.books: dict[str, Book] = {}
         self.published: dict[str, dict[str, Any]] = {}
         self.ids: dict[str, int] = {}
+        self.history_top: dict[str, int] = {}  # each ladder's newest history row read
         self._rows_cache: dict[tuple[str, date], list[dict[str, Any]]] = {}
         self._index_cache: dict[tuple[str, date],
                                 tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
@@ -98,12 +102,42 @@ class RatingsPlugin:
                     saved.state[field_] = value
             books[row[0]].standings[row[6]] = ladder.system.decode(ladder.options, row[6], saved)
         self.ids = {row[1]: row[0] for row in await reader.fetchall("SELECT id, name FROM players")}
+        self.history_top = {row[0]: int(row[1]) for row in await reader.fetchall(store.HISTORY_TOP)}
         for name, book in books.items():
             book.load_history(await reader.log.event_games(name))
         self.books = books
         if committed:
             self.published = {name: dict(book.standings) for name, book in books.items()}
             self._rows_cache.clear()
+
+    async def follow(self, reader: Reader, ladder: str) -> bool:
+        """Another writer rated results on ``ladder`` (not a rebuild): the standings of the
+        players its history rows since the newest one read here name are read again, and
+        shown at once (they are that writer's, committed). A ladder rated by event closes
+        (whose every close may move players no history row names) is reloaded whole
+        instead (``False``)."""
+        config = self.ladders.get(ladder)
+        if config is None:
+            return True
+        if config.system.shared_field is not None or not config.system.rates_each_result:
+            return False  # a close may move standings that no history row names
+        top = self.history_top.get(ladder, 0)
+        moved = await reader.fetchall(store.HISTORY_SINCE, (top, ladder))
+        if not moved:
+            return True
+        ids = sorted({int(row[1]) for row in moved})
+        if len(ids) > FOLLOW_MAX:
+            return False
+        self.history_top[ladder] = max(int(row[0]) for row in moved)
+        rows = await reader.fetchall(store.select_ratings_of(len(ids)), (ladder, *ids))
+        book = self.books[ladder]
+        shown = self.published.setdefault(ladder, {})
+        for row in rows:
+            standing = config.system.decode(config.options, row[6], store.stored(row))
+            book.standings[row[6]] = shown[row[6]] = standing
+            self.ids[row[6]] = int(row[1])
+        self._rows_cache = {k: v for k, v in self._rows_cache.items() if k[0] != ladder}
+        return True
 
     async def on_event(self, tx: Tx, event: DomainEvent) -> Outcome | None:
         if isinstance(event, MatchFinished | EventClosed):

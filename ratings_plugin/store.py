@@ -65,6 +65,16 @@ INSERT_HISTORY = """INSERT INTO history (ladder, player_id, before, after, match
     VALUES (?, ?, ?, ?, ?, ?, ?)"""
 SELECT_RATINGS = """SELECT r.ladder, r.player_id, r.rating, r.games, r.last_played, r.state, p.name
     FROM ratings r JOIN players p ON p.id = r.player_id"""
+HISTORY_TOP = "SELECT ladder, max(id) FROM history GROUP BY ladder"
+HISTORY_SINCE = "SELECT id, player_id FROM history WHERE id > ? AND ladder = ?"
+
+
+def select_ratings_of(players: int) -> str:
+    """:data:`SELECT_RATINGS` of one ladder (the first parameter) and ``players`` ids."""
+    return (SELECT_RATINGS + " WHERE r.ladder = ? AND r.player_id IN ("
+            + ", ".join("?" for _ in range(players)) + ")")
+
+
 SHARED_UPSERT = """INSERT INTO shared_values (ladder, player_ids, vals) VALUES (?, ?, ?)
     ON CONFLICT (ladder) DO UPDATE SET player_ids = excluded.player_ids, vals = excluded.vals"""
 SHARED_DELETE = "DELETE FROM shared_values WHERE ladder = ?"

@@ -140,11 +140,20 @@ class Lobby:
         plugins first, so no rating is computed from a stale copy."""
         self.db.on_moved = self._follow_plugins
 
-    async def _follow_plugins(self, committed: bool) -> None:
-        if not committed:
-            self._plugins_touched = True  # should the job fail, follow its rollback too
+    async def _follow_plugins(self, committed: bool, ladder: str | None) -> bool:
+        """Each plugin follows what another writer committed on ``ladder`` (its optional
+        ``follow``), or reloads whole; whether all of them followed."""
+        tx = self.db.writer_tx()
+        followed = True
         for plugin in self.plugins:
-            await plugin.load(self.db.writer_tx(), committed=committed)
+            follow = getattr(plugin, "follow", None)
+            if ladder is not None and follow is not None and await follow(tx, ladder):
+                continue
+            followed = False
+            if not committed:
+                self._plugins_touched = True  # should the job fail, follow its rollback too
+            await plugin.load(tx, committed=committed)
+        return followed
 
     async def reload_plugins(self) -> None:
         """Rebuild plugin state from committed data (after start or a failed commit)."""
@@ -154,8 +163,10 @@ class Lobby:
     async def emit(self, tx: WriteTx, event: DomainEvent, effects: Effects) -> dict[str, Any]:
         """Let every plugin react inside ``tx``; returns the fields the plugins add to the reply
         (computed now, so the stored reply holds them too)."""
-        await tx.hold_ladder(event.ladder if isinstance(event, LadderCorrected)
-                             else event.unit.ladder)
+        if isinstance(event, LadderCorrected):
+            await tx.hold_ladder(event.ladder, rebuild=True)
+        else:
+            await tx.hold_ladder(event.unit.ladder)
         self._plugins_touched = True
         if self.sharing is not None:
             self.sharing.ratings_moved()

@@ -14,9 +14,10 @@ T = TypeVar("T")
 class WriteTx(Tx, Protocol):
     """A write job's transaction: the plugin API's, and the counters only the lobby hands out."""
 
-    async def hold_ladder(self, ladder: str) -> None:
+    async def hold_ladder(self, ladder: str, rebuild: bool = False) -> None:
         """Until the commit no other writer changes ``ladder``'s ratings, and the plugins'
-        copy of it is what the database holds (one writer alone: nothing to do)."""
+        copy of it is what the database holds (one writer alone: nothing to do).
+        ``rebuild``: the job rewrites the ladder (another writer reloads it whole)."""
 
     async def next_seq(self, ladder: str) -> int:
         """The place in the log (``seq``) of a unit rated on ``ladder``, which it holds."""

@@ -189,13 +189,16 @@ MIGRATIONS: dict[int, str] = {
     """,
     # Each ladder's place in the log on a database several writers share: a job that changes a
     # ladder's ratings bumps its row, and the row's lock holds the ladder until the commit; a
-    # writer whose copy is older reloads it first (server/store/pg/database.py). PostgreSQL
+    # writer whose copy is older follows it first (server/store/pg/database.py), reading
+    # again only what changed unless the ladder was rebuilt since (``rebuilt``: the version
+    # of its latest correction or replay). PostgreSQL
     # also draws ``seq`` and match ids from sequences from now on (PG_MIGRATIONS there);
     # SQLite's single writer keeps its counters.
     13: """
     CREATE TABLE ladder_versions (
         ladder TEXT PRIMARY KEY,
-        version INTEGER NOT NULL
+        version INTEGER NOT NULL,
+        rebuilt INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID;
     DELETE FROM counters WHERE name = 'ratings';
     """,

@@ -24,7 +24,7 @@ class LobbyDatabase(Protocol):
     on_commit_failure: Callable[[], Awaitable[None]] | None
     on_job_failure: Callable[[], Awaitable[None]] | None
     on_job_start: Callable[[], None] | None
-    on_moved: Callable[[bool], Awaitable[None]] | None
+    on_moved: Callable[[bool, str | None], Awaitable[bool]] | None
 
     @property
     def commits(self) -> int:

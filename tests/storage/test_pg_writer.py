@@ -198,56 +198,76 @@ async def test_two_writers_on_one_database_never_hand_out_the_same_number(
     assert committed(pg) == [f"s{seq}" for seq in sorted(seqs)]  # commit order is seq order
 
 
-async def test_a_writer_reloads_a_ladder_another_writer_moved_before_rating_on_it(
+async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_it(
         pg: PgDatabase) -> None:
-    """Each ladder's row counts the jobs that changed it, by any writer. A batch that finds a
-    ladder moved under another writer reloads (``on_moved``, as committed) before its first
-    job, once; a job that holds a ladder moved since its batch began follows it inside the
-    transaction, and the next batch reloads as committed; its own changes do not reload."""
+    """Each ladder's row counts the jobs that changed it, by any writer. A batch that finds
+    ladders moved under another writer has the plugins follow each (``on_moved``, as
+    committed) before its first job; a job that holds a ladder moved since its batch began
+    has them follow it inside the transaction; a ladder rebuilt elsewhere, or a plugin that
+    could not follow inside a batch, makes the next batch reload whole. A writer's own
+    changes never make it follow."""
     other = PgDatabase(pg.path)
     await other.open()
-    seen: list[str] = []  # what each reload found, in order with the jobs
+    seen: list[str] = []  # what each follow or reload found, in order with the jobs
 
-    async def reload(committed: bool) -> None:
+    async def moved(committed: bool, ladder: str | None) -> bool:
         found = ",".join(v for (v,) in await pg.writer.fetch("SELECT v FROM t ORDER BY id"))
-        seen.append(f"reload {'committed' if committed else 'in tx'} {found}")
+        how = "committed" if committed else "in tx"
+        seen.append(f"reload {how} {found}" if ladder is None else f"{ladder} {how} {found}")
+        return ladder != "p4p"  # a plugin that cannot follow p4p reloads whole
 
-    pg.on_moved = reload
+    pg.on_moved = moved
     gate = asyncio.Event()
     try:
-        def holding(value: str, ladder: str, wait: bool = False) -> Any:
+        def holding(value: str, ladder: str, wait: bool = False, rebuild: bool = False
+                    ) -> Any:
             async def run(tx: Any) -> None:
                 if wait:
                     seen.append(f"job {value} waits")
                     await gate.wait()
                 await _put(value)(tx)
-                await tx.hold_ladder(ladder)
+                await tx.hold_ladder(ladder, rebuild)
                 if value.startswith("a"):  # pg's own
                     seen.append(f"job {value}")
             return run
 
-        await pg.write(holding("a1", "fibs"))  # the ladder's first change: nothing to reload
+        async def meanwhile(value: str, ladder: str, then: str) -> None:
+            gate.clear()
+            waiting = asyncio.create_task(pg.write(holding(value, ladder, wait=True)))
+            while f"job {value} waits" not in seen:
+                await asyncio.sleep(0.01)
+            await other.write(holding(then, ladder))  # moves it while the batch runs
+            gate.set()
+            await waiting
+
+        await pg.write(holding("a1", "fibs"))  # the ladder's first change: nothing to follow
         await other.write(holding("b1", "fibs"))
-        await pg.write(holding("a2", "fibs"))  # reloads first
-        await pg.write(holding("a3", "p4p"))  # its own change before: no reload
+        await pg.write(holding("a2", "fibs"))  # follows first
+        await pg.write(holding("a3", "p4p"))  # its own change before: nothing
         await other.write(holding("b2", "p4p"))
         await other.write(holding("b3", "fibs"))
-        await pg.write(holding("a4", "fibs"))  # one reload for both
-        waiting = asyncio.create_task(pg.write(holding("a5", "fibs", wait=True)))
-        while "job a5 waits" not in seen:
-            await asyncio.sleep(0.01)
-        await other.write(holding("b4", "fibs"))  # moves it while a5's batch runs
-        gate.set()
-        await waiting
+        await pg.write(holding("a4", "fibs"))  # follows both, once each
+        await meanwhile("a5", "fibs", then="b4")
         await pg.write(holding("a6", "p4p"))
+        await other.write(holding("b5", "fibs", rebuild=True))
+        await pg.write(holding("a7", "fibs"))  # rebuilt elsewhere: reloads whole
+        await meanwhile("a8", "p4p", then="b6")  # could not follow inside the batch...
+        await pg.write(holding("a9", "fibs"))  # ... so the next one reloads whole
     finally:
         await other.close()
-    assert seen == ["job a1", "reload committed a1,b1", "job a2", "job a3",
-                    "reload committed a1,b1,a2,a3,b2,b3", "job a4", "job a5 waits",
-                    "reload in tx a1,b1,a2,a3,b2,b3,a4,b4,a5", "job a5",
-                    "reload committed a1,b1,a2,a3,b2,b3,a4,b4,a5", "job a6"]
-    assert postgres.query(pg.path, "SELECT ladder, version FROM ladder_versions ORDER BY "
-                                   "ladder") == [("fibs", 7), ("p4p", 3)]
+    upto = "a1,b1,a2,a3,b2,b3,a4,b4,a5,a6,b5,a7,b6,a8".split(",")
+
+    def rows(last: str) -> str:
+        return ",".join(upto[:upto.index(last) + 1])
+
+    assert seen == ["job a1", f"fibs committed {rows('b1')}", "job a2", "job a3",
+                    f"fibs committed {rows('b3')}", f"p4p committed {rows('b3')}", "job a4",
+                    "job a5 waits", f"fibs in tx {rows('a5')}", "job a5", "job a6",
+                    f"reload committed {rows('b5')}", "job a7", "job a8 waits",
+                    f"p4p in tx {rows('a8')}", "job a8", f"reload committed {rows('a8')}",
+                    "job a9"]
+    assert postgres.query(pg.path, "SELECT ladder, version, rebuilt FROM ladder_versions "
+                                   "ORDER BY ladder") == [("fibs", 10, 8), ("p4p", 5, 0)]
 
 
 async def test_a_job_that_meets_another_writers_lock_runs_first_in_the_next_batch(

@@ -67,8 +67,9 @@ RERUN = frozenset({"55P03", "40P01", "23505"})
 the job needs; it runs again, first in the next batch."""
 HOLD_LADDER = ("INSERT INTO ladder_versions (ladder, version) VALUES ($1, 1) "
                "ON CONFLICT (ladder) DO UPDATE SET version = ladder_versions.version + 1 "
-               "RETURNING version")
-VERSIONS = "SELECT ladder, version FROM ladder_versions"
+               "RETURNING version, rebuilt")
+REBUILT = "UPDATE ladder_versions SET rebuilt = version WHERE ladder = $1"
+VERSIONS = "SELECT ladder, version, rebuilt FROM ladder_versions"
 NEXT_SEQ = f"SELECT nextval('{LOG_SEQUENCE}')"
 NEXT_MATCH = f"SELECT nextval({MATCH_IDS})"
 TAKE_PUSHES = ("UPDATE counters SET value = value + $1 WHERE name = 'push' "
@@ -102,16 +103,18 @@ class JobTx(PgTx):
         self.held: set[str] = set()
         self.pushes: list[tuple[str, str]] = []
 
-    async def hold_ladder(self, ladder: str) -> None:
+    async def hold_ladder(self, ladder: str, rebuild: bool = False) -> None:
         """Nobody else changes ``ladder``'s ratings until this transaction ends, and the
-        plugins' copy of it here is the database's (reloaded first if another writer moved
-        it)."""
-        if ladder in self.held:
-            return
-        await self._save()
-        version = int(await self.conn.fetchval(HOLD_LADDER, ladder))
-        self.held.add(ladder)
-        await self.owner.ladder_held(ladder, version)
+        plugins' copy of it here is the database's (brought up to date first if another
+        writer moved it). ``rebuild``: this job rewrites the ladder (a correction), so
+        another writer's copy must be reloaded whole, not followed."""
+        if ladder not in self.held:
+            await self._save()
+            version, rebuilt = await self.conn.fetchrow(HOLD_LADDER, ladder)
+            self.held.add(ladder)
+            await self.owner.ladder_held(ladder, int(version), int(rebuilt))
+        if rebuild:
+            await self.conn.execute(REBUILT, ladder)
 
     async def next_seq(self, ladder: str) -> int:
         """The place in the log of a unit rated on ``ladder`` (which it holds first)."""
@@ -191,6 +194,7 @@ class PgDatabase(Hooks):
         self._task: asyncio.Task[None] | None = None
         self._stale = False  # the writer lost its connection: reload before the next job
         self.seen: dict[str, int] = {}  # each ladder's version the plugins' copy reflects
+        self.follows = self.reloads = 0
         self._republish = False  # reloaded inside a batch: reload as committed next batch
         self._deferred: list[_Queued] = []  # to run first in the next batch
         self.reruns = 0
@@ -204,7 +208,7 @@ class PgDatabase(Hooks):
             await migrate(self.writer)
             for schema in self.schemas:
                 await migrate_plugin(self.writer, schema)
-            self.seen = await self._versions(self.writer)
+            self.seen = self._seen(await self._versions(self.writer))
             self.pool = await asyncpg.create_pool(self.path, min_size=1, max_size=READERS,
                                                   timeout=CONNECT_TIMEOUT)
         except BaseException:
@@ -292,7 +296,7 @@ class PgDatabase(Hooks):
             self._stale = True
             self.writer = await asyncpg.connect(self.path, timeout=CONNECT_TIMEOUT)
         if self._stale:
-            self.seen = await self._versions(self.writer)
+            self.seen = self._seen(await self._versions(self.writer))
             self._stale = False
             if self.on_commit_failure is not None:
                 await self.on_commit_failure()
@@ -347,29 +351,54 @@ class PgDatabase(Hooks):
         return stop
 
     @staticmethod
-    async def _versions(conn: Any) -> dict[str, int]:
-        return {row[0]: int(row[1]) for row in await conn.fetch(VERSIONS)}
+    async def _versions(conn: Any) -> dict[str, tuple[int, int]]:
+        """Each ladder's version and the version of its latest rebuild."""
+        return {row[0]: (int(row[1]), int(row[2])) for row in await conn.fetch(VERSIONS)}
+
+    @staticmethod
+    def _seen(versions: dict[str, tuple[int, int]]) -> dict[str, int]:
+        return {ladder: v for ladder, (v, _) in versions.items()}
+
+    async def _moved(self, committed: bool, ladder: str | None) -> bool:
+        """Have the plugins follow ``ladder`` (``None``: reload them whole); whether every
+        plugin followed it (else one reloaded whole)."""
+        if self.on_moved is None:
+            return True
+        followed = await self.on_moved(committed, ladder)
+        if followed:
+            self.follows += 1
+        else:
+            self.reloads += 1
+        return followed
 
     async def _follow(self, conn: Any) -> None:
-        """At a batch's start: if another writer moved a ladder since the plugins here were
-        loaded (or a batch reloaded them inside its transaction), reload them from what is
-        committed (the batch has written nothing yet), before any job."""
+        """At a batch's start: the ladders another writer moved since the plugins here saw
+        them are followed from what is committed (the batch has written nothing yet), before
+        any job; a ladder rebuilt meanwhile (or a reload inside a batch) reloads them whole."""
         versions = await self._versions(conn)
-        if versions != self.seen or self._republish:
+        moved = [ladder for ladder, (v, _) in versions.items() if self.seen.get(ladder) != v]
+        rebuilt = any(r > self.seen.get(ladder, 0) for ladder, (_, r) in versions.items())
+        if self._republish or rebuilt:
             self._republish = False
-            if self.on_moved is not None:
-                await self.on_moved(True)
-            self.seen = versions
+            await self._moved(True, None)
+        else:
+            for ladder in sorted(moved):
+                await self._moved(True, ladder)
+        self.seen = self._seen(versions)
 
-    async def ladder_held(self, ladder: str, version: int) -> None:
+    async def ladder_held(self, ladder: str, version: int, rebuilt: int) -> None:
         """A job holds ``ladder``, now at ``version`` (its own change counted): if the copy
-        here missed another writer's change, it follows this transaction first (committed
-        once the batch is, and reloaded as committed at the next batch's start)."""
-        if self.seen.get(ladder, 0) != version - 1:
-            if self.on_moved is not None:
-                await self.on_moved(False)
-            self._republish = True
-            self.seen = await self._versions(self.writer)
+        here missed another writer's change, it follows it first, inside this transaction
+        (the rows it reads are what the other writer committed: this batch has not changed
+        the ladder yet). A plugin that cannot follow reloads whole, following the
+        transaction, and the next batch reloads it as committed."""
+        seen = self.seen.get(ladder, 0)
+        if seen != version - 1:
+            whole = rebuilt > seen
+            if not await self._moved(False, None if whole else ladder):
+                self._republish = True
+            if whole:
+                self.seen = self._seen(await self._versions(self.writer))
         self.seen[ladder] = version
 
     async def _publish(self, conn: Any, pushes: list[tuple[str, str]], state: _Batch) -> str:

@@ -24,7 +24,7 @@ WRITE_LOCK = 0x6D6C7772  # the advisory lock of the whole database ("mlwr")
 BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK})"
 """A lobby's batch shares the database with the other writers' batches; what it changes it
 holds by row (a match, an invitation, an event, a ladder's ``ladder_versions`` row)."""
-LADDERS_MOVED = "UPDATE ladder_versions SET version = version + 1"
+LADDERS_MOVED = "UPDATE ladder_versions SET version = version + 1, rebuilt = version + 1"
 RATINGS_MOVED = '{"ratings":true}'
 """A note to the lobby's servers (a push for no connection): reload the plugins' data."""
 COMMAND_LINE = "command line"  # the origin of the pushes a sub-command writes

@@ -51,7 +51,7 @@ class JobTx:
         (``seq``, stored with the commit, or ``match``)."""
         return self._writes.counters.take(name)
 
-    async def hold_ladder(self, ladder: str) -> None:
+    async def hold_ladder(self, ladder: str, rebuild: bool = False) -> None:
         """One process writes a SQLite file: the batch's transaction holds everything."""
 
     async def next_seq(self, ladder: str) -> int:

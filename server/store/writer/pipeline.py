@@ -59,10 +59,10 @@ class Hooks:
     on_job_failure: Callable[[], Awaitable[None]] | None = None
     on_job_start: Callable[[], None] | None = None
     # Several writers on one database (PostgreSQL: the nodes, the command line; unused on
-    # SQLite, which one process serves): reload the plugins' state, another writer moved a
-    # ladder (``True``: as committed, at a batch's start; ``False``: inside a job, following
-    # the transaction).
-    on_moved: Callable[[bool], Awaitable[None]] | None = None
+    # SQLite, which one process serves): another writer moved a ladder (``None``: rebuilt
+    # one, reload whole); ``True``: as committed, at a batch's start, ``False``: inside a job.
+    # Returns whether every plugin followed it without reloading whole.
+    on_moved: Callable[[bool, str | None], Awaitable[bool]] | None = None
 
 
 class _CommitThread:
