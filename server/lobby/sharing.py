@@ -24,15 +24,16 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from server.lobby.audience import Audience
 from server.lobby.presence import OFFLINE
-from server.lobby.state import Elsewhere
+from server.lobby.state import Elsewhere, Invitation
 from server.protocol import push
+from server.store import invitations as stored_invitations
 from server.store import now
 from server.store.pg import nodes
 from server.store.pg.feed import KEEP, Pushed, PushFeed
@@ -70,6 +71,7 @@ class SharedPushes:
         # presence changes here: (name, status, when the login here was made; 0: offline)
         self._statuses: list[tuple[str, str, float]] = []
         self._rewrite = False  # the next flush rewrites this node's rows in ``online``
+        self._unstored: list[Invitation] = []  # made alone: rows to write with the next flush
         self._writing: set[asyncio.Task[None]] = set()
         self.shared = 0
         self.heard = 0
@@ -92,6 +94,22 @@ class SharedPushes:
                 self.lobby.elsewhere[row["name_key"]] = Elsewhere(row["name"], row["node"],
                                                                   row["status"])
                 self.lobby.back(row["name"])  # not away from its live match
+        await self._standing_invitations()
+
+    async def _standing_invitations(self) -> None:
+        """The invitations the other servers made (their rows): known here from the start, so
+        a player who comes here finds them (an expired one lapses at once)."""
+        lobby = self.lobby
+        for row in await lobby.db.fetchall("SELECT invitee_key, inviter_key, ladder, length, "
+                                           "expires_at FROM invitations"):
+            if lobby.invitations.get(row["invitee_key"], row["inviter_key"]) is not None:
+                continue
+            inviter, invitee = (lobby.players.get(row[k]) for k in ("inviter_key", "invitee_key"))
+            if inviter is None or invitee is None:
+                continue
+            lobby.invitations.add(Invitation(inviter.name, invitee.name, row["ladder"],
+                                             row["length"], row["expires_at"], here=False,
+                                             stored=True))
 
     async def stop(self) -> None:
         """Write what is held, stop hearing and beating, and leave the nodes' table (before
@@ -154,6 +172,18 @@ class SharedPushes:
                        for s in lobby.online.values() if s.player is not None], force=True)
         # alone, it shared no match either: the new node takes them from the database now
         self._held.append((NOTE, RELOAD_LIVE))
+        self._store_invitations()
+
+    def _store_invitations(self) -> None:
+        """Alone, this node kept its invitations in memory only: now each standing one gets
+        its row (so it survives this node, and the row decides its answer) and the other
+        nodes hear of it."""
+        lobby = self.lobby
+        alone = [inv for by_invitee in lobby.invitations.sent.values()
+                 for inv in by_invitee.values() if inv.here and not inv.stored and not inv.expired]
+        self._unstored += alone  # their rows are written with the notes, in one commit
+        for inv in alone:
+            self._held.append((NOTE, orjson.dumps({"invitations": ["add", inv.note()]}).decode()))
 
     def presence(self, statuses: Sequence[tuple[str, str, float]], force: bool = False
                  ) -> None:
@@ -198,6 +228,7 @@ class SharedPushes:
         self._ratings_held = False
         statuses, self._statuses = self._statuses, []
         rewrite, self._rewrite = self._rewrite, False
+        unstored, self._unstored = self._unstored, []
         if not held and not statuses and not rewrite:
             return
         self._unpruned += len(held) + bool(statuses)
@@ -207,6 +238,9 @@ class SharedPushes:
         node = self.node
 
         async def job(tx: Any) -> None:
+            for inv in unstored:
+                await stored_invitations.put(tx, inv.invitee.casefold(), inv.inviter.casefold(),
+                                             inv.ladder, inv.length, inv.expires_at)
             if rewrite:
                 await tx.execute("DELETE FROM online WHERE node = ?", (node,))
             if statuses:
@@ -225,11 +259,17 @@ class SharedPushes:
                 await tx.execute("DELETE FROM pushes WHERE pos <= (SELECT value FROM counters "
                                  "WHERE name = 'push') - ?", (KEEP,))
 
-        self.write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
-                         "other nodes", pushes=len(held))
+        def stored() -> None:  # from now on their rows decide their answers
+            for inv in unstored:
+                inv.stored = True
 
-    def write(self, job: Any, what: str, pushes: int = 0) -> None:
-        """Run ``job`` in the writer in the background (in order with the earlier ones)."""
+        self.write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
+                         "other nodes", pushes=len(held), then=stored)
+
+    def write(self, job: Any, what: str, pushes: int = 0,
+              then: Callable[[], None] | None = None) -> None:
+        """Run ``job`` in the writer in the background (in order with the earlier ones);
+        ``then`` once it has committed."""
         async def write() -> None:
             try:
                 await self.lobby.db.write(job)
@@ -238,6 +278,8 @@ class SharedPushes:
                             " ".join(str(e).split()) or type(e).__name__)
             else:
                 self.shared += pushes
+                if then is not None:
+                    then()
 
         task = asyncio.create_task(write(), name="share-pushes")
         self._writing.add(task)

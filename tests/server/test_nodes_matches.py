@@ -257,6 +257,35 @@ async def online_on(node: LobbyServer, name: str) -> None:
         await asyncio.sleep(0.02)
 
 
+async def test_an_invitation_made_alone_gets_its_row_when_another_node_comes(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """Alone, a node keeps its invitations in memory only; when another node starts beating
+    each standing one gets its row, and the newcomer knows it; the answer takes the row, and
+    the newcomer's copy follows."""
+    a, b = nodes
+    await a.start()
+    alice, bob = await a.player("alice"), await a.player("bob")
+    await alice.call("invite", name="bob", ladder="backgammon", length=3)
+    await bob.next_push("invited", timeout=10)
+    assert postgres.query(a.db, "SELECT count(*) FROM invitations") == [(0,)]
+    await b.start()
+    assert b.server is not None
+    newcomer = b.server.lobby
+
+    async def stored_and_known() -> None:
+        while postgres.query(a.db, "SELECT inviter_key, invitee_key, length FROM "
+                                   "invitations") != [("alice", "bob", 3)] \
+                or newcomer.invitations.get("bob", "alice") is None:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(stored_and_known(), 15)
+    started = await bob.call("join", name="alice")  # the row decides: taken
+    assert (await alice.next_push("match_started", timeout=10))["data"] == started
+    assert postgres.query(a.db, "SELECT count(*) FROM invitations") == [(0,)]
+    await asyncio.wait_for(no_invitations(a, b), 10)
+    await asyncio.wait_for(playing_on(b, "bob", started["match"]), 10)
+
+
 async def no_invitations(*servers: LobbyServer) -> None:
     for node in servers:
         assert node.server is not None

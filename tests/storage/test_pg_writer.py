@@ -255,7 +255,7 @@ async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_i
         await pg.write(holding("a9", "fibs"))  # ... so the next one reloads whole
     finally:
         await other.close()
-    upto = "a1,b1,a2,a3,b2,b3,a4,b4,a5,a6,b5,a7,b6,a8".split(",")
+    upto = ["a1", "b1", "a2", "a3", "b2", "b3", "a4", "b4", "a5", "a6", "b5", "a7", "b6", "a8"]
 
     def rows(last: str) -> str:
         return ",".join(upto[:upto.index(last) + 1])
