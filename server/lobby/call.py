@@ -70,8 +70,14 @@ class Call:
         return Publisher(self.pushes)
 
     async def write(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
-        """Run ``job`` in a write transaction; returns once it has committed."""
-        return await transact(self.lobby.db, job)
+        """Run ``job`` in a write transaction; returns once it has committed. While other
+        nodes beat, the commit reserves the place of this command's pushes among theirs."""
+        sharing = self.lobby.sharing
+        if sharing is None or not sharing.reserving():
+            return await transact(self.lobby.db, job)
+        result = await transact(self.lobby.db, job, reserve=True)
+        sharing.took()
+        return result
 
     async def remember(self, tx: WriteTx, data: Any) -> None:
         """Store the reply with the result (in ``tx``), so a retry of this request gets it."""

@@ -71,13 +71,15 @@ class Router:
                                     else f"{request.cmd} ({session.player.name})")
         try:
             message = await self.run(call, request)
+            if reading:
+                self.lobby.reads.pay(session.address, read_cost(message, call.read))
+            if not session.closed:
+                session.send(message)
+            call.pushes.send()
         finally:
             current_command.reset(token)
-        if reading:
-            self.lobby.reads.pay(session.address, read_cost(message, call.read))
-        if not session.closed:
-            session.send(message)
-        call.pushes.send()
+            if self.lobby.sharing is not None:
+                self.lobby.sharing.release()  # the other nodes get what it shared, in place
         return 0.0
 
     async def run(self, call: Call, request: Request) -> dict[str, Any]:

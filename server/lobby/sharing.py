@@ -10,11 +10,15 @@ order and delivers them to its connections through the same path
 (:meth:`~server.lobby.lobby.Lobby.deliver`). The pushes of one event loop turn are shared
 in one job.
 
-The share is written after the commit of the change that caused it (the pushes of a
-command are decided once it has committed): should a node die between the two, the players
-of the other nodes miss those pushes; they hear ``refresh`` when the node is found dead (it
-stopped beating: :mod:`server.store.pg.nodes`), as they do when their own node finds it
-missed pushes that were pruned.
+A command's pushes are decided once its change has committed, so they cannot be written in
+that transaction; its place among the pushes is: while other nodes beat, the command's
+commit also writes a placeholder row (``write(..., reserve=True)``), and what the command
+shares until it is done (its pushes and notes) fills that row in the next share. The other
+nodes' feeds stop at a placeholder until it is filled, so every node delivers the pushes in
+the order of the commits that caused them. Should a node die between the two, its
+placeholders are skipped once it is found dead (it stopped beating:
+:mod:`server.store.pg.nodes`) and the players of the other nodes hear ``refresh``, as they
+do when their own node finds it missed pushes that were pruned.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -36,8 +42,9 @@ from server.protocol import push
 from server.store import invitations as stored_invitations
 from server.store import now
 from server.store.pg import nodes
+from server.store.pg.database import RESERVED
 from server.store.pg.feed import KEEP, Pushed, PushFeed
-from server.store.pg.port import RATINGS_MOVED
+from server.store.pg.port import FILLED, RATINGS_MOVED
 
 if TYPE_CHECKING:
     from server.lobby.lobby import Lobby
@@ -51,6 +58,20 @@ PRUNE_EVERY = 10_000  # pushes shared between two prunings of the table (to its 
 REFRESH = ("Some of the lobby's updates could not reach this connection; reload what you "
            "show (ladders, matches, who is online).")
 RELOAD_LIVE = orjson.dumps({"reload": "matches"}).decode()  # a note: read the live matches
+@dataclass(eq=False)
+class Reservation:
+    """A place reserved in ``pushes`` by a command's commit, and what the command shares
+    until it is done (:mod:`server.lobby.sharing` fills the place with it)."""
+
+    pos: int
+    items: list[tuple[str, str]] = field(default_factory=list)
+    open: bool = True
+
+
+CURRENT: ContextVar[Reservation | None] = ContextVar("push_reservation", default=None)
+"""The reservation of the command whose code runs in this context (none: outside one)."""
+
+
 FOLLOW_TIMEOUT = 5.0  # seconds a node waits for its writer to reload before delivering anyway
 
 
@@ -64,14 +85,18 @@ class SharedPushes:
         self.alive: dict[str, nodes.Node] = {}  # the other nodes beating at the last beat
         self.deaths = 0
         self._announced = False
+        self.gone: set[str] = set()  # nodes that left or died (their places are not waited for)
         self.feed = PushFeed(url, self._heard, self._missed, tick=self._beat,
-                             tick_every=nodes.HEARTBEAT)
+                             tick_every=nodes.HEARTBEAT, own=node,
+                             waiting=lambda origin: origin not in self.gone)
         self._held: list[tuple[str, str]] = []
         self._ratings_held = False  # a RATINGS_MOVED note is among them
         # presence changes here: (name, status, when the login here was made; 0: offline)
         self._statuses: list[tuple[str, str, float]] = []
         self._rewrite = False  # the next flush rewrites this node's rows in ``online``
         self._unstored: list[Invitation] = []  # made alone: rows to write with the next flush
+        self._fills: list[Reservation] = []  # reserved places whose commands are done
+        self._scheduled = False  # a flush is due at the end of this turn
         self._writing: set[asyncio.Task[None]] = set()
         self.shared = 0
         self.heard = 0
@@ -136,7 +161,10 @@ class SharedPushes:
             self._announced = True
             await nodes.announce(conn)
         beating = {n.name: n for n in others if not n.dead}
+        self.gone -= beating.keys()
+        self.gone |= {n.name for n in others if n.dead}
         for name in self.alive.keys() - beating.keys():
+            self.gone.add(name)
             if any(n.name == name for n in others):  # stale, not gone: it did not leave
                 self._dead(self.alive[name])
             self._gone(name)
@@ -192,8 +220,7 @@ class SharedPushes:
         shared (see :meth:`_snapshot`)."""
         if not (statuses or force) or not (self.alive or force):
             return
-        if force or (not self._held and not self._statuses):
-            asyncio.get_running_loop().call_soon(self._flush)
+        self._soon()
         self._statuses.extend(statuses)
 
     def note(self, body: dict[str, Any]) -> None:
@@ -201,9 +228,7 @@ class SharedPushes:
         change; written with the next flush, before the pushes the same change causes."""
         if not self.alive:
             return
-        if not self._held and not self._statuses:
-            asyncio.get_running_loop().call_soon(self._flush)
-        self._held.append((NOTE, orjson.dumps(body).decode()))
+        self._hold(NOTE, orjson.dumps(body).decode())
 
     def ratings_moved(self) -> None:
         """A job of this node changed what the plugins hold: the other nodes reload it before
@@ -211,26 +236,73 @@ class SharedPushes:
         and a job that fails costs them only a reload)."""
         if not self.alive or self._ratings_held:
             return
-        if not self._held and not self._statuses:
-            asyncio.get_running_loop().call_soon(self._flush)
+        self._soon()
         self._ratings_held = True
         self._held.append((NOTE, RATINGS_MOVED))
 
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
         flush, at the end of this loop turn)."""
-        if not self._held and not self._statuses:
+        self._hold(audience.as_text(), orjson.dumps(message).decode())
+
+    def _hold(self, audience: str, body: str) -> None:
+        """Into the open reservation of the command whose code runs now (so the other nodes
+        deliver it in the place of that command's commit), else to be appended."""
+        reservation = CURRENT.get()
+        if reservation is not None and reservation.open:
+            reservation.items.append((audience, body))
+        else:
+            self._soon()
+            self._held.append((audience, body))
+
+    def _soon(self) -> None:
+        """Flush at the end of this turn of the loop (once, however much is held)."""
+        if not self._scheduled:
+            self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
-        self._held.append((audience.as_text(), orjson.dumps(message).decode()))
+
+    def reserving(self) -> bool:
+        """Whether a command's write should reserve the place of its pushes (another node
+        beats: they are shared)."""
+        return bool(self.alive)
+
+    def took(self) -> None:
+        """The write just committed in this command's code reserved a place in ``pushes``
+        (:data:`~server.store.pg.database.RESERVED`): what the command shares from now on
+        goes there. A place it reserved before is filled with what it holds."""
+        pos = RESERVED.get()
+        if pos is None:
+            return
+        RESERVED.set(None)
+        self.release()
+        CURRENT.set(Reservation(pos))
+
+    def release(self) -> None:
+        """The command whose code runs now has sent its pushes: its reserved place is filled
+        with them (none: an empty list) at the next flush."""
+        reservation = CURRENT.get()
+        if reservation is None:
+            return
+        CURRENT.set(None)
+        if reservation.open:
+            reservation.open = False
+            self._fills.append(reservation)
+            self._soon()
 
     def _flush(self) -> None:
+        self._scheduled = False
         held, self._held = self._held, []
-        self._ratings_held = False
+        fills, self._fills = self._fills, []
+        ratings, self._ratings_held = self._ratings_held, False
         statuses, self._statuses = self._statuses, []
         rewrite, self._rewrite = self._rewrite, False
         unstored, self._unstored = self._unstored, []
-        if not held and not statuses and not rewrite:
+        if not held and not statuses and not rewrite and not fills:
             return
+        # the note is held to be appended; a fill holds it too, first, so another node that
+        # reads the fill follows the ratings before it delivers what the fill holds
+        filled = [(r.pos, orjson.dumps([[NOTE, RATINGS_MOVED]] * ratings + r.items).decode())
+                  for r in fills]
         self._unpruned += len(held) + bool(statuses)
         prune = self._unpruned >= PRUNE_EVERY
         if prune:
@@ -238,6 +310,11 @@ class SharedPushes:
         node = self.node
 
         async def job(tx: Any) -> None:
+            if filled:
+                await tx.executemany("UPDATE pushes SET audience = ?, body = ? WHERE pos = ? "
+                                     "AND origin = ?", [(FILLED, body, pos, node)
+                                                        for pos, body in filled])
+                tx.wake()
             for inv in unstored:
                 await stored_invitations.put(tx, inv.invitee.casefold(), inv.inviter.casefold(),
                                              inv.ladder, inv.length, inv.expires_at)

@@ -78,8 +78,9 @@ class Database(Hooks):
                 conn.close()
         self.reader = self.writer = self.quick = None
 
-    async def write(self, job: Callable[[JobTx], Awaitable[T]]) -> T:
-        """Run ``job`` inside the writer's transaction; return once it is committed."""
+    async def write(self, job: Callable[[JobTx], Awaitable[T]], reserve: bool = False) -> T:
+        """Run ``job`` inside the writer's transaction; return once it is committed (one
+        process serves a SQLite file: nothing to reserve for other servers)."""
         if self._task is None or self._group is None:
             raise RuntimeError("the database is closed")
         result: T = await self._group.write(job)

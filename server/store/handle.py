@@ -54,6 +54,7 @@ async def in_id_order(tx: Tx, table: str) -> None:
         await tx.execute(f"SELECT pg_advisory_xact_lock({APPEND_LOCKS[table]})")
 
 
-async def transact(db: LobbyDatabase, job: Callable[[WriteTx], Awaitable[T]]) -> T:
+async def transact(db: LobbyDatabase, job: Callable[[WriteTx], Awaitable[T]],
+                   reserve: bool = False) -> T:
     """Run ``job`` in the writer's pipelined transactions; returns once it has committed."""
-    return await db.write(job)
+    return await db.write(job, reserve)

@@ -39,8 +39,10 @@ class LobbyDatabase(Protocol):
     async def close(self) -> None:
         """Finish every queued job, then close the connections."""
 
-    async def write(self, job: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``job`` in the writer's transaction; return once it is committed."""
+    async def write(self, job: Callable[[Any], Awaitable[T]], reserve: bool = False) -> T:
+        """Run ``job`` in the writer's transaction; return once it is committed. ``reserve``
+        (several servers): the commit also reserves the place in the shared pushes of the
+        pushes the job's command will cause (:data:`server.store.pg.database.RESERVED`)."""
 
     def writer_tx(self) -> Tx:
         """Reads on the writer's connection while no job runs (plugins loading their state)."""

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from testkit import postgres
 
-from server.store.pg.database import JobTx, PgDatabase
+from server.store.pg.database import RESERVED, JobTx, PgDatabase
 from server.store.pg.feed import APPLICATION, Pushed, PushFeed, prune
+from server.store.pg.port import FILLED
 
 pytestmark = pytest.mark.postgresql
 
@@ -157,3 +158,51 @@ async def test_a_feed_that_missed_pruned_pushes_resyncs_and_goes_on(
     assert heard.resyncs == 1
     assert positions(heard) == list(range(21, 32))  # nothing older than it could have shown
     assert heard.pushes[-1].body == "after"
+
+
+async def _until(condition: Any) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_a_reserved_place_holds_back_what_follows_until_it_is_filled(
+        nodes: tuple[PgDatabase, PgDatabase]) -> None:
+    """A command's commit reserves the place of the pushes it will cause (``write(...,
+    reserve=True)``); what another writer commits after it waits for it: a feed delivers the
+    fill in that place, then what followed. A place whose node is gone is skipped, and the
+    feed resyncs (what it would have held is lost to this node)."""
+    a, b = nodes
+    heard = Heard()
+    gone: set[str] = set()
+    feed = PushFeed(b.path, heard.deliver, heard.resync, own="c",
+                    waiting=lambda origin: origin not in gone)
+    await feed.start()
+    try:
+        await a.write(publishes("before"), reserve=True)
+        place = RESERVED.get()
+        assert place is not None
+        await b.write(publishes("after"))
+        await asyncio.wait_for(_until(lambda: heard.pushes), 5)
+        await asyncio.sleep(0.3)  # "after" is committed, and stays held back
+        assert [p.body for p in heard.pushes] == ["before"]
+
+        async def fill(tx: JobTx) -> None:
+            await tx.execute("UPDATE pushes SET audience = ?, body = ? WHERE pos = ?",
+                             (FILLED, json.dumps([["lobby", "first"], ["lobby", "second"]]),
+                              place))
+            tx.wake()
+
+        await a.write(fill)
+        await asyncio.wait_for(_until(lambda: len(heard.pushes) == 4), 5)
+        assert [(p.body, p.pos == place) for p in heard.pushes] == [
+            ("before", False), ("first", True), ("second", True), ("after", False)]
+        assert heard.resyncs == feed.skipped == 0
+
+        await a.write(publishes(), reserve=True)  # then its node dies before filling it
+        gone.add("a")
+        await b.write(publishes("later"))
+        await asyncio.wait_for(_until(lambda: len(heard.pushes) == 5), 5)
+        assert heard.pushes[-1].body == "later"
+        assert heard.resyncs == feed.skipped == 1
+    finally:
+        await feed.stop()

@@ -42,13 +42,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from server.api import Schema
 from server.store.faults import CommitFailed, DatabaseUnavailable
 from server.store.log import SqliteLog
 from server.store.pg.faults import lost_connection
-from server.store.pg.port import BACKEND, BEGIN_WRITE, FEED_CHANNEL, PgTx, PoolReader
+from server.store.pg.port import BACKEND, BEGIN_WRITE, FEED_CHANNEL, PENDING, PgTx, PoolReader
 from server.store.pg.schema import LOG_SEQUENCE, MATCH_IDS, migrate, migrate_plugin
 from server.store.pg.sql import pg_sql
 from server.store.writer.pipeline import Hooks
@@ -77,15 +78,18 @@ TAKE_PUSHES = ("UPDATE counters SET value = value + $1 WHERE name = 'push' "
 
 
 AGAIN = "again"  # the batch's first job runs again (see PgDatabase._job)
+RESERVED: ContextVar[int | None] = ContextVar("reserved_push", default=None)
+"""The place in ``pushes`` the caller's last ``write(..., reserve=True)`` reserved."""
 
 
 class _Batch:
     """What the jobs of one transaction share."""
 
-    __slots__ = ("waits_bounded",)
+    __slots__ = ("waits_bounded", "wake")
 
     def __init__(self) -> None:
         self.waits_bounded = False  # LOCK_WAIT set: a job before this one holds locks
+        self.wake = False  # notify the feeds at the commit, though no push is added
 
 
 class JobTx(PgTx):
@@ -124,6 +128,11 @@ class JobTx(PgTx):
     async def next_match_id(self) -> int:
         await self._save()
         return int(await self.conn.fetchval(NEXT_MATCH))
+
+    def wake(self) -> None:
+        """Have every node's feed read ``pushes`` again after the commit (a job that fills
+        places reserved earlier adds no row)."""
+        self.batch.wake = True
 
     def publish(self, audience: str, body: str) -> None:
         """Have every node's feed (:mod:`server.store.pg.feed`) hear ``body`` for ``audience``
@@ -167,11 +176,13 @@ class JobTx(PgTx):
 
 
 class _Queued:
-    __slots__ = ("future", "job", "rerun")
+    __slots__ = ("future", "job", "rerun", "reserve", "reserved")
 
-    def __init__(self, job: Callable[[JobTx], Awaitable[Any]]) -> None:
+    def __init__(self, job: Callable[[JobTx], Awaitable[Any]], reserve: bool) -> None:
         self.job = job
         self.rerun = False  # run again once after meeting another writer's lock
+        self.reserve = reserve
+        self.reserved: int | None = None
         self.future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
 
@@ -228,13 +239,18 @@ class PgDatabase(Hooks):
             await self.writer.close()
         self.pool = self.writer = None
 
-    async def write(self, job: Callable[[Any], Awaitable[T]]) -> T:
-        """Run ``job`` inside the writer's transaction; return once it is committed."""
+    async def write(self, job: Callable[[Any], Awaitable[T]], reserve: bool = False) -> T:
+        """Run ``job`` inside the writer's transaction; return once it is committed.
+        ``reserve``: its commit also writes a placeholder in ``pushes``, its position left in
+        :data:`RESERVED` for the caller, which fills it with the pushes the command causes
+        (:mod:`server.lobby.sharing`): other servers deliver them in commit order."""
         if self._task is None:
             raise RuntimeError("the database is closed")
-        queued = _Queued(job)
+        queued = _Queued(job, reserve)
         self.queue.put_nowait(queued)
         result: T = await queued.future
+        if queued.reserved is not None:
+            RESERVED.set(queued.reserved)  # the caller's context: this is a coroutine of it
         return result
 
     def writer_tx(self) -> PgTx:
@@ -334,8 +350,12 @@ class PgDatabase(Hooks):
                     else:
                         batch.append(nxt)
             ending = "COMMIT"
-            if pushes:
-                ending = await self._publish(conn, pushes, state) + ending
+            reserving = [item for item, _, error in outcomes
+                         if error is None and item.reserve]
+            if pushes or reserving:
+                ending = await self._publish(conn, pushes, reserving, state) + ending
+            elif state.wake:
+                ending = f"SELECT pg_notify('{FEED_CHANNEL}', 'filled'); " + ending
             await conn.execute(ending)
         except Exception as e:
             await self._failed(conn, batch, e)
@@ -401,19 +421,24 @@ class PgDatabase(Hooks):
                 self.seen = self._seen(await self._versions(self.writer))
         self.seen[ladder] = version
 
-    async def _publish(self, conn: Any, pushes: list[tuple[str, str]], state: _Batch) -> str:
-        """Number the batch's pushes after the last one committed and write them, holding the
-        ``push`` counter's row until the commit (so the numbers follow the commits); what the
-        commit must also say: the notification (delivered to every listening node once the
-        commit is done, in commit order)."""
+    async def _publish(self, conn: Any, pushes: list[tuple[str, str]],
+                       reserving: list[_Queued], state: _Batch) -> str:
+        """Number the batch's pushes after the last one committed and write them, then a
+        placeholder for each job in ``reserving`` (its command's pushes come later), holding
+        the ``push`` counter's row until the commit (so the numbers follow the commits); what
+        the commit must also say: the notification (delivered to every listening node once
+        the commit is done, in commit order)."""
         if state.waits_bounded:  # the counter's row waits for a commit in hand, never long
             await conn.execute("SET LOCAL lock_timeout = 0")
-        last = int(await conn.fetchval(TAKE_PUSHES, len(pushes)))
-        first = last - len(pushes) + 1
+        rows = [*pushes, *((PENDING, "") for _ in reserving)]
+        last = int(await conn.fetchval(TAKE_PUSHES, len(rows)))
+        first = last - len(rows) + 1
         await conn.executemany("INSERT INTO pushes (pos, origin, audience, body) "
                                "VALUES ($1, $2, $3, $4)",
                                [(first + i, self.origin, audience, body)
-                                for i, (audience, body) in enumerate(pushes)])
+                                for i, (audience, body) in enumerate(rows)])
+        for i, item in enumerate(reserving):
+            item.reserved = first + len(pushes) + i
         return f"SELECT pg_notify('{FEED_CHANNEL}', '{first}-{last}'); "
 
     async def _job(self, conn: Any, item: _Queued, pushes: list[tuple[str, str]],

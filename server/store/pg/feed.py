@@ -26,7 +26,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.store.pg.port import FEED_CHANNEL
+import orjson
+
+from server.store.pg.port import FEED_CHANNEL, FILLED, PENDING
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 5.0
@@ -35,6 +37,8 @@ READ_ROWS = 1000  # pushes read a round trip
 NODES_CHANGED = "nodes"  # a notification's payload: a node came or left (see ``tick``)
 APPLICATION = "matchlobby feed"  # the listening connection's name in pg_stat_activity
 KEEP = 100_000  # pushes kept for a feed that falls behind; older ones are pruned
+PENDING_WAIT = 5.0  # seconds a feed waits for a live node to fill a place it reserved
+PENDING_POLL = 0.02  # seconds between reads while it waits (the fill also notifies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,8 @@ class Pushed:
 Deliver = Callable[[Sequence[Pushed]], Awaitable[None] | None]
 """Given the pushes read, in order; the feed reads on once what it returns is awaited."""
 Resync = Callable[[], Awaitable[None]]
+Waiting = Callable[[str], bool]
+"""Whether a place reserved by this node (its name) may still be filled: it is not gone."""
 Tick = Callable[[Any], Awaitable[None]]
 """Run on the feed's own connection every ``tick_every`` seconds while it works (a node's
 heartbeat: a node whose feed cannot read cannot beat either)."""
@@ -63,7 +69,8 @@ class PushFeed:
 
     def __init__(self, url: str, deliver: Deliver, resync: Resync,
                  poll: float = 5.0, retry: float = 0.05,
-                 tick: Tick | None = None, tick_every: float = 2.0) -> None:
+                 tick: Tick | None = None, tick_every: float = 2.0,
+                 own: str = "", waiting: Waiting | None = None) -> None:
         self.url = url
         self.deliver = deliver
         self.resync = resync
@@ -71,6 +78,10 @@ class PushFeed:
         self.retry = retry
         self.tick = tick
         self.tick_every = tick_every
+        self.own = own  # this node's name: its own reserved places are not waited for
+        self.waiting = waiting
+        self._pending: tuple[int, float] | None = None  # the place waited for, since when
+        self.skipped = 0  # places never filled (their node died, or took too long)
         self._next_tick = 0.0
         self.last = 0  # the position of the last push delivered (or skipped at start)
         self.reconnects = 0
@@ -151,7 +162,7 @@ class PushFeed:
     async def _run(self) -> None:
         wait = self.retry
         while True:
-            timeout = self.poll
+            timeout = self.poll if self._pending is None else PENDING_POLL
             if self.tick is not None:
                 timeout = max(0.0, min(timeout, self._next_tick - time.monotonic()))
             with contextlib.suppress(TimeoutError):
@@ -182,7 +193,9 @@ class PushFeed:
                 self._wake.set()
 
     async def _read(self) -> None:
-        """Deliver every row after :attr:`last`, in order, a page at a time."""
+        """Deliver every row after :attr:`last`, in order, a page at a time; a place another
+        node reserved and has not filled yet stops the reading until it is filled (or its
+        node is gone, or :data:`PENDING_WAIT` has passed)."""
         while True:
             rows = await self._conn.fetch(
                 "SELECT pos, origin, audience, body FROM pushes WHERE pos > $1 "
@@ -191,13 +204,47 @@ class PushFeed:
                 return
             if rows[0]["pos"] != self.last + 1:
                 await self._missed(rows[0]["pos"])
-            batch = [Pushed(r["pos"], r["origin"], r["audience"], r["body"]) for r in rows]
-            self.last = batch[-1].pos
-            delivered = self.deliver(batch)
-            if delivered is not None:
-                await delivered
-            if len(rows) < READ_ROWS:
+            batch: list[Pushed] = []
+            upto, stopped, lost = self.last, False, False
+            for r in rows:
+                pos, origin, audience = r["pos"], r["origin"], r["audience"]
+                if audience == PENDING:
+                    if origin != self.own and self._wait_for(pos, origin):
+                        stopped = True
+                        break
+                    lost = lost or origin != self.own
+                elif audience == FILLED:
+                    batch += [Pushed(pos, origin, str(a), str(b))
+                              for a, b in orjson.loads(r["body"])]
+                else:
+                    batch.append(Pushed(pos, origin, audience, r["body"]))
+                upto = pos
+            if not stopped:
+                self._pending = None
+            self.last = upto
+            if batch:
+                delivered = self.deliver(batch)
+                if delivered is not None:
+                    await delivered
+            if lost:
+                await self.resync()
+            if stopped or len(rows) < READ_ROWS:
                 return
+
+    def _wait_for(self, pos: int, origin: str) -> bool:
+        """Whether to wait for the place at ``pos`` that ``origin`` reserved (else it is
+        skipped: what it would have held is lost to this node)."""
+        now = time.monotonic()
+        if self._pending is None or self._pending[0] != pos:
+            self._pending = (pos, now)
+        gone = self.waiting is not None and not self.waiting(origin)
+        if not gone and now - self._pending[1] < PENDING_WAIT:
+            return True
+        self._pending = None
+        self.skipped += 1
+        log.warning("push feed: node %s never filled place %d (%s); skipped", origin, pos,
+                    "the node is gone" if gone else f"{PENDING_WAIT:.0f} s passed")
+        return False
 
     async def _missed(self, first: int) -> None:
         """The pushes between :attr:`last` and ``first`` were pruned before this feed read

@@ -29,6 +29,8 @@ RATINGS_MOVED = '{"ratings":true}'
 """A note to the lobby's servers (a push for no connection): reload the plugins' data."""
 COMMAND_LINE = "command line"  # the origin of the pushes a sub-command writes
 FEED_CHANNEL = "matchlobby_pushes"  # NOTIFY's channel: "first-last", the positions committed
+PENDING = "?"  # a place reserved in ``pushes``, not filled yet (an audience no push has)
+FILLED = "*"  # a reserved place filled: its body is the JSON list of [audience, body] pairs
 COPY_MIN_ROWS = 256  # rows of one INSERT from which COPY beats executemany (bench/pg_bulk.py)
 
 
