@@ -16,9 +16,10 @@ itself), and a job locks what it changes by row: the match (``FOR UPDATE``), the
 invitation, the event, and a ladder whose ratings it changes, by bumping the
 ladder's ``ladder_versions`` row (:meth:`JobTx.hold_ladder`), held until the
 commit. The version is the ladder's place in the log: a writer whose copy of the
-ladder (the plugins' state) is older than the row reloads it before rating, so
-two writers rating the same players rate them one after the other, each from
-what the other committed. ``seq`` and match ids come from the database's
+ladder (the plugins' state) is older than the row follows it before rating
+(the plugins read again what the other writer changed, or reload whole), so two
+writers rating the same players rate them one after the other, each from what
+the other committed. ``seq`` and match ids come from the database's
 sequences; a ``seq`` is drawn holding its ladder, so one ladder's ``seq`` order
 is the order its results were rated in.
 
@@ -28,7 +29,9 @@ longer than :data:`LOCK_WAIT` (or that PostgreSQL picks as a deadlock's victim, 
 that finds a unique key taken under it) is rolled back to its savepoint, the
 batch commits what ran before it, and it runs again first in the next batch,
 reading afresh. The pushes a batch shares are numbered at its end, holding the
-``push`` counter's row until the commit, so their order is the commit order.
+``push`` counter's row until the commit, so their order is the commit order; a
+job written with ``reserve`` also gets a placeholder there, the place of the
+pushes its command decides after the commit (:mod:`server.lobby.sharing`).
 
 If PostgreSQL goes away (a restart, a crash), the jobs of the batch in hand
 fail with :class:`~server.store.faults.DatabaseUnavailable` and nothing of
