@@ -75,6 +75,7 @@ HOLD_LADDER = ("INSERT INTO ladder_versions (ladder, version) VALUES ($1, 1) "
 REBUILT = "UPDATE ladder_versions SET rebuilt = version WHERE ladder = $1"
 VERSIONS = "SELECT ladder, version, rebuilt FROM ladder_versions"
 NEXT_SEQ = f"SELECT nextval('{LOG_SEQUENCE}')"
+HOLD_LADDER_SEQ = HOLD_LADDER + f", nextval('{LOG_SEQUENCE}')"  # RETURNING: once the row is held
 NEXT_MATCH = f"SELECT nextval({MATCH_IDS})"
 TAKE_PUSHES = ("UPDATE counters SET value = value + $1 WHERE name = 'push' "
                "RETURNING value")
@@ -124,9 +125,15 @@ class JobTx(PgTx):
             await self.conn.execute(REBUILT, ladder)
 
     async def next_seq(self, ladder: str) -> int:
-        """The place in the log of a unit rated on ``ladder`` (which it holds first)."""
-        await self.hold_ladder(ladder)
-        return int(await self.conn.fetchval(NEXT_SEQ))
+        """The place in the log of a unit rated on ``ladder`` (which it holds first: drawn
+        with the hold, one round trip, when it is not held yet)."""
+        if ladder in self.held:
+            return int(await self.conn.fetchval(NEXT_SEQ))
+        await self._save()
+        version, rebuilt, seq = await self.conn.fetchrow(HOLD_LADDER_SEQ, ladder)
+        self.held.add(ladder)
+        await self.owner.ladder_held(ladder, int(version), int(rebuilt))
+        return int(seq)
 
     async def next_match_id(self) -> int:
         await self._save()
