@@ -102,17 +102,39 @@ def parse_date(text: str) -> date:
         raise ValueError(f"date is not a YYYY-MM-DD date: {text!r}") from None
 
 
+DELIMITERS = (",", ";", "\t")
+"""Commas, or what spreadsheets write where the comma is the decimal sign (Czech, Hungarian:
+semicolons) or for "text, tab separated"."""
+
+
+def delimiter_of(text: str) -> str:
+    """The delimiter whose split of the header line names the most known columns (a comma
+    when none does: the error then names the columns it read)."""
+    header = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+    known = set(REQUIRED + OPTIONAL)
+
+    def named(d: str) -> int:
+        return sum(h.strip().strip('"').lower() in known for h in header.split(d))
+
+    return max(DELIMITERS, key=lambda d: (named(d), d == ","))
+
+
 def parse_results(text: str, source: str = "results.csv") -> list[ResultRow]:
-    """Parse the CSV text; names are matched ignoring case, first spelling kept."""
+    """Parse the CSV text (comma, semicolon or tab separated: see :func:`delimiter_of`);
+    names are matched ignoring case, first spelling kept."""
     if not text.strip():
         raise _fail(source, None, "the file is empty")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    delimiter = delimiter_of(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = [h.strip().lower() for h in next(reader)]
     except csv.Error as e:
         raise _fail(source, 1, f"not valid CSV: {e}") from None
     missing = [c for c in REQUIRED if c not in header]
     unknown = [c for c in header if c not in REQUIRED + OPTIONAL]
+    if unknown and len(header) == 1:
+        raise _fail(source, 1, f"unknown column {header[0]!r}: separate the columns with "
+                               "commas (semicolons and tabs are read too)")
     if unknown:
         raise _fail(source, 1, f"unknown column(s): {', '.join(map(repr, unknown))}")
     if missing:
@@ -150,7 +172,8 @@ def _never_closed(text: str, start: int) -> bool:
     text (the lenient reader then makes one record of every line after it)."""
     rest = "".join(io.StringIO(text, newline="").readlines()[start - 1:])
     try:
-        next(csv.reader(io.StringIO(rest, newline=""), strict=True), None)
+        next(csv.reader(io.StringIO(rest, newline=""), strict=True,
+                        delimiter=delimiter_of(text)), None)
     except csv.Error as e:
         return "unexpected end of data" in str(e)
     return False

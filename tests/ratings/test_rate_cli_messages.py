@@ -49,3 +49,27 @@ def test_a_quoted_cell_closed_on_a_later_line_is_judged_by_its_content() -> None
     # and quoting that is closed on its line is read as ever
     (row,) = parse_results(f'{HEADER}\n"Brno, Open",2026-03-14,"ann","bob",400,380,,\n')
     assert (row.line, row.event, row.game.side_a) == (2, "Brno, Open", ("ann",))
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+def test_a_spreadsheets_semicolon_or_tab_separated_file_reads_as_the_comma_one(
+        delimiter: str) -> None:
+    """A spreadsheet where the comma is the decimal sign (Czech, Hungarian) saves CSV with
+    semicolons; "text, tab separated" with tabs: both read as the comma file does, commas
+    inside a field (an event's name) staying text."""
+    rows = [["event", "date", "side_a", "side_b", "score_a", "score_b", "length", "rated"],
+            ["Brno, Open", "2026-03-14", "ann", "Bob", "400", "380", "", ""],
+            ["Brno, Open", "2026-03-14", "bob", "cid", "3", "1", "", ""]]
+
+    def text(d: str) -> str:
+        return "".join(d.join(f'"{c}"' if d in c or "," in c else c for c in row) + "\n"
+                       for row in rows)
+
+    assert parse_results(text(delimiter)) == parse_results(text(","))
+    (first, second) = parse_results(text(delimiter))
+    assert first.event == "Brno, Open" and second.game.side_a == ("Bob",)
+
+
+def test_a_header_no_delimiter_splits_says_how_to_separate_the_columns() -> None:
+    with pytest.raises(ResultsError, match="separate the columns with commas"):
+        parse_results("event|date|side_a|side_b|score_a|score_b\nCup|2026-03-14|a|b|1|0\n")
