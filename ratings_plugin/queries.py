@@ -55,7 +55,7 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
 
     async def rating(ctx: CommandContext, args: dict[str, Any]) -> Any:
         name, only = args.get("name"), args.get("ladder")
-        if name is not None and only is None and name in plugin.ladders and not _is_player(
+        if name is not None and only is None and _is_ladder(ctx, name) and not _is_player(
                 ctx, name):
             name, only = None, name
         if name is None:
@@ -65,7 +65,7 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
             name = ctx.player
         name = ctx.player_name(name)
         if only is not None:
-            ctx.ladder(only)
+            only = ctx.ladder(only).name
         return {"player": name, "ratings": plugin.ratings_of(name, today(), only)}
 
     async def history(ctx: CommandContext, args: dict[str, Any]) -> Any:
@@ -74,7 +74,7 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
         where = "WHERE player_id = ?"
         params: list[Any] = [ctx.player_id(name)]
         if only is not None:
-            ctx.ladder(only)
+            only = ctx.ladder(only).name
             where += " AND ladder = ?"
             params.append(only)
         page = Page.of(args, None, HISTORY_PAGE)
@@ -127,6 +127,14 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
                                   "The configured ladders, their systems and columns.",
                                   read_only=True), ladders),
     )
+
+
+def _is_ladder(ctx: CommandContext, name: str) -> bool:
+    try:
+        ctx.ladder(name)
+    except CommandError:
+        return False
+    return True
 
 
 def _is_player(ctx: CommandContext, name: str) -> bool:

@@ -201,9 +201,10 @@ def load_config(path: str | Path | None) -> Config:
     if "ladders" in data:
         ladders = tuple(ladder_config(e, f"{path}: ladders[{i}]")
                         for i, e in enumerate(data["ladders"]))
-        names = [x.name for x in ladders]
+        names = [x.name.casefold() for x in ladders]
         if len(set(names)) != len(names):
-            raise ConfigError(f"{path}: ladder names must be unique")
+            raise ConfigError(f"{path}: ladder names must be unique (ignoring case: players "
+                              "may type them in any case)")
         kwargs["ladders"] = ladders
     if "password_hashing" in data:
         ph = data["password_hashing"]

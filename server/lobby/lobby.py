@@ -62,6 +62,7 @@ class Lobby:
         self.config = config
         self.db = db
         self.ladders: dict[str, LadderConfig] = {x.name: x for x in config.ladders}
+        self._ladder_keys = {x.name.casefold(): x for x in config.ladders}
         self.plugins = list(plugins)
         self.commands = CommandTable(COMMANDS.values())  # the router's, once it has one
         self.sessions: set[Session] = set()
@@ -344,7 +345,8 @@ class Lobby:
         return list(self.watching.get(ladder, ()))
 
     def ladder(self, name: str) -> LadderConfig:
-        ladder = self.ladders.get(name)
+        """The ladder named ``name``, whatever its case (as players' names are)."""
+        ladder = self.ladders.get(name) or self._ladder_keys.get(name.casefold())
         if ladder is None:
             raise fail("not_found", f"No ladder named {name!r}; 'ladders' lists them.")
         return ladder

@@ -37,6 +37,8 @@ def test_no_file_gives_the_four_default_ladders() -> None:
     ("[server]\nnode = 'two words'\n", "node must be"),
     ("[server]\nnode = ''\n", "node must be"),
     ("[server]\nnode = 3\n", "node must be"),
+    ("[[ladders]]\nname = 'Cup'\nsystem = 'fibs'\n[[ladders]]\nname = 'cup'\nsystem = 'p4p'\n",
+     "ladder names must be unique (ignoring case"),
 ])
 def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "bad.toml"

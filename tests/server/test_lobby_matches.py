@@ -322,3 +322,22 @@ async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby:
     assert all(f.get("id") == "x" and f.get("ok") for f in firsts), firsts
     for ws in resigners + winners:
         await ws.close()
+
+
+async def test_ladder_names_are_typed_in_any_case(lobby: LobbyServer) -> None:
+    """As players' names are: a command naming a ladder finds it whatever its case, and
+    answers with the ladder's own spelling."""
+    alice, bob = await lobby.players("alice", "bob")
+    assert await alice.call("watch", ladder="BackGammon") == {"ladder": "backgammon",
+                                                               "watching": True}
+    await alice.call("invite", name="bob", ladder="BACKGAMMON", length=1)
+    started = await bob.call("join", name="alice")
+    assert started["ladder"] == "backgammon"
+    await bob.call("resign")
+    listed = await alice.call("ladder", ladder="Backgammon")
+    assert listed["ladder"] == "backgammon" and {p["player"] for p in listed["players"]} == {
+        "alice", "bob"}
+    assert [r["ladder"] for r in (await alice.call("rating", ladder="BACKgammon"))["ratings"]
+            ] == ["backgammon"]
+    assert (await alice.call("history", name="bob", ladder="BackGammon"))["ladder"] == \
+        "backgammon"
