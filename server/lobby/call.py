@@ -72,12 +72,21 @@ class Call:
     async def write(self, job: Callable[[WriteTx], Awaitable[T]]) -> T:
         """Run ``job`` in a write transaction; returns once it has committed. While other
         nodes beat, the commit reserves the place of this command's pushes among theirs."""
-        sharing = self.lobby.sharing
+        lobby = self.lobby
+        sharing = lobby.sharing
         if sharing is None or not sharing.reserving():
-            return await transact(self.lobby.db, job)
-        result = await transact(self.lobby.db, job, reserve=True)
-        sharing.took()
-        return result
+            return await transact(lobby.db, job)
+        rated = False
+
+        async def run(tx: WriteTx) -> T:
+            nonlocal rated
+            result = await job(tx)
+            rated = lobby.plugins_touched  # by this job (the writer runs one at a time)
+            return result
+
+        done = await transact(lobby.db, run, reserve=True)
+        sharing.took(rated)
+        return done
 
     async def remember(self, tx: WriteTx, data: Any) -> None:
         """Store the reply with the result (in ``tx``), so a retry of this request gets it."""

@@ -108,6 +108,11 @@ class Lobby:
         """Load what is committed: stored replies, the plugins, players, live matches."""
         await transact(self.db, self.requests.prune)
         await transact(self.db, lambda tx: stored_sessions.prune(tx, timestamp()))
+        # every ladder has its version row before any writer may move it (a command line's
+        # replay bumps the rows there are)
+        await transact(self.db, lambda tx: tx.executemany(
+            "INSERT INTO ladder_versions (ladder, version) VALUES (?, 0) "
+            "ON CONFLICT (ladder) DO NOTHING", [(name,) for name in self.ladders]))
         await self.requests.load(self.db)
         await self.reload_plugins()
         for row in await stored_players.all_players(self.db):
@@ -126,6 +131,11 @@ class Lobby:
 
     def _job_started(self) -> None:
         self._plugins_touched = False
+
+    @property
+    def plugins_touched(self) -> bool:
+        """Whether the job running now has changed what the plugins hold."""
+        return self._plugins_touched
 
     async def resync_plugins(self) -> None:
         """A job failed and its savepoint was rolled back: follow the open transaction."""

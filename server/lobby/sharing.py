@@ -28,7 +28,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ from server.protocol import push
 from server.store import invitations as stored_invitations
 from server.store import now
 from server.store.pg import nodes
-from server.store.pg.database import RESERVED
+from server.store.pg.database import RESERVED, PgDatabase
 from server.store.pg.feed import KEEP, Pushed, PushFeed
 from server.store.pg.port import FILLED, RATINGS_MOVED
 
@@ -64,6 +64,7 @@ class Reservation:
     until it is done (:mod:`server.lobby.sharing` fills the place with it)."""
 
     pos: int
+    ratings: bool = False  # its job changed what the plugins hold: the fill says so first
     items: list[tuple[str, str]] = field(default_factory=list)
     open: bool = True
 
@@ -72,6 +73,7 @@ CURRENT: ContextVar[Reservation | None] = ContextVar("push_reservation", default
 """The reservation of the command whose code runs in this context (none: outside one)."""
 
 
+FILL_RETRY = 0.5  # seconds before a fill that failed is tried again
 FOLLOW_TIMEOUT = 5.0  # seconds a node waits for its writer to reload before delivering anyway
 
 
@@ -266,16 +268,18 @@ class SharedPushes:
         beats: they are shared)."""
         return bool(self.alive)
 
-    def took(self) -> None:
+    def took(self, ratings: bool) -> None:
         """The write just committed in this command's code reserved a place in ``pushes``
         (:data:`~server.store.pg.database.RESERVED`): what the command shares from now on
-        goes there. A place it reserved before is filled with what it holds."""
+        goes there (``ratings``: its job changed what the plugins hold, so the other nodes
+        follow them before they deliver it). A place it reserved before is filled with what
+        it holds."""
         pos = RESERVED.get()
         if pos is None:
             return
         RESERVED.set(None)
         self.release()
-        CURRENT.set(Reservation(pos))
+        CURRENT.set(Reservation(pos, ratings))
 
     def release(self) -> None:
         """The command whose code runs now has sent its pushes: its reserved place is filled
@@ -293,31 +297,30 @@ class SharedPushes:
         self._scheduled = False
         held, self._held = self._held, []
         fills, self._fills = self._fills, []
-        ratings, self._ratings_held = self._ratings_held, False
+        self._ratings_held = False
         statuses, self._statuses = self._statuses, []
         rewrite, self._rewrite = self._rewrite, False
         unstored, self._unstored = self._unstored, []
-        if not held and not statuses and not rewrite and not fills:
+        if fills:
+            self._fill(fills)
+        if not held and not statuses and not rewrite and not unstored:
             return
-        # the note is held to be appended; a fill holds it too, first, so another node that
-        # reads the fill follows the ratings before it delivers what the fill holds
-        filled = [(r.pos, orjson.dumps([[NOTE, RATINGS_MOVED]] * ratings + r.items).decode())
-                  for r in fills]
         self._unpruned += len(held) + bool(statuses)
         prune = self._unpruned >= PRUNE_EVERY
         if prune:
             self._unpruned = 0
         node = self.node
 
+        invitations = self.lobby.invitations
+
         async def job(tx: Any) -> None:
-            if filled:
-                await tx.executemany("UPDATE pushes SET audience = ?, body = ? WHERE pos = ? "
-                                     "AND origin = ?", [(FILLED, body, pos, node)
-                                                        for pos, body in filled])
-                tx.wake()
-            for inv in unstored:
-                await stored_invitations.put(tx, inv.invitee.casefold(), inv.inviter.casefold(),
-                                             inv.ladder, inv.length, inv.expires_at)
+            for inv in unstored:  # those still standing; from now on their rows decide
+                if invitations.get(inv.invitee.casefold(), inv.inviter.casefold()) is inv \
+                        and not inv.expired:
+                    await stored_invitations.put(tx, inv.invitee.casefold(),
+                                                 inv.inviter.casefold(), inv.ladder,
+                                                 inv.length, inv.expires_at)
+                    inv.stored = True
             if rewrite:
                 await tx.execute("DELETE FROM online WHERE node = ?", (node,))
             if statuses:
@@ -336,17 +339,36 @@ class SharedPushes:
                 await tx.execute("DELETE FROM pushes WHERE pos <= (SELECT value FROM counters "
                                  "WHERE name = 'push') - ?", (KEEP,))
 
-        def stored() -> None:  # from now on their rows decide their answers
-            for inv in unstored:
-                inv.stored = True
-
         self.write(job, f"{len(held)} pushes and {len(statuses)} presence changes for the "
-                         "other nodes", pushes=len(held), then=stored)
+                         "other nodes", pushes=len(held))
 
-    def write(self, job: Any, what: str, pushes: int = 0,
-              then: Callable[[], None] | None = None) -> None:
-        """Run ``job`` in the writer in the background (in order with the earlier ones);
-        ``then`` once it has committed."""
+    def _fill(self, fills: list[Reservation]) -> None:
+        """Fill the places these commands reserved, at once, beside the writer (on a
+        connection of the read pool: a long job in the writer's queue must not hold the
+        other nodes' feeds back); a fill that fails is tried again half a second later."""
+        db = self.lobby.db
+        assert isinstance(db, PgDatabase)
+        rows = [(r.pos, orjson.dumps([[NOTE, RATINGS_MOVED]] * r.ratings + r.items).decode())
+                for r in fills]
+
+        async def fill() -> None:
+            try:
+                await db.fill(rows, FILLED)
+            except Exception as e:
+                log.warning("%d reserved places were not filled (%s); trying again",
+                            len(rows), " ".join(str(e).split()) or type(e).__name__)
+                await asyncio.sleep(FILL_RETRY)
+                self._fills = fills + self._fills
+                self._soon()
+            else:
+                self.shared += sum(len(r.items) for r in fills)
+
+        task = asyncio.create_task(fill(), name="fill-places")
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    def write(self, job: Any, what: str, pushes: int = 0) -> None:
+        """Run ``job`` in the writer in the background (in order with the earlier ones)."""
         async def write() -> None:
             try:
                 await self.lobby.db.write(job)
@@ -355,8 +377,6 @@ class SharedPushes:
                             " ".join(str(e).split()) or type(e).__name__)
             else:
                 self.shared += pushes
-                if then is not None:
-                    then()
 
         task = asyncio.create_task(write(), name="share-pushes")
         self._writing.add(task)

@@ -103,8 +103,12 @@ async def with_event(db: Reads, match_id: int) -> Any | None:
 
 
 async def with_event_in(tx: WriteTx, match_id: int) -> Any | None:
-    """The same, as this transaction sees it, the match held until the commit: what a
-    correction decides on."""
+    """The same, as this transaction sees it, its event and then the match held until the
+    commit (a close and a correction on two servers go one after the other, in the order a
+    close and a result take them): what a correction decides on."""
+    if tx.backend == "postgresql":
+        await tx.fetchall("SELECT id FROM events WHERE id = (SELECT event_id FROM matches "
+                          "WHERE id = ?) FOR UPDATE", (match_id,))
     return await tx.fetchone(WITH_EVENT + locking(tx, " OF m"), (match_id,))
 
 

@@ -15,14 +15,18 @@ from typing import Any
 
 import pytest
 from testkit import postgres
-from testkit.cli import replay_check
+from testkit.cli import replay_check, run_cli_async
 from testkit.clients import heard, play
+from testkit.constants import PASSWORD
+from testkit.db import execute
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient
 from server.store.pg import nodes as pg_nodes
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
+
+EVENT_RACES = 12  # events closed on one server as a game of theirs is voided on the other
 
 
 async def test_a_push_caused_on_one_node_reaches_the_other_nodes_connections(
@@ -302,3 +306,61 @@ async def test_a_feed_whose_connection_is_killed_reconnects_and_loses_no_push(
     figures["node b's feed killed mid-load"] = (
         f"{len(acked)} matches finished on node a, {len(seen)} heard on b once each in order, "
         f"{feed.reconnects} reconnection(s), refresh: {refreshed}")
+
+
+async def test_a_replay_from_the_command_line_is_what_a_running_server_rates_from_next(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """A database rated before its ladders had version rows (or by the command line only):
+    the server gives every ladder its row when it starts, so a ``matchlobby replay`` while
+    it runs (here after the log was mended by hand: a match voided in the database) moves
+    the ladder; the server hears of it and rates its next result from what the replay
+    wrote, and the log's replay agrees with every stored rating afterwards."""
+    a, _ = nodes
+    await a.start()
+    alice, bob = await a.players("alice", "bob")
+    first = await play(alice, bob, length=3)
+    await a.stop()
+    execute(a.db, "DELETE FROM ladder_versions")  # as a database from before them
+    await a.start()
+    alice, bob = await a.login("alice"), await a.login("bob")
+    execute(a.db, "UPDATE matches SET status = 'voided' WHERE id = ?", (first["match"],))
+    done = await run_cli_async(["replay", "--db", str(a.db)], a.db.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    async def replayed() -> None:  # the server shows what the replay wrote
+        while (await alice.call("rating"))["ratings"]:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(replayed(), 10)
+    await play(alice, bob, length=3)
+    assert await replay_check(a.db) == (0, "replay --check: every rating agrees with the "
+                                           "match log\n")
+
+
+async def test_a_correction_racing_a_close_on_another_server_is_rated_with_it(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    """An event closed on one server while a director voids one of its games on the other:
+    the close and the correction take the event's row one after the other, so either the
+    close rates without the game, or the void recomputes the closed event; the ratings stay
+    the log's either way."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    made = await run_cli_async(["user", "add", "--admin", "--db", str(a.db), "director2"],
+                               a.db.parent, stdin=f"{PASSWORD}\n")
+    assert made.returncode == 0, made.stderr
+    on_a, on_b = await a.admin(), await b.login("director2")
+    outcomes = []
+    for i in range(EVENT_RACES):
+        event = (await on_a.call("event create", name=f"Night {i}", ladder="scrabble"))["id"]
+        games = [await on_a.call("event result", event=event, side_a=x, side_b=y, score_a=400,
+                                 score_b=300 + i)
+                 for x, y in (("ann", "bob"), ("cid", "dan"), ("ann", "cid"))]
+        closed, voided = await asyncio.gather(
+            on_a.request("event close", {"event": event}),
+            on_b.request("void", {"match": games[i % 3]["match"], "reason": "typo"}))
+        assert closed["ok"], closed
+        assert voided["ok"] or voided["error"]["code"] == "conflict", voided
+        outcomes.append(voided["ok"] and voided["data"]["recomputed"])
+    assert await replay_check(a.db) == (0, "replay --check: every rating agrees with the "
+                                           "match log\n"), outcomes

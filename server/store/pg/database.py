@@ -263,6 +263,16 @@ class PgDatabase(Hooks):
             RESERVED.set(queued.reserved)  # the caller's context: this is a coroutine of it
         return result
 
+    async def fill(self, rows: Sequence[tuple[int, str]], audience: str) -> None:
+        """Fill places reserved by this writer's commits (``pos``, body) in a transaction of
+        its own on a connection of the read pool, beside the writer's queue, and wake the
+        feeds: nobody else writes these rows."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.executemany("UPDATE pushes SET audience = $1, body = $2 "
+                                   "WHERE pos = $3 AND origin = $4",
+                                   [(audience, body, pos, self.origin) for pos, body in rows])
+            await conn.execute(f"SELECT pg_notify('{FEED_CHANNEL}', 'filled')")
+
     def writer_tx(self) -> PgTx:
         """Reads on the writer's connection while no job runs, or from ``on_job_failure``."""
         return PgTx(self.writer)
@@ -425,10 +435,13 @@ class PgDatabase(Hooks):
         seen = self.seen.get(ladder, 0)
         if seen != version - 1:
             whole = rebuilt > seen
+            # what a whole reload covers, read before it: a ladder another writer moves
+            # meanwhile is found moved at its hold, not taken as seen
+            versions = self._seen(await self._versions(self.writer)) if whole else None
             if not await self._moved(False, None if whole else ladder):
                 self._republish = True
-            if whole:
-                self.seen = self._seen(await self._versions(self.writer))
+            if versions is not None:
+                self.seen = versions
         self.seen[ladder] = version
 
     async def _publish(self, conn: Any, pushes: list[tuple[str, str]],
