@@ -430,9 +430,15 @@ def push(event: str, data: Any) -> Push:
 
 
 def help_text(table: CommandTable, command: str | None = None) -> dict[str, Any]:
-    """The ``help`` reply: every command's usage, or one command's usage and who may use it."""
+    """The ``help`` reply: every command's usage, or one command's usage and who may use it;
+    the first word of commands of two words (``help report``, ``help event``) lists them."""
     if command is None:
         return {"commands": [{"command": s.name, "usage": s.usage, "who": s.role,
                               "summary": s.summary} for s in table.values()]}
-    spec = lookup(table, " ".join(command.lower().split()))
+    name = " ".join(command.lower().split())
+    if name not in table and name in table.groups:
+        return {"commands": [{"command": s.name, "usage": s.usage, "who": s.role,
+                              "summary": s.summary} for s in table.values()
+                             if s.name.startswith(name + " ")]}
+    spec = lookup(table, name)
     return {"command": spec.name, "usage": spec.usage, "who": spec.role, "summary": spec.summary}

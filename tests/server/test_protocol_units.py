@@ -284,8 +284,11 @@ def test_help_lists_every_command_in_order_or_explains_one() -> None:
         "summary": "Start a game."}
     assert [c["command"] for c in help_text(LOBBY)["commands"]] == list(LOBBY)
     assert help_text(LOBBY, "rating")["command"] == "rating"  # a plugin's command too
-    e = refused("unknown_command", help_text, SMALL, "game")
-    assert e.message == "'game' needs a sub-command: start, stop."
+    # a group's first word lists its commands (help report: report win)
+    assert help_text(SMALL, "Game") == {"commands": listed[1:3]}
+    assert [c["command"] for c in help_text(LOBBY, "report")["commands"]] == ["report win"]
+    assert [c["command"] for c in help_text(LOBBY, "event")["commands"]] == [
+        c for c in LOBBY if c.startswith("event ")]
     refused("unknown_command", help_text, SMALL, "wave")
 
 
