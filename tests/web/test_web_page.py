@@ -279,6 +279,7 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
     assert finished["winner"] == "bob"
     result = page.locator("#last-result")
     await expect(result).to_contain_text(f"Match {finished['match']} finished")
+    await expect(result.locator("p")).to_have_text("bob won on backgammon, 3 points: alice resigned.")
     for c in finished["changes"]:
         item = result.locator(f"li[data-player='{c['player']}']")
         await expect(item).to_have_attribute("data-after", str(c["after"]))
@@ -295,6 +296,8 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
     finished = (await bob.next_push("match_finished"))["data"]
     assert (finished["match"], finished["how"], finished["winner"]) == (second["match"], "confirm", "bob")
     alice_after = next(c["after"] for c in finished["changes"] if c["player"] == "alice")
+    await expect(result.locator("p")).to_contain_text("bob won on backgammon, ")
+    await expect(result.locator("p")).to_contain_text(": alice confirmed it.")
     await expect(result.locator("li[data-player='alice']")).to_have_attribute("data-after", str(alice_after))
     await expect(row(page, "backgammon", "alice").locator("td.rating")).to_have_text(f"{alice_after:.2f}")
 

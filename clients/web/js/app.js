@@ -897,6 +897,20 @@ function renderMatch() {
   watchTables(panel);
 }
 
+// How a match ended, as a sentence: who won, where, and what the loser did (or who decided).
+const HOW_WON = {
+  resign: (d) => `${d.loser} resigned`,
+  confirm: (d) => `${d.loser} confirmed it`,
+  claim: (d) => `${d.loser} left and did not come back in time`,
+  adjudicate: () => "a tournament director decided it",
+};
+
+function wonSentence(data) {
+  const how = HOW_WON[data.how];
+  const why = how ? `: ${how(data)}` : "";
+  return `${data.winner} won on ${data.ladder}, ${fmtLength(data.length)}${why}.${data.rated || data.length === "unlimited" ? "" : " Unrated."}`;
+}
+
 function showFinished(data) {
   if (state.match && state.match.match === data.match) {
     state.match = null;
@@ -912,7 +926,7 @@ function showFinished(data) {
     `${c.player}: ${fmtValue(column, c.before)} → ${fmtValue(column, c.after)} (${fmtChange(column, c.change)})`));
   $("last-result").replaceChildren(
     el("h3", {}, `Match ${data.match} finished`),
-    el("p", {}, `${data.winner} won (${data.how}) on ${data.ladder}, ${fmtLength(data.length)}${data.rated ? "." : "; unrated."}`),
+    el("p", {}, wonSentence(data)),
     changes.length ? el("ul", { class: "plain-list" }, changes) : null);
   const own = data.changes.find((c) => c.player === state.me);
   say(`Match ${data.match}: ${data.winner} won.${own ? ` Your rating: ${fmtValue(column, own.after)} (${fmtChange(column, own.change)}).` : ""}`);
