@@ -38,6 +38,7 @@ PIPE_WIDTH = 80
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 LOGINS = {"login", "register", "resume"}
 PRESENCE = "presence"
+FINISHING = {"resign", "confirm", "claim", "adjudicate"}  # replies that may end one's match
 REPLACED_TEXT = ("Not reconnecting: that would close your newer login. Type 'login NAME PASSWORD' "
                  "to log in here again (the other connection is then closed), or 'quit'.")
 NOT_CONNECTED_TEXT = ("Not connected: you logged in from another connection. Type "
@@ -160,6 +161,8 @@ class _Session:
         self.echoes = Echoes()
         self.me: str | None = None
         self.role: str | None = None
+        # the statuses the reader's own match gives its opponent, not announced to them
+        self.expected: set[tuple[str, str]] = set()
 
     @property
     def viewer(self) -> Viewer:
@@ -183,10 +186,13 @@ class _Session:
                     self.viewer.mine(data.get("by")):
                 return
             if message.get("event") == PRESENCE and isinstance(data, dict) and isinstance(
-                    data.get("players"), list) and all(
-                    isinstance(e, dict) and self.viewer.mine(e.get("player"))
-                    for e in data["players"]):
-                return
+                    data.get("players"), list):
+                told = [e for e in data["players"] if not self._known(e)]
+                if not told:
+                    return
+                message = {**message, "data": {**data, "players": told}}
+        if message.get("event") in ("match_started", "match_finished"):
+            self._expect(data)
         if message.get("event") == "logged_out":
             self.me = self.role = None  # the connection carries on as a spectator's (or closes)
         if message.get("event") == "disconnected" and isinstance(data, dict) and \
@@ -202,6 +208,30 @@ class _Session:
         if self.bell and message.get("event") == "invited":
             out.write(BELL)
         show_push(message, self.as_json, out, self.client.ladder_info, self.viewer)
+
+    def _known(self, entry: Any) -> bool:
+        """A presence entry the reader knows already: their own, or their opponent's status
+        that their own match's start or end gives."""
+        if not isinstance(entry, dict) or self.viewer.mine(entry.get("player")):
+            return True
+        key = (str(entry.get("player", "")).casefold(), str(entry.get("status", "")))
+        if key in self.expected:
+            self.expected.discard(key)
+            return True
+        return False
+
+    def _expect(self, data: Any) -> None:
+        """A match of the reader's started (its opponent is now playing) or ended (free)."""
+        if not isinstance(data, dict):
+            return
+        ended = "winner" in data
+        sides = [s for k in (("winner", "loser") if ended else ("a", "b"))
+                 if isinstance(s := data.get(k), str)]
+        if len(sides) != 2 or not any(map(self.viewer.mine, sides)):
+            return
+        for side in sides:
+            if not self.viewer.mine(side):
+                self.expected.add((side.casefold(), "ready" if ended else "playing"))
 
     def _release(self) -> None:
         self.sent_at = None
@@ -223,6 +253,8 @@ class _Session:
             self._release()
             raise
         self._learn(reply)
+        if reply.get("ok") and (reply.get("cmd") == "join" or reply.get("cmd") in FINISHING):
+            self._expect(reply.get("data"))
         self.echoes.note(reply.get("data") if reply.get("ok") else None)
         show_reply(reply, self.as_json, self.out or sys.stdout, self.client.ladder_info,
                    self.viewer)

@@ -282,3 +282,35 @@ async def test_a_login_elsewhere_logs_this_terminal_out_without_reconnecting(
     everything = screen_text(term.raw)
     assert "Traceback" not in everything and "Connection lost" not in everything
     assert everything.count("Not reconnecting") == 1
+
+
+async def test_the_client_does_not_announce_its_own_opponents_status(
+        lobby: LobbyServer, tmp_path: Path) -> None:
+    """Who listed ``who`` hears who comes, goes, starts and ends a match; but the reader's own
+    match starting and ending is not news about its opponent ("bob is playing a match" as
+    the match starts, "bob is online, free to play" as it ends): the match's own lines say
+    it. Anyone else's status still is."""
+    bob = await lobby.player("bob")
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    try:
+        await term.expect(r"matchlobby>")
+        term.type(f"register alice {PASSWORD}\r")
+        await term.expect(r"alice>")
+        term.type("who\r")
+        await term.expect(r"2 players, 0 spectators\.\n")
+        await bob.call("invite", name="alice", ladder="backgammon")
+        await term.expect(r"\*\* bob invites you")
+        term.type("join bob\r")
+        mid = (await bob.next_push("match_started"))["data"]["match"]
+        await term.expect(rf"Match {mid} started")
+        await bob.resign()
+        await term.expect(rf"\*\* bob resigned; alice wins match {mid}")
+        await lobby.player("dave")  # told after the match's presence news, in order
+        await term.expect(r"\*\* dave is online, free to play\.")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    shown = screen_text(term.raw)
+    assert "bob is playing a match" not in shown and "bob is online" not in shown, shown
