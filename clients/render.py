@@ -748,7 +748,25 @@ def render_push(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
         if event_name == "hello":
             return f"Connected to {d['server']} {d['version']} (protocol {d['protocol']})."
         if event_name in PUSHES:
-            return "** " + PUSHES[event_name](d, ladders, viewer)
+            return wrapped("** " + PUSHES[event_name](d, ladders, viewer), viewer.width)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         pass
-    return f"** {event_name}: {generic(d)}"
+    return wrapped(f"** {event_name}: {generic(d)}", viewer.width)
+
+
+def wrapped(text: str, width: int | None) -> str:
+    """Each line wider than the screen broken at spaces, its continuation indented under
+    its text (after ``** ``, or two more than the line's own indent); a word wider than the
+    screen stays whole."""
+    if width is None:
+        return text
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = len(line) - len(line.lstrip(" "))
+        indent = " " * (3 if line.startswith("** ") else lead + 2)
+        out += textwrap.wrap(line, max(width, len(indent) + 1), subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False)
+    return "\n".join(out)

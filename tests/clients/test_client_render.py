@@ -640,3 +640,21 @@ def test_help_wraps_to_the_screen() -> None:
         "  characters, without control or",
         "  invisible ones.",
         "  For: admin"]
+
+
+def test_a_long_push_wraps_at_spaces_to_the_screen() -> None:
+    """A push wider than the terminal is broken between words, its continuation lines
+    indented under its text; nothing is lost, and a narrow enough push is left alone."""
+    push = {"event": "invited", "data": {
+        "from": "bob", "ladder": "backgammon", "length": 5, "expires_at": "2026-12-03T10:00:00Z",
+        "players": [{"player": "bob", "rating": 1500.0, "win": 0.5, "if_won": 9.98,
+                     "if_lost": -9.98},
+                    {"player": "alice", "rating": 1500.0, "win": 0.5, "if_won": 9.98,
+                     "if_lost": -9.98}]}}
+    wide = render_push(push)
+    narrow = render_push(push, viewer=render.Viewer("alice", width=40))
+    assert max(len(line) for line in narrow.splitlines()) <= 40 < max(map(len, wide.splitlines()))
+    assert narrow.split() == wide.split()  # the same words, in order, none broken
+    first, second = narrow.splitlines()[:2]
+    assert first.startswith("** ") and second.startswith("   ") and not second.startswith("    ")
+    assert render_push(push, viewer=render.Viewer("alice", width=500)) == wide
