@@ -569,7 +569,8 @@ def event_result(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
                  viewer: Viewer = NOBODY) -> str:
     rated = "" if data.get("rated", True) else \
         f" Not rated ({data['unrated']})." if data.get("unrated") else " Not rated."
-    head = f"Recorded in event {data['event']} as match {data['match']}: {_game(data)}.{rated}"
+    head = (f"Recorded in event {data['event']} as match {data['match']}: {_game(data)}.{rated}"
+            + new_players(data))
     ladder_ = next((c.get("ladder") for c in data.get("changes") or []), None)
     return "\n".join([head, changes(data["changes"], ladder_, ladders)]) \
         if data.get("changes") else head
@@ -581,7 +582,16 @@ def event_import(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     matches = [g["match"] for g in data.get("games") or []]
     which = f" (matches {matches[0]} to {matches[-1]})" if len(matches) > 1 else \
         f" (match {matches[0]})" if matches else ""
-    return f"Imported {_count(n, 'game')} into event {data['event']}{which}."
+    return f"Imported {_count(n, 'game')} into event {data['event']}{which}." + new_players(data)
+
+
+def new_players(data: Mapping[str, Any]) -> str:
+    """The names that had never played on the ladder: a newcomer, or a misspelling."""
+    new = data.get("new_players") or []
+    if not new:
+        return ""
+    return (f" New on this ladder: {', '.join(new)} (check the spelling: a misspelt name "
+            "becomes a new player).")
 
 
 def corrected(data: dict[str, Any], ladders: Ladders = NO_LADDERS,

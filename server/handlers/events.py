@@ -106,6 +106,20 @@ async def ensure_players(lobby: Lobby, tx: WriteTx, names: Sequence[str],
     return ids
 
 
+async def new_on_ladder(lobby: Lobby, tx: WriteTx, ladder: str, games: Sequence[Game]
+                        ) -> list[str]:
+    """The names of ``games`` that have never played on ``ladder`` (a new entry, or a
+    player of other ladders): in a director's typing, as often a misspelling as a newcomer,
+    so the reply names them."""
+    new: list[str] = []
+    for name in dict.fromkeys(p for g in games for p in g.players):
+        p = lobby.players.get(name.casefold())
+        found = (p.id, p.name) if p is not None else await players.find_in(tx, name)
+        if found is None or not await matches.played_on(tx, found[0], ladder):
+            new.append(name if found is None else found[1])
+    return new
+
+
 def canonical(lobby: Lobby, side: tuple[str, ...], created: dict[str, Player]) -> tuple[str, ...]:
     out = []
     for n in side:
@@ -166,8 +180,9 @@ async def event_result(call: Call) -> Any:
         await stored.results_changed(tx, event.id)
         created.clear()
         effects = Effects()
+        new = await new_on_ladder(lobby, tx, ladder.name, [game])
         mid, fields, kept = await record(lobby, tx, event, ladder, game, created, effects)
-        data = {"event": event.id, **game_data(mid, kept, fields)}
+        data = {"event": event.id, **game_data(mid, kept, fields), "new_players": new}
         await call.remember(tx, data)
         return effects, data
 
@@ -208,9 +223,11 @@ async def event_import(call: Call) -> Any:
         await stored.results_changed(tx, event.id)
         created.clear()
         effects = Effects()
+        new = await new_on_ladder(lobby, tx, ladder.name, games)
         results = [await record(lobby, tx, event, ladder, g, created, effects) for g in games]
         data = {"event": event.id, "imported": len(results),
-                "games": [game_data(mid, g, fields) for mid, fields, g in results]}
+                "games": [game_data(mid, g, fields) for mid, fields, g in results],
+                "new_players": new}
         await call.remember(tx, data)
         return effects, data
 

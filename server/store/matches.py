@@ -80,6 +80,14 @@ async def state_in(tx: WriteTx, match_id: int) -> Any | None:
                              + locking(tx), (match_id,))
 
 
+async def played_on(tx: WriteTx, player_id: int, ladder: str) -> bool:
+    """Whether the player has a match on ``ladder`` (any, live or recorded), as this
+    transaction sees it."""
+    return await tx.fetchone(
+        "SELECT 1 FROM match_players mp JOIN matches m ON m.id = mp.match_id "
+        "WHERE mp.player_id = ? AND m.ladder = ? LIMIT 1", (player_id, ladder)) is not None
+
+
 async def live_of(db: Reads, player_id: int) -> Any | None:
     """The live match ``player_id`` plays, as committed (none: ``None``)."""
     return await db.fetchone_soon(

@@ -658,3 +658,15 @@ def test_a_long_push_wraps_at_spaces_to_the_screen() -> None:
     first, second = narrow.splitlines()[:2]
     assert first.startswith("** ") and second.startswith("   ") and not second.startswith("    ")
     assert render_push(push, viewer=render.Viewer("alice", width=500)) == wide
+
+
+def test_a_result_or_import_names_who_is_new_on_the_ladder() -> None:
+    recorded = {"event": 3, "match": 9, "side_a": "ann", "side_b": "Ane", "score_a": 400,
+                "score_b": 380, "rated": True, "new_players": ["Ane"]}
+    assert render_reply({"ok": True, "cmd": "event result", "data": recorded}) == (
+        "Recorded in event 3 as match 9: ann 400, Ane 380. New on this ladder: Ane (check the "
+        "spelling: a misspelt name becomes a new player).")
+    imported = {"event": 3, "imported": 2, "games": [{"match": 10}, {"match": 11}],
+                "new_players": []}
+    assert render_reply({"ok": True, "cmd": "event import", "data": imported}) == (
+        "Imported 2 games into event 3 (matches 10 to 11).")

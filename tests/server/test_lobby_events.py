@@ -217,3 +217,25 @@ async def test_concurrent_results_naming_the_same_new_player(lobby: LobbyServer,
         await first.call("event close", event=eid)
     ladder = [r.player.casefold() for r in (await first.ladder("scrabble", all=True)).players]
     assert ladder.count("newbie") == 1
+
+
+async def test_a_name_new_on_the_ladder_is_named_in_the_reply(lobby: LobbyServer) -> None:
+    """A result or an import naming someone who has never played on the ladder (a new entry,
+    or a player of other ladders only) says so: a director's misspelling shows at once. A
+    name that has played there is not named, whatever its case."""
+    admin = await lobby.admin()
+    alice, bob = await lobby.players("alice", "bob")  # accounts, never on scrabble
+    first = await _create(admin, "Monday", "scrabble")
+    got = await admin.call("event result", event=first, side_a="alice", side_b="Anne",
+                           score_a=400, score_b=380)
+    assert got["new_players"] == ["alice", "Anne"]
+    got = await admin.call("event result", event=first, side_a="ALICE", side_b="anne",
+                           score_a=400, score_b=380)
+    assert got["new_players"] == []
+    second = await _create(admin, "Tuesday", "scrabble")
+    imported = await admin.call("event import", event=second, csv=results_text([
+        _row("Tuesday", "anne", "Bob", 400, 300), _row("Tuesday", "anne", "Ane", 410, 300),
+        _row("Tuesday", "Ane", "bob", 390, 300)]))
+    assert imported["new_players"] == ["bob", "Ane"]
+    await alice.close()
+    await bob.close()

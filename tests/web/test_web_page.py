@@ -138,7 +138,9 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
                          ("score_b", "389")):
         await form.locator(f"input[name={field}]").fill(value)
     await form.locator("button[type=submit]").click()
-    await expect(form.locator(".feedback")).to_have_text("Recorded in event #1: alice 412–389 bob.")
+    await expect(form.locator(".feedback")).to_have_text(
+        "Recorded in event #1: alice 412–389 bob. New on this ladder: alice, bob (check the "
+        "spelling: a misspelt name becomes a new player).")
     await form.locator("input[name=side_a]").fill("alice")
     await form.locator("button[type=submit]").click()  # side B missing: the browser says so
     # ... and the last attempt's message goes: it is not this one's
@@ -160,7 +162,8 @@ async def test_admin_creates_imports_and_closes_an_event_from_the_page(
         {"name": "results.csv", "mimeType": "text/csv", "buffer": csv.encode()}])
     await page.click("#event-import-form button[type=submit]")
     await expect(page.locator("#event-import-form .feedback")).to_have_text(
-        "Imported 2 games into event #1.")
+        "Imported 2 games into event #1. New on this ladder: carol, dave (check the spelling: "
+        "a misspelt name becomes a new player).")
     await expect(page.locator("#event-select option")).to_have_text(
         re.compile(r"#1 Brno Open \(scrabble, .*, 3 games\)"))
 

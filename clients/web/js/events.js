@@ -7,6 +7,13 @@ import { download, eventJson, fileName, resultsCsv } from "./exports.js";
 import { LobbyError } from "./lobby.js";
 import { watchTables } from "./tables.js";
 
+// The names a result or an import brought to the ladder for the first time: a newcomer, or a
+// misspelling the director should see at once.
+function newPlayers(data) {
+  const names = data.new_players || [];
+  return names.length ? ` New on this ladder: ${names.join(", ")} (check the spelling: a misspelt name becomes a new player).` : "";
+}
+
 // The page's own helpers come in `ctx`; returns what the rest of the page calls.
 export function setUpEvents(ctx) {
   const { lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink } = ctx;
@@ -159,7 +166,7 @@ export function setUpEvents(ctx) {
       const data = await lobby.call("event result", { event: selectedEvent(), ...formArgs(form) });
       form.reset();
       await loadEvents();
-      say(`Recorded in event #${data.event}: ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b}${data.rated ? "" : " (unrated)"}.`, "info", feedbackOf(form));
+      say(`Recorded in event #${data.event}: ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b}${data.rated ? "" : " (unrated)"}.${newPlayers(data)}`, "info", feedbackOf(form));
       form.querySelector("input").focus();
     }, { where: feedbackOf(form) });
   });
@@ -180,7 +187,7 @@ export function setUpEvents(ctx) {
       const data = await lobby.call("event import", { event, csv });
       form.reset();
       await loadEvents();
-      say(`Imported ${plural(data.imported, "game")} into event #${data.event}.`, "info", feedbackOf(form));
+      say(`Imported ${plural(data.imported, "game")} into event #${data.event}.${newPlayers(data)}`, "info", feedbackOf(form));
     }, { where: feedbackOf(form) });
   });
 
