@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ratings_plugin.book import today
@@ -55,8 +55,8 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
 
     async def rating(ctx: CommandContext, args: dict[str, Any]) -> Any:
         name, only = args.get("name"), args.get("ladder")
-        if name is not None and only is None and _is_ladder(ctx, name) and not _is_player(
-                ctx, name):
+        if name is not None and only is None and _found(ctx.ladder, name) and not _found(
+                ctx.player_name, name):
             name, only = None, name
         if name is None:
             if ctx.player is None:
@@ -129,17 +129,10 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
     )
 
 
-def _is_ladder(ctx: CommandContext, name: str) -> bool:
+def _found(lookup: Callable[[str], object], name: str) -> bool:
+    """Whether ``lookup`` (a ladder's or a player's, by name) finds ``name``."""
     try:
-        ctx.ladder(name)
-    except CommandError:
-        return False
-    return True
-
-
-def _is_player(ctx: CommandContext, name: str) -> bool:
-    try:
-        ctx.player_name(name)
+        lookup(name)
     except CommandError:
         return False
     return True
