@@ -243,9 +243,12 @@ async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Pa
     expected = [
         f"Logged in as {ADMIN} (admin).",
         f"Event 1: Brno Open (scrabble, {day}, open)",
-        "Recorded in event 1 as match 1: alice 420, bob 380.",
-        "Recorded in event 1 as match 2: bob 400, carol 390.",
-        "Imported 2 games into event 1 (matches 3 to 4).",
+        "Recorded in event 1 as match 1: alice 420, bob 380. New on this ladder: alice, bob "
+        "(check the spelling: a misspelt name becomes a new player).",
+        "Recorded in event 1 as match 2: bob 400, carol 390. New on this ladder: carol (check "
+        "the spelling: a misspelt name becomes a new player).",
+        "Imported 2 games into event 1 (matches 3 to 4). New on this ladder: dave (check the "
+        "spelling: a misspelt name becomes a new player).",
         f"Event 1: Brno Open (scrabble, {day}, open)",
         "match  side a  side b  score    status",
         "    1  alice   bob     420:380  finished",
