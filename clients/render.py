@@ -99,7 +99,8 @@ def rank_text(row: dict[str, Any]) -> str:
 def status_sentence(data: dict[str, Any]) -> str:
     if data.get("online"):
         status = data.get("status")
-        doing = {"playing": "Playing a match.", "away": "Away."}.get(status or "", "Ready to play.")
+        doing = {"playing": "Playing a match.", "away": "Away.",
+                 "not_ready": "Not taking invitations."}.get(status or "", "Ready to play.")
         return f"Still logged in. {doing}"
     last = data.get("last_login")
     if last:
@@ -472,7 +473,8 @@ def logged_out(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
 
 
 PRESENCE_WORDS = {"offline": "left", "playing": "is playing a match",
-                  "ready": "is online, free to play"}
+                  "ready": "is online, free to play",
+                  "not_ready": "is online, not taking invitations"}
 
 
 def presence(data: dict[str, Any], viewer: Viewer = NOBODY) -> str:
@@ -486,6 +488,13 @@ def watching(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     if data["watching"]:
         return f"Watching {data['ladder']}: its results and rating changes are shown here."
     return f"No longer watching {data['ladder']}."
+
+
+def readiness(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+              viewer: Viewer = NOBODY) -> str:
+    if data["ready"]:
+        return "You take invitations again."
+    return "Nobody can invite you now ('ready on' to take invitations again)."
 
 
 def stake(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> str:
@@ -638,6 +647,7 @@ REPLIES: dict[str, Renderer] = {
     "event create": event, "help": help_, "resign": match_finished, "confirm": match_finished,
     "claim": match_finished, "register": registered, "login": logged_in, "resume": resumed,
     "logout": logged_out, "watch": watching, "unwatch": watching, "stake": stake,
+    "ready on": readiness, "ready off": readiness,
     "invite": invited, "invitations": invitations, "uninvite": uninvited, "join": match_summary,
     "decline": declined, "report win": claimed, "dispute": disputed, "abort": aborting,
     "event result": event_result, "event import": event_import, "disputes": disputes,

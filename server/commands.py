@@ -56,6 +56,9 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("join", PLAYER, "Accept an invitation; the match starts.", Arg("name", "name")),
         _c("decline", PLAYER, "Refuse an invitation.", Arg("name", "name")),
         _c("resign", PLAYER, "Concede your match: the opponent wins and it is rated now."),
+        _c("ready on", PLAYER, "Take invitations again (the default at each login)."),
+        _c("ready off", PLAYER, "Take no invitations for now: nobody can invite you, and who "
+                                "shows you as not ready."),
         _c("report win", PLAYER, "Report a win; SCORE_A is yours and SCORE_B your opponent's "
                                  "(both or none), whichever side you are. The opponent "
                                  "confirms or disputes.",

@@ -238,5 +238,23 @@ async def unwatch(call: Call) -> Any:
     return {"ladder": ladder.name, "watching": False}
 
 
+async def ready_on(call: Call) -> Any:
+    return _ready(call, True)
+
+
+async def ready_off(call: Call) -> Any:
+    return _ready(call, False)
+
+
+def _ready(call: Call, ready: bool) -> dict[str, Any]:
+    """Whether this login takes invitations; who listed ``who`` (on every server) is told."""
+    me, session = call.me, call.session
+    if session.ready != ready:
+        session.ready = ready
+        call.lobby.presence.changed([me.name])
+    return {"player": me.name, "ready": ready}
+
+
 HANDLERS = {"help": help_, "register": register, "login": login, "resume": resume,
-            "logout": logout, "watch": watch, "unwatch": unwatch}
+            "logout": logout, "watch": watch, "unwatch": unwatch, "ready on": ready_on,
+            "ready off": ready_off}

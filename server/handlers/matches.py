@@ -9,6 +9,7 @@ from typing import Any
 from server.api import Game, LadderConfig, MatchFinished, RatedUnit
 from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
 from server.lobby.audience import Audience, to_players
+from server.lobby.presence import NOT_READY
 from server.lobby.state import LIVE
 from server.protocol import push
 from server.store import invitations as stored_invitations
@@ -190,6 +191,8 @@ async def invite(call: Call) -> Any:
     target = _opponent(call, ladder, "You cannot invite yourself.")
     if target.key not in lobby.online and target.key not in lobby.elsewhere:
         raise fail("not_found", f"{target.name} is not online.")
+    if lobby.presence.status(target.name) == NOT_READY:
+        raise fail("conflict", f"{target.name} is not taking invitations now (ready off).")
     for who in (me, target):
         if await _playing(call, who):
             raise fail("conflict", f"{who.name} is already playing a match.")

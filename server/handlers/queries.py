@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from server.lobby import AWAY_AFTER, Call, Lobby
+from server.lobby.presence import NOT_READY
 from server.store import players as stored
 
 
@@ -13,6 +14,8 @@ def status_of(lobby: Lobby, name: str) -> str:
     if name in lobby.match_of:
         return "playing"
     s = lobby.session_of(name)
+    if s is not None and not s.ready:
+        return NOT_READY
     if s is not None and time.monotonic() - s.last_seen > AWAY_AFTER:
         return "away"
     return "ready"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from server.lobby.lobby import Lobby
 
 OFFLINE = "offline"
+NOT_READY = "not_ready"  # online, not taking invitations ('ready off')
 
 
 class Presence:
@@ -74,7 +75,9 @@ class Presence:
         if key not in lobby.online:
             there = lobby.elsewhere.get(key)
             return OFFLINE if there is None else there.status
-        return "playing" if name in lobby.match_of else "ready"
+        if name in lobby.match_of:
+            return "playing"
+        return "ready" if lobby.online[key].ready else NOT_READY
 
     def flush(self) -> None:
         """One push to each listener: every change since the last, but their own."""

@@ -42,6 +42,7 @@ class Session:
     closed: bool = False
     token_hash: str | None = None  # the session token this connection logged in with
     changes_seen: int = 0  # the account's latest account_changes row when this login was made
+    ready: bool = True  # takes invitations ('ready off': nobody can invite this login)
     logged_in_at: float = 0.0  # time.time() of the login: the newer of two on two nodes stays
 
 

@@ -415,6 +415,37 @@ async def _unwatch(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(watcher.unwatch("chess"), "not_found")
 
 
+@case("ready off")
+async def _ready_off(lobby: LobbyServer, tmp: Path) -> None:
+    """Not ready: nobody can invite the player, who lists them as not ready (and is told,
+    on every server, by ``presence``); a new login takes invitations again."""
+    alice, bob = await lobby.players("alice", "bob")
+    await alice.call("who")  # listens to presence from now on
+    assert await bob.call("ready off") == {"player": "bob", "ready": False}
+    told = await alice.next_push("presence")
+    assert told["data"]["players"] == [{"player": "bob", "status": "not_ready"}]
+    listed = {p["player"]: p["status"] for p in (await alice.call("who"))["players"]}
+    assert listed == {"alice": "ready", "bob": "not_ready"}
+    refused = await expect_error(alice.call("invite", name="bob", ladder="backgammon"),
+                                 "conflict")
+    assert "not taking invitations" in str(refused)
+    await bob.call("invite", name="alice", ladder="backgammon")  # bob may still invite
+    await alice.call("decline", name="bob")
+    again = await lobby.login("bob")  # a new login takes invitations
+    await alice.call("invite", name="bob", ladder="backgammon")
+    assert (await again.next_push("invited"))["data"]["from"] == "alice"
+
+
+@case("ready on")
+async def _ready_on(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    await bob.call("ready off")
+    await expect_error(alice.call("invite", name="bob", ladder="backgammon"), "conflict")
+    assert await bob.call("ready on") == {"player": "bob", "ready": True}
+    await alice.call("invite", name="bob", ladder="backgammon")
+    assert (await bob.next_push("invited"))["data"]["from"] == "alice"
+
+
 # ---- playing ------------------------------------------------------------------------------
 
 

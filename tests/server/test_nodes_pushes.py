@@ -364,3 +364,29 @@ async def test_a_correction_racing_a_close_on_another_server_is_rated_with_it(
         outcomes.append(voided["ok"] and voided["data"]["recomputed"])
     assert await replay_check(a.db) == (0, "replay --check: every rating agrees with the "
                                            "match log\n"), outcomes
+
+
+async def test_ready_off_on_one_server_keeps_invitations_away_on_the_other(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    a, b = nodes
+    await a.start()
+    await b.start()
+    alice, bob = await a.player("alice"), await b.player("bob")
+    await bob.call("ready off")
+
+    async def not_ready_on_a() -> None:
+        while {p["player"]: p["status"] for p in (await alice.call("who"))["players"]
+               }.get("bob") != "not_ready":
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(not_ready_on_a(), 10)
+    refused = await alice.request("invite", {"name": "bob", "ladder": "backgammon"})
+    assert refused["error"]["code"] == "conflict", refused
+    await bob.call("ready on")
+
+    async def invited() -> None:
+        while not (await alice.request("invite", {"name": "bob", "ladder": "backgammon"}))["ok"]:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(invited(), 10)
+    assert (await bob.next_push("invited", timeout=10))["data"]["from"] == "alice"
