@@ -81,6 +81,8 @@ EXPECTED: dict[str, Row] = {
     "streak": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),  # the streaks plugin's
     "watch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "unwatch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
+    "ready off": Row("live", lambda s: {}, NLI, OK, OK, OK),
+    "ready on": Row("live", lambda s: {}, NLI, OK, OK, OK),
     # the player is in a live match already; the target is free
     "invite": Row("live", lambda s: {"name": s.target, "ladder": "backgammon", "length": 3},
                   NLI, CONFLICT, OK, OK),
