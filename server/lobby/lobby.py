@@ -178,9 +178,7 @@ class Lobby:
             await tx.hold_ladder(event.ladder, rebuild=True)
         else:
             await tx.hold_ladder(event.unit.ladder)
-        self._plugins_touched = True
-        if self.sharing is not None:
-            self.sharing.ratings_moved()
+        self._plugins_touched = True  # shared: the command's reserved place says so first
         outcomes: dict[str, Any] = {}
         fields: dict[str, Any] = {}
         for plugin in self.plugins:

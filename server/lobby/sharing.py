@@ -92,7 +92,6 @@ class SharedPushes:
                              tick_every=nodes.HEARTBEAT, own=node,
                              waiting=lambda origin: origin not in self.gone)
         self._held: list[tuple[str, str]] = []
-        self._ratings_held = False  # a RATINGS_MOVED note is among them
         # presence changes here: (name, status, when the login here was made; 0: offline)
         self._statuses: list[tuple[str, str, float]] = []
         self._rewrite = False  # the next flush rewrites this node's rows in ``online``
@@ -232,16 +231,6 @@ class SharedPushes:
             return
         self._hold(NOTE, orjson.dumps(body).decode())
 
-    def ratings_moved(self) -> None:
-        """A job of this node changed what the plugins hold: the other nodes reload it before
-        they deliver what follows (the note is shared before the pushes the change causes,
-        and a job that fails costs them only a reload)."""
-        if not self.alive or self._ratings_held:
-            return
-        self._soon()
-        self._ratings_held = True
-        self._held.append((NOTE, RATINGS_MOVED))
-
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
         flush, at the end of this loop turn)."""
@@ -297,7 +286,6 @@ class SharedPushes:
         self._scheduled = False
         held, self._held = self._held, []
         fills, self._fills = self._fills, []
-        self._ratings_held = False
         statuses, self._statuses = self._statuses, []
         rewrite, self._rewrite = self._rewrite, False
         unstored, self._unstored = self._unstored, []
@@ -383,17 +371,22 @@ class SharedPushes:
         task.add_done_callback(self._writing.discard)
 
     async def _heard(self, pushes: Sequence[Pushed]) -> None:
-        notes = {p.body for p in pushes if p.origin != self.node and p.audience == NOTE}
-        if RATINGS_MOVED in notes:
+        notes = self._notes(pushes)
+        bodies = {p.body for p in notes}
+        if RATINGS_MOVED in bodies:
             await self._follow()
-        if RELOAD_LIVE in notes:
+        if RELOAD_LIVE in bodies:
             await self._reload_live()
-        if any(name.casefold() not in self.lobby.players for name in self._named(notes)):
+        read = [n for n in notes.values() if n is not None]
+        named = [entry[0] for n in read for entry in n.get("presence", ())
+                 if isinstance(entry, list) and entry and isinstance(entry[0], str)]
+        if any(name.casefold() not in self.lobby.players for name in named):
             # a player who registered there a moment ago: known here before shown online
             with contextlib.suppress(Exception):
                 await self.lobby.account_watch.poll()
-        self._deliver(pushes)
-        changed = [m["id"] for m in self._matches(notes) if not m.get("ended")]
+        self._deliver(pushes, notes)
+        changed = [n["match"]["id"] for n in read if isinstance(n.get("match"), dict)
+                   and "id" in n["match"] and not n["match"].get("ended")]
         if changed:
             try:
                 await self.lobby.check_live(changed)
@@ -401,41 +394,41 @@ class SharedPushes:
                 log.warning("could not read live matches another node changed (%s)",
                             " ".join(str(e).split()) or type(e).__name__)
 
-    def _deliver(self, pushes: Sequence[Pushed]) -> None:
+    def _notes(self, pushes: Sequence[Pushed]) -> dict[Pushed, dict[str, Any] | None]:
+        """The other nodes' notes among ``pushes``, each read once (``None``: a marker such as
+        :data:`RATINGS_MOVED`, or one that cannot be read)."""
+        notes: dict[Pushed, dict[str, Any] | None] = {}
+        for p in pushes:
+            if p.origin == self.node or p.audience != NOTE:
+                continue
+            note = None
+            if p.body not in (RATINGS_MOVED, RELOAD_LIVE):
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    loaded = orjson.loads(p.body)
+                    note = loaded if isinstance(loaded, dict) else None
+                if note is None:
+                    log.error("note %d from node %s cannot be read; skipped", p.pos, p.origin)
+            notes[p] = note
+        return notes
+
+    def _deliver(self, pushes: Sequence[Pushed],
+                 notes: dict[Pushed, dict[str, Any] | None]) -> None:
         for p in pushes:
             if p.origin == self.node:
                 continue  # delivered here when it was shared
             self.heard += 1
             try:
                 if p.audience == NOTE:
-                    if p.body not in (RATINGS_MOVED, RELOAD_LIVE):
-                        self._noted(p.origin, orjson.loads(p.body))
+                    note = notes.get(p)
+                    if note is not None:
+                        self._noted(p.origin, note)
                     continue
                 audience, message = Audience.from_text(p.audience), orjson.loads(p.body)
-            except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError):
+            except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError, KeyError,
+                    IndexError):
                 log.error("push %d from node %s cannot be read; skipped", p.pos, p.origin)
                 continue
             self.lobby.deliver(audience, message)
-
-    @staticmethod
-    def _matches(notes: set[str]) -> list[dict[str, Any]]:
-        """The live matches' changes among ``notes``."""
-        found = []
-        for body in notes:
-            if body.startswith('{"match"'):
-                with contextlib.suppress(ValueError, TypeError, KeyError):
-                    found.append(dict(orjson.loads(body)["match"]))
-        return found
-
-    @staticmethod
-    def _named(notes: set[str]) -> list[str]:
-        """The players the presence notes among ``notes`` name."""
-        names = []
-        for body in notes:
-            if body.startswith('{"presence"'):
-                with contextlib.suppress(ValueError, TypeError, IndexError):
-                    names += [entry[0] for entry in orjson.loads(body)["presence"]]
-        return names
 
     async def _follow(self) -> None:
         """Another node changed the plugins' data: a batch of this node's writer reloads it
