@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 MIGRATIONS: dict[int, str] = {
@@ -201,6 +201,36 @@ MIGRATIONS: dict[int, str] = {
         rebuilt INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID;
     DELETE FROM counters WHERE name = 'ratings';
+    """,
+    # Talk and automatch: what several nodes must agree on lives here, not in one node's memory.
+    14: """
+    CREATE TABLE shouts (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        name TEXT NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE TABLE blocks (
+        blocker_id INTEGER NOT NULL REFERENCES players (id),
+        blocked_id INTEGER NOT NULL REFERENCES players (id),
+        PRIMARY KEY (blocker_id, blocked_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE mutes (
+        player_id INTEGER NOT NULL PRIMARY KEY REFERENCES players (id),
+        until TEXT,
+        by_player INTEGER REFERENCES players (id),
+        at TEXT NOT NULL
+    );
+
+    CREATE TABLE seeks (
+        player_id INTEGER NOT NULL PRIMARY KEY REFERENCES players (id),
+        ladder TEXT NOT NULL,
+        length INTEGER,
+        points INTEGER,
+        since TEXT NOT NULL,
+        node TEXT NOT NULL
+    );
+    CREATE INDEX seeks_ladder ON seeks (ladder, length);
     """,
 }
 
