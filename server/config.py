@@ -99,6 +99,11 @@ class Limits:
     invitations_per_minute: int = 10  # sent by one player, to anyone
     invitations_per_pair_per_minute: int = 3  # from one player to the same player
     invitations_received_per_minute: int = 20  # to one player, from anyone
+    # Tells and says a minute, per player and per address; shouts, which reach everyone, apart.
+    talk_per_minute: int = 30
+    talk_address_per_minute: int = 120
+    shouts_per_minute: int = 5
+    shouts_address_per_minute: int = 20
     # What one address (an IPv6 /64) may have read, over all its connections: units of about
     # one small read (server/lobby/reads.py); 0: no limit.
     read_units_per_second: float = 100.0

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from server.api.records import valid_name
-from server.api.text import EVENT_NAME_MAX, REASON_MAX, clean_text
+from server.api.text import EVENT_NAME_MAX, REASON_MAX, TALK_MAX, clean_text
 from server.cmdline import SplitError, split_words
 from server.commands import Arg, CommandSpec, CommandTable
 
@@ -160,6 +160,8 @@ def convert(arg: Arg, value: Any) -> Any:
         return _text(value, what, EVENT_NAME_MAX)
     if kind in ("reason", "text"):
         return _text(value, what)
+    if kind == "message":
+        return _text(value, what, TALK_MAX)
     raise AssertionError(f"unknown argument kind {kind}")
 
 
@@ -301,6 +303,9 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_line(text: str, table: CommandTable) -> Request:
+    said = _said(text, table)
+    if said is not None:
+        return said
     try:
         words = split_words(text)
     except SplitError as e:
@@ -315,6 +320,33 @@ def parse_line(text: str, table: CommandTable) -> Request:
     spec = lookup(table, name)
     try:
         return _bind_line(spec, rest)
+    except ProtocolError as e:
+        e.cmd = e.cmd or spec.name
+        raise
+
+
+_LEAD_WORD = re.compile(r"[ \t]*([^ \t]+)")
+
+
+def _said(text: str, table: CommandTable) -> Request | None:
+    """A command whose last argument is a ``message`` (``tell bob don't wait``), its message
+    the rest of the line as typed: quotes and backslashes are the player's, not quoting. The
+    words before it (names) are split at spaces."""
+    first = _LEAD_WORD.match(text)
+    spec = table.get(first.group(1).lower()) if first is not None else None
+    if spec is None or not spec.args or spec.args[-1].kind != "message":
+        return None
+    words: list[str] = []
+    pos = first.end() if first is not None else 0
+    for _ in spec.args[:-1]:
+        m = _LEAD_WORD.match(text, pos)
+        if m is None:
+            break
+        words.append(m.group(1))
+        pos = m.end()
+    message = text[pos:].strip(" \t")
+    try:
+        return Request(spec, bind(spec, [*words, *([message] if message else [])], {}))
     except ProtocolError as e:
         e.cmd = e.cmd or spec.name
         raise

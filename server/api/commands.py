@@ -27,7 +27,7 @@ ROLES = (ANYONE, PLAYER, ADMIN)
 
 # Argument kinds the lobby's parser validates (server/protocol.py).
 ARG_KINDS = frozenset({"name", "side", "ladder", "password", "id", "count", "score", "length",
-                       "date", "status", "csv", "title", "reason", "text"})
+                       "date", "status", "csv", "title", "reason", "text", "message"})
 
 
 @dataclass(frozen=True, slots=True)

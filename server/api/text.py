@@ -1,4 +1,4 @@
-"""The one rule for text people type freely: event names and reasons.
+"""The one rule for text people type freely: event names, reasons and what players say.
 
 Such text is shown to other people (the web page, the terminal client, a
 spreadsheet), so it must read as what it is: no control characters, and none
@@ -15,6 +15,7 @@ import unicodedata
 
 EVENT_NAME_MAX = 100
 REASON_MAX = 200
+TALK_MAX = 200  # a tell, a say or a shout
 # The most code points one character's canonical decomposition has (U+1F82: alpha and three
 # marks): NFC makes a text at most this many times shorter, so a text that many times longer
 # than the limit is refused before any other work.

@@ -15,6 +15,7 @@ from server.protocol import push
 from server.store import invitations as stored_invitations
 from server.store import matches as stored
 from server.store import now, players, today
+from server.store import talk as stored_talk
 from server.store.handle import WriteTx
 
 
@@ -200,6 +201,10 @@ async def invite(call: Call) -> Any:
     inv = Invitation(me.name, target.name, ladder.name, length)
     fields = lobby.describe_match(ladder.name, me.name, target.name, length)
     _count_invitation(call, target)
+    if await stored_talk.blocks(lobby.db, target.id, me.id):  # reaches nobody, looks sent
+        lobby.invitations.stamp(inv)
+        return {"to": target.name, "ladder": ladder.name, "length": inv.shown_length,
+                "expires_at": inv.expires_at, "replaced": False, **fields}
     if _others(call):
         # its row decides an answer on another node racing a withdrawal here (alone, a node
         # decides in memory: no commit for an invitation)

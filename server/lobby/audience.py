@@ -16,15 +16,17 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Audience:
-    """``players`` by name (any case), everyone watching the ladder ``watchers``, and with
-    ``admins`` every admin logged in. Each connection hears a push once."""
+    """``players`` by name (any case), everyone watching the ladder ``watchers``, with
+    ``admins`` every admin logged in, and with ``everyone`` every connection (a shout). Each
+    connection hears a push once."""
 
     players: tuple[str, ...] = ()
     watchers: str | None = None
     admins: bool = False
+    everyone: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.players) or self.watchers is not None or self.admins
+        return bool(self.players) or self.watchers is not None or self.admins or self.everyone
 
     def as_text(self) -> str:
         """The audience as one line of JSON (the ``pushes`` table's ``audience``)."""
@@ -33,13 +35,15 @@ class Audience:
             shown["watchers"] = self.watchers
         if self.admins:
             shown["admins"] = True
+        if self.everyone:
+            shown["everyone"] = True
         return json.dumps(shown, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_text(cls, text: str) -> Audience:
         shown = json.loads(text)
         return cls(tuple(shown.get("players", ())), shown.get("watchers"),
-                   bool(shown.get("admins", False)))
+                   bool(shown.get("admins", False)), bool(shown.get("everyone", False)))
 
 
 def to_players(*names: str) -> Audience:

@@ -27,6 +27,7 @@ from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.sharing import SharedPushes
 from server.lobby.state import LIVE, Elsewhere, Invitation, LiveMatch, Player, Session
+from server.lobby.talk_limit import TalkLimit
 from server.protocol import push
 from server.store import account_changes as stored_changes
 from server.store import invitations as stored_invitations
@@ -82,6 +83,7 @@ class Lobby:
         self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
                                                 config.limits.invitations_per_pair_per_minute,
                                                 config.limits.invitations_received_per_minute)
+        self.talk_limit = TalkLimit(config.limits)
         self.requests = StoredReplies()
         self.standings = EventStandings()
         self.listing = EventListing()
@@ -329,6 +331,8 @@ class Lobby:
 
     def _connections_of(self, audience: Audience, skip: Session | None) -> set[Session]:
         """``audience`` resolved to this node's connections now, each once."""
+        if audience.everyone:
+            return self.sessions - {skip} if skip is not None else set(self.sessions)
         targets = set(self.sessions_of(audience.players))
         if audience.watchers is not None:
             targets.update(self.watching.get(audience.watchers, ()))
