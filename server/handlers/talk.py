@@ -114,8 +114,7 @@ async def unblock(call: Call) -> Any:
     target = lobby.player(call.args["name"])
 
     async def job(tx: WriteTx) -> dict[str, Any]:
-        if not await stored.unblock(tx, me.id, target.id):
-            raise fail("not_found", f"You do not block {target.name}.")
+        await stored.unblock(tx, me.id, target.id)
         data = {"player": target.name, "blocked": False}
         await call.remember(tx, data)
         return data
@@ -151,16 +150,19 @@ async def unmute(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     target = lobby.player(call.args["name"])
 
+    had = False
+
     async def job(tx: WriteTx) -> dict[str, Any]:
-        if not await stored.unmute(tx, target.id):
-            raise fail("not_found", f"{target.name} is not muted.")
+        nonlocal had
+        had = await stored.unmute(tx, target.id)
         data = {"player": target.name, "muted": False, "until": None}
         await call.remember(tx, data)
         return data
 
     data = await call.write(job)
-    call.push(to_players(target.name), push("muted", {"muted": False, "until": None,
-                                                      "by": me.name}))
+    if had:
+        call.push(to_players(target.name), push("muted", {"muted": False, "until": None,
+                                                          "by": me.name}))
     return data
 
 

@@ -83,6 +83,15 @@ EXPECTED: dict[str, Row] = {
     "unwatch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "ready off": Row("live", lambda s: {}, NLI, OK, OK, OK),
     "ready on": Row("live", lambda s: {}, NLI, OK, OK, OK),
+    # talk: only the player has an opponent to say to; nobody blocks or is muted yet
+    "tell": Row("live", lambda s: {"name": s.target, "text": "hi"}, NLI, OK, OK, OK),
+    "say": Row("live", lambda s: {"text": "gl"}, NLI, OK, CONFLICT, CONFLICT),
+    "shout": Row("live", lambda s: {"text": "hello all"}, NLI, OK, OK, OK),
+    "shouts": Row("live", lambda s: {}, OK, OK, OK, OK),
+    "block": Row("live", lambda s: {"name": s.target}, NLI, OK, OK, OK),
+    "unblock": Row("live", lambda s: {"name": s.target}, NLI, OK, OK, OK),
+    "mute": Row("live", lambda s: {"name": s.target, "minutes": 5}, NLI, FORBIDDEN, FORBIDDEN, OK),
+    "unmute": Row("live", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
     # the player is in a live match already; the target is free
     "invite": Row("live", lambda s: {"name": s.target, "ladder": "backgammon", "length": 3},
                   NLI, CONFLICT, OK, OK),
