@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from clients import talk_lines
 from clients.models import Column, LadderInfo, columns_from, guess_columns
 
 Ladders = Mapping[str, LadderInfo]
@@ -653,6 +654,7 @@ REPLIES: dict[str, Renderer] = {
     "event result": event_result, "event import": event_import, "disputes": disputes,
     "void": corrected,
     "adjudicate": adjudicated,
+    **talk_lines.REPLIES,
 }
 
 
@@ -769,6 +771,8 @@ def render_push(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
             return f"Connected to {d['server']} {d['version']} (protocol {d['protocol']})."
         if event_name in PUSHES:
             return wrapped("** " + PUSHES[event_name](d, ladders, viewer), viewer.width)
+        if event_name in talk_lines.PUSHES:  # a person's words: no "** "
+            return wrapped(talk_lines.PUSHES[event_name](d, ladders, viewer), viewer.width)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         pass
     return wrapped(f"** {event_name}: {generic(d)}", viewer.width)

@@ -37,6 +37,7 @@ PIPE_WIDTH = 80
 """The width replies are wrapped to when the output is not a terminal."""
 NO_BELL_ENV = "MATCHLOBBY_NO_BELL"
 LOGINS = {"login", "register", "resume"}
+SHOUTS_ON_ARRIVAL = 5
 PRESENCE = "presence"
 FINISHING = {"resign", "confirm", "claim", "adjudicate"}  # replies that may end one's match
 REPLACED_TEXT = ("Not reconnecting: that would close your newer login. Type 'login NAME PASSWORD' "
@@ -378,6 +379,9 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
     with contextlib.suppress(LobbyError, Disconnected, TimeoutError, KeyError, TypeError):
         names.learn(await client.call("help"))
         names.players = {p["player"] for p in (await client.call("who"))["players"]}
+        recent = await client.request("shouts", {"count": SHOUTS_ON_ARRIVAL})
+        if recent.get("ok") and recent["data"]["shouts"]:
+            print(render_reply(recent))  # what the lobby has been shouting lately
     client.on("*", names.update)
     # sys.stdout as patch_stdout has it; the width of the terminal at each reply
     output = _Session(client, as_json, None, width=lambda: shutil.get_terminal_size().columns,

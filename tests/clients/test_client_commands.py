@@ -446,6 +446,81 @@ async def _ready_on(lobby: LobbyServer, tmp: Path) -> None:
     assert (await bob.next_push("invited"))["data"]["from"] == "alice"
 
 
+# ---- talk ---------------------------------------------------------------------------------
+
+
+@case("tell")
+async def _tell(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    assert await alice.call("tell", name="bob", text="hi") == {"to": "bob", "text": "hi"}
+    assert (await bob.next_push("told"))["data"] == {"from": "alice", "text": "hi"}
+    await bob.call("logout")
+    await expect_error(alice.call("tell", name="bob", text="hi"), "not_found")
+
+
+@case("say")
+async def _say(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    await expect_error(alice.call("say", text="gl"), "conflict")
+    mid = await start_match(alice, bob)
+    assert await alice.call("say", text="gl") == {"to": "bob", "text": "gl", "match": mid}
+    assert (await bob.next_push("said"))["data"] == {"from": "alice", "text": "gl", "match": mid}
+
+
+@case("shout")
+async def _shout(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    shout = await alice.call("shout", text="anyone?")
+    assert (shout["from"], shout["text"]) == ("alice", "anyone?")
+    assert (await bob.next_push("shouted"))["data"] == shout
+
+
+@case("shouts")
+async def _shouts(lobby: LobbyServer, tmp: Path) -> None:
+    alice = await lobby.player("alice")
+    guest = await lobby.client()
+    assert await guest.call("shouts") == {"shouts": []}
+    shout = await alice.call("shout", text="anyone?")
+    assert await guest.call("shouts") == {"shouts": [shout]}
+
+
+@case("block")
+async def _block(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    assert await bob.call("block", name="alice") == {"player": "alice", "blocked": True}
+    assert await bob.call("block") == {"blocking": ["alice"]}
+    await alice.call("tell", name="bob", text="hi")  # looks sent
+    assert [p for p in await settle(bob) if p["event"] == "told"] == []
+
+
+@case("unblock")
+async def _unblock(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    await bob.call("block", name="alice")
+    assert await bob.call("unblock", name="alice") == {"player": "alice", "blocked": False}
+    await alice.call("tell", name="bob", text="hi")
+    assert (await bob.next_push("told"))["data"]["text"] == "hi"
+
+
+@case("mute")
+async def _mute(lobby: LobbyServer, tmp: Path) -> None:
+    alice = await lobby.player("alice")
+    admin = await lobby.admin()
+    muted = await admin.call("mute", name="alice", minutes=10)
+    assert muted["muted"] and muted["until"]
+    await expect_error(alice.call("shout", text="hi"), "forbidden")
+
+
+@case("unmute")
+async def _unmute(lobby: LobbyServer, tmp: Path) -> None:
+    alice = await lobby.player("alice")
+    admin = await lobby.admin()
+    await admin.call("mute", name="alice")
+    assert await admin.call("unmute", name="alice") == {"player": "alice", "muted": False,
+                                                         "until": None}
+    await alice.call("shout", text="back")
+
+
 # ---- playing ------------------------------------------------------------------------------
 
 

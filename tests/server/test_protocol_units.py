@@ -256,7 +256,8 @@ def test_a_nul_in_a_line_is_refused() -> None:
 SAMPLE = {"name": "alice", "side": "ann+bob", "ladder": "chess", "password": "secret12",
           "id": "3", "count": "2", "score": "5", "length": "3", "date": "2026-03-14",
           "status": "open", "csv": "event,date\nCup,2026-03-14", "title": "Brno Open",
-          "reason": "no show", "text": "help"}
+          "reason": "no show", "text": "help",
+          "message": "gl"}  # a line's message is the rest of the line as typed: one plain word
 
 
 @pytest.mark.parametrize("name", list(LOBBY))
