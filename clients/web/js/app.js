@@ -10,6 +10,7 @@ import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
 import { watchTables } from "./tables.js";
+import { setUpTalk } from "./talk.js";
 
 const HIGHLIGHT_MS = 4000;
 const lobby = new Lobby(lobbyUrl());
@@ -32,6 +33,7 @@ const state = {
   replaced: false,
 };
 window.matchlobby = { lobby, state, alerts, charts: state.charts };
+const talk = setUpTalk({ lobby, act, state });
 
 // ---- small helpers ------------------------------------------------------------------------
 
@@ -831,6 +833,7 @@ $("notify-on").addEventListener("click", () => act(async () => {
 function renderMatch() {
   const panel = $("match-panel");
   const m = state.match;
+  talk.refresh(); // the match's conversation, the talk forms of a login
   $("invite-form").hidden = Boolean(m);
   renderWho(); // no Invite buttons while playing
   if (!m || !state.me) {
