@@ -759,6 +759,7 @@ PUSHES: dict[str, Renderer] = {
         "again for the current state."),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",
+    **talk_lines.PUSHES,
 }
 
 
@@ -770,9 +771,8 @@ def render_push(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
         if event_name == "hello":
             return f"Connected to {d['server']} {d['version']} (protocol {d['protocol']})."
         if event_name in PUSHES:
-            return wrapped("** " + PUSHES[event_name](d, ladders, viewer), viewer.width)
-        if event_name in talk_lines.PUSHES:  # a person's words: no "** "
-            return wrapped(talk_lines.PUSHES[event_name](d, ladders, viewer), viewer.width)
+            lead = "" if event_name in talk_lines.SPOKEN else "** "
+            return wrapped(lead + PUSHES[event_name](d, ladders, viewer), viewer.width)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         pass
     return wrapped(f"** {event_name}: {generic(d)}", viewer.width)

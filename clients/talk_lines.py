@@ -44,9 +44,9 @@ def _mute(d: Mapping[str, Any], ladders: Any, viewer: Any) -> str:
 
 def _muted_push(d: Mapping[str, Any], ladders: Any, viewer: Any) -> str:
     if not d["muted"]:
-        return f"** {d['by']} unmuted you: you may tell, say and shout again."
+        return f"{d['by']} unmuted you: you may tell, say and shout again."
     until = f"until {_when(d['until'])}" if d.get("until") else "until an admin unmutes you"
-    return f"** {d['by']} muted you {until}: you cannot tell, say or shout meanwhile."
+    return f"{d['by']} muted you {until}: you cannot tell, say or shout meanwhile."
 
 
 REPLIES: dict[str, Line] = {
@@ -59,6 +59,9 @@ REPLIES: dict[str, Line] = {
     "mute": _mute,
     "unmute": _mute,
 }
+
+SPOKEN = frozenset({"told", "said", "shouted"})
+"""The pushes that carry a person's words: shown without the ``** `` of the lobby's news."""
 
 PUSHES: dict[str, Line] = {
     "told": lambda d, ladders, viewer: f"{d['from']} tells: {d['text']}",
