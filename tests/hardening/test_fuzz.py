@@ -225,6 +225,7 @@ RIGHT: dict[str, st.SearchStrategy[Any]] = {
     "title": st.text(min_size=1, max_size=60),
     "reason": st.text(min_size=1, max_size=60),
     "text": st.one_of(st.sampled_from(list(COMMANDS)), st.text(min_size=1, max_size=40)),
+    "message": st.one_of(st.just("gl, don't \"wait\" \\o/"), st.text(min_size=1, max_size=60)),
 }
 
 
