@@ -10,7 +10,6 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from server.api.commands import ADMIN, ANYONE, PLAYER, ROLES, Arg, CommandSpec, Flag
 from server.api.paging import EVENT_PAGE
-from server.api.text import TALK_MAX
 
 SHOUTS_KEPT = 100  # the shouts the database keeps, the latest
 SHOUTS_SHOWN = 20  # what ``shouts`` answers unless asked for more
@@ -47,23 +46,19 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("watch", ANYONE, "Receive ladder_updated and rating_changed pushes for a ladder.",
            Arg("ladder", "ladder")),
         _c("unwatch", ANYONE, "Stop watching a ladder.", Arg("ladder", "ladder")),
-        _c("tell", PLAYER, f"Say TEXT to one player, wherever they are (up to {TALK_MAX} "
-                           "characters, without control or invisible ones).",
+        _c("tell", PLAYER, "Say TEXT to one player, wherever they are.",
            Arg("name", "name"), Arg("text", "message")),
         _c("say", PLAYER, "Say TEXT to your opponent in your live match.",
            Arg("text", "message")),
-        _c("shout", PLAYER, "Say TEXT to everyone in the lobby; the last "
-                            f"{SHOUTS_KEPT} shouts are kept for those who come later.",
+        _c("shout", PLAYER, f"Say TEXT to everyone (the last {SHOUTS_KEPT} are kept).",
            Arg("text", "message")),
-        _c("shouts", ANYONE, "The latest shouts, oldest first (COUNT: how many, "
-                             f"{SHOUTS_SHOWN} unless said, at most {SHOUTS_KEPT}).",
+        _c("shouts", ANYONE, f"The latest COUNT shouts ({SHOUTS_SHOWN} unless said, at most "
+                             f"{SHOUTS_KEPT}).",
            Arg("count", "count", True), read_only=True),
-        _c("block", PLAYER, "Hear nothing from a player: their tells, says and invitations no "
-                            "longer reach you (they are not told). Without NAME: whom you block.",
+        _c("block", PLAYER, "Block NAME's tells, says and invitations; alone: whom you block.",
            Arg("name", "name", True)),
         _c("unblock", PLAYER, "Hear a player you blocked again.", Arg("name", "name")),
-        _c("mute", ADMIN, "Stop a player from telling, saying and shouting, for MINUTES or "
-                          "until unmuted.",
+        _c("mute", ADMIN, "Stop a player talking, for MINUTES or until unmuted.",
            Arg("name", "name"), Arg("minutes", "count", True)),
         _c("unmute", ADMIN, "Let a muted player talk again.", Arg("name", "name")),
         _c("stake", PLAYER, "What a match against a player would put at stake: both ratings, "

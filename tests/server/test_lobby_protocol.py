@@ -92,6 +92,7 @@ SAMPLE: dict[str, Any] = {
     "name": "nobody1",
     "password": "secret-1",
     "text": "who",
+    "message": "gl",
     "ladder": "backgammon",
     "count": 1,
     "length": 3,

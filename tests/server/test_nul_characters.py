@@ -31,7 +31,7 @@ NUL = "\x00"
 SAMPLE: dict[str, Any] = {"name": "alice", "side": "alice+bob", "ladder": "scrabble",
                           "id": "1", "count": "2", "score": "3", "length": "1",
                           "date": "2026-03-14", "status": "open", "title": "Brno Open",
-                          "reason": "entered twice", "text": "invite",
+                          "reason": "entered twice", "text": "invite", "message": "good luck",
                           "csv": results_text(["Brno Open,2026-03-14,ann,bob,400,300,,"])}
 
 
