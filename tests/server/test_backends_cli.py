@@ -17,7 +17,8 @@ from testkit.server_loop import LobbyServer
 from server.store.schema import SCHEMA_VERSION
 
 TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
-          "requests", "sessions", "ratings", "history", "shared_values", "streaks")
+          "requests", "sessions", "ratings", "history", "shared_values", "streaks", "shouts",
+          "blocks", "mutes")
 
 
 def _rows(db: Path) -> dict[str, Any]:
@@ -65,6 +66,9 @@ async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
         await admin.call("event result", event=eid, side_a="alice", side_b="bob", score_a=3,
                          score_b=1, length=3)
         await admin.call("event close", event=eid)
+        await bob.call("shout", text="who plays?")  # talk: a shout, a block, a mute
+        await alice.call("block", name="carol")
+        await admin.call("mute", name="carol", minutes=60)
     finally:
         await lobby.aclose()
     target = PgDb(postgres.new_database(server), tmp_path)
@@ -83,6 +87,8 @@ async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
     try:
         dave, erin = await lobby.players("dave", "erin")
         await play(dave, erin)
+        await dave.call("shout", text="me")
+        assert [s["text"] for s in (await erin.call("shouts"))["shouts"]] == ["who plays?", "me"]
     finally:
         await lobby.aclose()
     assert sql(target, "SELECT count(*) FROM players") == [(6,)]  # type: ignore[arg-type]
