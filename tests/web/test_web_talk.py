@@ -78,6 +78,12 @@ async def test_the_chat_panel_shouts_tells_and_is_told(
     found = await axe_violations(page)
     assert found == [], found
 
+    # logging out takes one's tells off the page (a shared computer); the shouts stay
+    await page.click("#logout")
+    await expect(talk.locator("#talk-guest")).to_be_visible()
+    await expect(talk.locator("#talk-log .tell")).to_have_count(0)
+    await expect(talk.locator("#talk-log .shout")).to_have_count(2)
+
 
 @pytest.mark.parametrize("width", WIDTHS)
 async def test_the_match_has_its_own_conversation(

@@ -28,6 +28,7 @@ export function setUpTalk({ lobby, act, state }) {
   const matchLog = $("match-talk-log");
   const shouts = new Set(); // ids of the shouts on the page
   let matchShown = null; // the match whose conversation is on the page
+  let reader = state.me; // whose tells the log shows
 
   function showEmpty() {
     $("talk-empty").hidden = log.children.length > 0;
@@ -48,6 +49,11 @@ export function setUpTalk({ lobby, act, state }) {
   }
 
   function refresh() {
+    if (state.me !== reader) { // another login (or none): the last one's tells go
+      reader = state.me;
+      for (const node of log.querySelectorAll(".tell")) node.remove();
+      showEmpty();
+    }
     const playing = Boolean(state.me && state.match);
     $("talk-forms").hidden = !state.me;
     $("talk-guest").hidden = Boolean(state.me);
