@@ -135,3 +135,34 @@ async def test_what_a_player_types_arrives_as_text(
     await expect(log.locator(".talk-line").last).to_have_text(f"You tell carol: {MARKUP}")
     assert (await carol.next_push("told"))["data"]["text"] == MARKUP
     assert await log.locator("img, b, i").count() == 0
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+async def test_blocking_a_player_from_the_page(
+        site: LobbyServer, browser: Browser, page_errors: list[str], width: int) -> None:
+    bob, carol = await site.player("bob"), await site.player("carol")
+    page = await open_page(browser, site.http_url, width=width, errors=page_errors)
+    await log_in(page, "alice", PASSWORD, register=True)
+    await page.click("#blocking summary")
+    await page.fill("#block-name", "bob")
+    await page.click("#block-form button[type=submit]")
+    await expect(page.locator("#blocked-list li")).to_have_text(["bob Unblock bob"])
+    await expect(page.locator("#block-feedback")).to_have_text("You block bob.")
+    found = await axe_violations(page)
+    assert found == [], found
+
+    assert (await bob.call("tell", name="alice", text="psst"))["to"] == "alice"  # looks sent
+    await carol.call("tell", name="alice", text="hello")  # told after bob's, so shown after it
+    log = page.locator("#talk-log")
+    await expect(log.locator(".talk-line").last).to_have_text("carol tells you: hello")
+    await expect(log.locator(".talk-line", has_text="psst")).to_have_count(0)
+
+    await page.reload()  # a new page of the same login lists the block too
+    await page.wait_for_selector("body[data-loaded]", state="attached")
+    await page.click("#blocking summary")
+    await expect(page.locator("#blocked-list li")).to_have_text(["bob Unblock bob"])
+    await page.click("#blocked-list button:has-text('Unblock bob')")
+    await expect(page.locator("#blocked-list li")).to_have_count(0)
+    await bob.call("tell", name="alice", text="there?")
+    await expect(page.locator("#talk-log .talk-line").last).to_have_text("bob tells you: there?")
+    await no_sideways_scroll(page)

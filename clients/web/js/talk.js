@@ -48,11 +48,28 @@ export function setUpTalk({ lobby, act, state }) {
     showEmpty();
   }
 
+  // Whom this login blocks, each with an Unblock button.
+  function renderBlocked(names) {
+    $("blocked-list").replaceChildren(...names.map((name) => el("li", { class: "blocked", dataset: { player: name } },
+      el("span", {}, name), " ",
+      el("button", { type: "button", class: "small secondary", onclick: () => act(async () => {
+        await lobby.call("unblock", { name });
+        await loadBlocked();
+      }, { where: $("block-feedback") }) }, `Unblock ${name}`))));
+  }
+
+  async function loadBlocked() {
+    const { blocking } = await lobby.call("block");
+    renderBlocked(blocking);
+  }
+
   function refresh() {
     if (state.me !== reader) { // another login (or none): the last one's tells go
       reader = state.me;
       for (const node of log.querySelectorAll(".tell")) node.remove();
       showEmpty();
+      renderBlocked([]);
+      if (state.me) act(loadBlocked, { quiet: true });
     }
     const playing = Boolean(state.me && state.match);
     $("talk-forms").hidden = !state.me;
@@ -106,6 +123,17 @@ export function setUpTalk({ lobby, act, state }) {
   sending("say-form", $("say-text"), $("say-feedback"), async (text) => {
     const data = await lobby.call("say", { text });
     append(matchLog, line("say mine", "You:", data.text));
+  });
+
+  $("block-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const input = $("block-name");
+    act(async () => {
+      const data = await lobby.call("block", { name: input.value.trim() });
+      input.value = "";
+      await loadBlocked();
+      $("block-feedback").textContent = `You block ${data.player}.`;
+    }, { where: $("block-feedback") });
   });
 
   refresh();
