@@ -18,7 +18,7 @@ from server.store.handle import Reads, WriteTx
 # Commands whose retry needs no protection: they write nothing that a second run
 # could duplicate, or (register, login, resume) are not tied to an account yet.
 NOT_IDEMPOTENT = frozenset({"register", "login", "resume", "logout", "watch", "unwatch", "help",
-                            "invite", "uninvite", "decline"})
+                            "invite", "uninvite", "decline", "tell", "say"})
 REPLAY_WINDOW = timedelta(hours=24)
 
 

@@ -232,3 +232,16 @@ async def test_talk_text_follows_the_free_text_rule(lobby: LobbyServer) -> None:
     markup = '<img src=x onerror="alert(1)"><b>bold</b>'
     await alice.call("shout", text=markup)
     assert (await bob.next_push("shouted"))["data"]["text"] == markup
+
+
+async def test_a_shout_sent_again_with_its_id_is_not_shouted_twice(lobby: LobbyServer) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    first = await alice.request("shout", {"text": "once"}, request_id="s1")
+    again = await alice.request("shout", {"text": "once"}, request_id="s1")
+    assert again["replayed"] and again["data"] == first["data"]
+    assert pushed(await settle(bob), "shouted") == [first["data"]]
+    assert [s["text"] for s in (await bob.call("shouts"))["shouts"]] == ["once"]
+    # a tell is not kept: sent again, it is told again
+    for _ in range(2):
+        assert (await alice.request("tell", {"name": "bob", "text": "hi"}, request_id="t1"))["ok"]
+    assert [t["text"] for t in pushed(await settle(bob), "told")] == ["hi", "hi"]
