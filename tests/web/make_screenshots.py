@@ -60,7 +60,7 @@ async def seed(site: LobbyServer) -> None:
     await admin.call("event close", event=event["id"])
     event = await admin.call("event create", name="League day 1", ladder="foosball-doubles")
     for a, b, sa, sb in FOOSBALL:
-        await admin.call("event result", event=event["id"], side_a=a, side_b=b,
+        await admin.call("event result", new=True, event=event["id"], side_a=a, side_b=b,
                          score_a=sa, score_b=sb)
     await admin.call("event close", event=event["id"])
 

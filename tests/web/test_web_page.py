@@ -72,7 +72,7 @@ async def test_history_chart_has_one_point_per_rating_change(
     await play(alice, bob, 5)
     admin = await site.admin()
     event = await admin.call("event create", name="Club night", ladder="scrabble")
-    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=event["id"], side_a="alice", side_b="bob",
                      score_a=400, score_b=350)
     await admin.call("event close", event=event["id"])
 

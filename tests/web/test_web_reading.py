@@ -121,7 +121,7 @@ async def test_a_chart_of_matches_minutes_apart_reads_in_utc_with_room_between_l
         await play(winner, loser, 3)
     admin = await site.admin()
     event = await admin.call("event create", name="Club night", ladder="scrabble")
-    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=event["id"], side_a="alice", side_b="bob",
                      score_a=400, score_b=350)
     await admin.call("event close", event=event["id"])
     page = await open_page(browser, site.http_url + "#player=alice", width=1280,
@@ -249,7 +249,7 @@ async def test_phone_width_play_panel_and_desk_fit(
     await admin.call("event close", event=closed["id"])
     opened = await admin.call("event create", name="Another long event name, still open",
                               ladder="foosball-doubles")
-    await admin.call("event result", event=opened["id"], side_a="Maximilian_Longname+bob",
+    await admin.call("event result", new=True, event=opened["id"], side_a="Maximilian_Longname+bob",
                      side_b="carol+dave", score_a=10, score_b=8)
     await admin.close()
     page = await open_page(browser, site.http_url, width=PHONE, height=800, errors=page_errors)
