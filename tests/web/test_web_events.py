@@ -44,6 +44,7 @@ async def test_a_cas_close_lists_everyone_who_moved_played_or_not(
     await admin.call("event close", event=first["id"])
     await admin.close()
     await log_in(page, ADMIN, ADMIN_PASSWORD)
+    await page.get_by_role("link", name="Director's desk").click()
     await page.fill("#event-create-form input[name=name]", "Second night")
     await page.select_option("#event-ladder", "scrabble")
     await page.click("#event-create-form button[type=submit]")
