@@ -143,6 +143,22 @@ async def test_a_new_name_is_asked_about_and_a_mistaken_player_removed(
     assert "bbo" not in {g["side_b"] for g in (await reader.call(
         "event show", event=event))["games"] if g["status"] == "finished"}
 
+    # a correction naming someone new asks too (the wrong result is removed meanwhile)
+    row = page.locator("#event-games tbody tr", has_text="dave")
+    match = await row.get_attribute("data-match")
+    await page.get_by_role("button", name=f"Correct {match}", exact=True).click()
+    editor = page.locator(f"#game-editor form[data-match='{match}']")
+    await editor.locator("input[name=side_b]").fill("erik")
+    await editor.get_by_role("button", name="Save the correction").click()
+    await expect(page.locator("#desk-feedback")).to_contain_text(
+        f"Removed result {match} (carol 350–371 dave) from event #{event}. The correction is "
+        "not entered yet.")
+    await page.locator("#game-editor").get_by_role(
+        "button", name="Yes, add as a new player").click()
+    await expect(page.locator("#desk-feedback")).to_contain_text(
+        f"Corrected result {match}: now carol 350–371 erik")
+    assert (await focused(page))["id"] == "event-games-heading"
+
 
 @pytest.mark.parametrize("width", WIDTHS)
 async def test_messages_sit_by_their_button_and_go_when_the_event_changes(

@@ -136,8 +136,22 @@ export function setUpEvents(ctx) {
         let text = `Removed result ${g.match} (${g.side_a} ${g.score_a}–${g.score_b} ${g.side_b}) from event #${event.id}.`;
         if (how === "correct") {
           const { reason: _, ...game } = args;
-          const data = await lobby.call("event result", { event: event.id, ...game });
-          text = `Corrected result ${g.match}: now ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b} (match ${data.match}).`;
+          const corrected = (data) => `Corrected result ${g.match}: now ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b} (match ${data.match}).`;
+          try {
+            text = corrected(await lobby.call("event result", { event: event.id, ...game }));
+          } catch (err) {
+            if (!(err instanceof LobbyError) || err.code !== "new_player") throw err;
+            // the wrong result is removed already; the right one names someone new: ask
+            await loadEvents(event.id);
+            say(`${text} The correction is not entered yet.`, "info", $("desk-feedback"));
+            confirmStep($("game-editor"), err.message, "Yes, add as a new player", () => act(async () => {
+              const data = await lobby.call("event result", { event: event.id, ...game, new: true });
+              await loadEvents(event.id);
+              say(corrected(data), "info", $("desk-feedback"));
+              $("event-games-heading").focus();
+            }, { where: $("desk-feedback") }), { back: $("event-games-heading"), label: "New player" });
+            return;
+          }
         }
         await loadEvents(event.id);
         say(text, "info", $("desk-feedback"));
