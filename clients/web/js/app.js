@@ -3,13 +3,13 @@
 // text nodes (el/append), never through innerHTML.
 
 import { Alerts } from "./alerts.js";
+import { chartTimes, whenText } from "./charts.js";
 import { confirmStep, setUpDesk } from "./desk.js";
 import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
-import { chartTimes, whenText } from "./charts.js";
 import { stakeTable } from "./stake.js";
 import { watchTables } from "./tables.js";
 
