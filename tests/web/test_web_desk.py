@@ -289,7 +289,10 @@ async def test_axe_finds_nothing_on_the_lobby_or_the_desk(
     await page.wait_for_selector("#browse-body table")
     assert await axe_violations(page) == []  # the lobby, as anyone sees it
     await log_in(page, ADMIN, ADMIN_PASSWORD)
-    assert await axe_violations(page) == []  # with the play panel
+    erik = await site.player("erik")
+    await erik.call("invite", name=ADMIN, ladder="backgammon", length=3)
+    await page.wait_for_selector("#invitations .stake")
+    assert await axe_violations(page) == []  # with the play panel and an invitation
     await page.get_by_role("link", name="Director's desk").click()
     await page.wait_for_selector(f"#disputes li[data-match='{mid}']")
     await page.wait_for_selector("#event-games")
