@@ -604,6 +604,11 @@ def new_players(data: Mapping[str, Any]) -> str:
             "becomes a new player).")
 
 
+def player_removed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+                   viewer: Viewer = NOBODY) -> str:
+    return f"Removed {data['player']}: the name is free again."
+
+
 def corrected(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
               viewer: Viewer = NOBODY) -> str:
     """The reply of ``void`` and of ``adjudicate`` of a finished match: the correction and
@@ -652,7 +657,7 @@ REPLIES: dict[str, Renderer] = {
     "invite": invited, "invitations": invitations, "uninvite": uninvited, "join": match_summary,
     "decline": declined, "report win": claimed, "dispute": disputed, "abort": aborting,
     "event result": event_result, "event import": event_import, "disputes": disputes,
-    "void": corrected,
+    "void": corrected, "player remove": player_removed,
     "adjudicate": adjudicated,
     **talk_lines.REPLIES,
 }
@@ -664,7 +669,8 @@ def render_reply(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
     ladders described so far (a ``ladders`` reply), by name; ``viewer``: who reads it."""
     if not message.get("ok"):
         err = message.get("error") or {}
-        return f"Error ({err.get('code', '?')}): {err.get('message', '')}"
+        again = " Type it again with --new to add them." if err.get("code") == "new_player" else ""
+        return f"Error ({err.get('code', '?')}): {err.get('message', '')}{again}"
     cmd = message.get("cmd") or ""
     data = message.get("data")
     try:

@@ -91,11 +91,13 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("event create", ADMIN, "Open an event on a ladder (DATE defaults to today); NAME is "
                                   "up to 100 characters, without control or invisible ones.",
            Arg("name", "title"), Arg("ladder", "ladder"), Arg("date", "date", True)),
-        _c("event result", ADMIN, "Record a game; a side is NAME or NAME1+NAME2; REASON is up "
-                                  "to 200 characters, without control or invisible ones.",
+        _c("event result", ADMIN, "Record a game; a side is NAME or NAME1+NAME2; a name that "
+                                  "has never played on the ladder needs --new (a misspelling "
+                                  "is refused); REASON is up to 200 characters, without "
+                                  "control or invisible ones.",
            Arg("event", "id"), Arg("side_a", "side"), Arg("side_b", "side"),
            Arg("score_a", "score"), Arg("score_b", "score"), Arg("length", "length", True),
-           flags=(Flag("unrated", "reason"),)),
+           flags=(Flag("unrated", "reason"), Flag("new"))),
         _c("event import", ADMIN, "Record many games from CSV text (the results-file format).",
            Arg("event", "id"), Arg("csv", "csv")),
         _c("event close", ADMIN, "Close the event and rate its games; pushes the new ladder.",
@@ -114,6 +116,9 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
            Arg("match", "id"), Arg("reason", "reason")),
         _c("adjudicate", ADMIN, "Decide a disputed match, or correct a result; recomputes the ladder.",
            Arg("match", "id"), Arg("winner", "name")),
+        _c("player remove", ADMIN, "Remove a name entered with results by mistake; refused "
+                                   "while a result that is not voided names it.",
+           Arg("name", "name")),
     )
 }
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from server.handlers import accounts, corrections, disputes, events, matches, queries, talk
+from server.handlers import (accounts, corrections, disputes, events, matches, players, queries,
+                             talk)
 from server.lobby.router import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -13,4 +14,5 @@ HANDLERS: dict[str, Handler] = {
     **corrections.HANDLERS,
     **disputes.HANDLERS,
     **talk.HANDLERS,
+    **players.HANDLERS,
 }

@@ -90,18 +90,23 @@ async def event_create(call: Call) -> Any:
 
 async def ensure_players(lobby: Lobby, tx: WriteTx, names: Sequence[str],
                          created: dict[str, Player]) -> dict[str, int]:
-    """Ids for ``names``; unknown names become password-less ladder entries."""
+    """Ids for ``names``; unknown names become password-less ladder entries. Each name is
+    read (and held) as this transaction sees it: a name known here may have been removed
+    (``player remove``) by another server since."""
     ids: dict[str, int] = {}
     for n in names:
-        p = lobby.players.get(n.casefold()) or created.get(n.casefold())
+        p = created.get(n.casefold())
         if p is None:
             # Another job earlier in this transaction may have created it already.
-            found = await players.find_in(tx, n)
-            if found is not None:
-                p = created[n.casefold()] = Player(*found)
-            else:
+            found = await players.find_in(tx, n, hold=True)
+            if found is None:
                 pid = await players.create(tx, n, None, "player", now())
                 p = created[n.casefold()] = Player(pid, n)
+            else:
+                known = lobby.players.get(n.casefold())
+                p = known if known is not None and known.id == found[0] else Player(*found)
+                if p is not known:
+                    created[n.casefold()] = p
         ids[p.name] = p.id
     return ids
 
@@ -181,6 +186,12 @@ async def event_result(call: Call) -> Any:
         created.clear()
         effects = Effects()
         new = await new_on_ladder(lobby, tx, ladder.name, [game])
+        if new and not args.get("new"):
+            who = " and ".join(new)
+            them = new[0] if len(new) == 1 else "them"
+            raise fail("new_player", f"{who} {'has' if len(new) == 1 else 'have'} never played "
+                                     f"on {ladder.name}: check the spelling, or confirm {them} "
+                                     f"as {'a new player' if len(new) == 1 else 'new players'}.")
         mid, fields, kept = await record(lobby, tx, event, ladder, game, created, effects)
         data = {"event": event.id, **game_data(mid, kept, fields), "new_players": new}
         await call.remember(tx, data)

@@ -18,11 +18,42 @@ async def create(tx: WriteTx, name: str, password_hash: str | None, role: str, a
     return int(row[0])
 
 
-async def find_in(tx: WriteTx, name: str) -> tuple[int, str] | None:
-    """A player as this transaction sees them (an earlier job of it may have created them)."""
-    row = await tx.fetchone("SELECT id, name FROM players WHERE name_key = ?",
+async def find_in(tx: WriteTx, name: str, hold: bool = False) -> tuple[int, str] | None:
+    """A player as this transaction sees them (an earlier job of it may have created them).
+    ``hold``: on PostgreSQL the row stays until the commit (FOR KEY SHARE: a ``player remove``
+    on another server waits, or is waited for and then the name is not found)."""
+    lock = " FOR KEY SHARE" if hold and tx.backend == "postgresql" else ""
+    row = await tx.fetchone(f"SELECT id, name FROM players WHERE name_key = ?{lock}",
                             (name.casefold(),))
     return None if row is None else (int(row[0]), str(row[1]))
+
+
+async def remove_entry(tx: WriteTx, name: str) -> tuple[int, str] | str:
+    """Delete a password-less ladder entry that no result but voided ones names, with its
+    links to those voided matches; its id and name, or why not (a sentence). The row is
+    held first (FOR UPDATE on PostgreSQL): a result naming it on another server waits, or
+    is waited for and then seen."""
+    row = await tx.fetchone("SELECT id, name, password_hash, role FROM players WHERE name_key = ?"
+                            + (" FOR UPDATE" if tx.backend == "postgresql" else ""),
+                            (name.casefold(),))
+    if row is None:
+        return ""
+    pid, shown = int(row[0]), str(row[1])
+    if row[2] is not None or row[3] != "player":
+        return f"{shown} has an account; only a name entered with results can be removed."
+    live = await tx.fetchone(
+        "SELECT count(*) FROM match_players mp JOIN matches m ON m.id = mp.match_id "
+        "WHERE mp.player_id = ? AND m.status <> 'voided'", (pid,))
+    if live is not None and int(live[0]):
+        return (f"{shown} still has {int(live[0])} result{'s' if int(live[0]) != 1 else ''}; "
+                "remove (void) them first.")
+    rated = await tx.fetchone("SELECT (SELECT count(*) FROM ratings WHERE player_id = ?) + "
+                              "(SELECT count(*) FROM history WHERE player_id = ?)", (pid, pid))
+    if rated is not None and int(rated[0]):
+        return f"{shown} has a rating history; only a name that was never rated can be removed."
+    await tx.execute("DELETE FROM match_players WHERE player_id = ?", (pid,))
+    await tx.execute("DELETE FROM players WHERE id = ?", (pid,))
+    return pid, shown
 
 
 async def logged_in(tx: WriteTx, player_id: int, at: str) -> None:

@@ -226,8 +226,8 @@ async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Pa
     done = await run_batch(lobby.url, [
         f"login {ADMIN} {ADMIN_PASSWORD}",
         f'event create "Brno Open" scrabble {day}',
-        "event result 1 alice bob 420 380",
-        "event result 1 bob carol 400 390",
+        "event result 1 alice bob 420 380 --new",
+        "event result 1 bob carol 400 390 --new",
         import_frame,
         "event show 1",
         "event close 1",

@@ -75,7 +75,7 @@ async def _help(lobby: LobbyServer, tmp: Path) -> None:
                        "summary": spec.summary}
     one = await c.call("help", command="event result")
     assert one["usage"] == ("event result EVENT SIDE_A SIDE_B SCORE_A SCORE_B [LENGTH] "
-                            "[--unrated REASON]")
+                            "[--unrated REASON] [--new]")
     assert one["who"] == "admin"
     assert (await c.send_line("help invite"))["data"]["usage"] == "invite NAME LADDER [LENGTH]"
     await expect_error(c.call("help", command="frobnicate"), "unknown_command")
@@ -220,7 +220,7 @@ async def _rating(lobby: LobbyServer, tmp: Path) -> None:
     await alice.resign()
     model.play("bob", "alice", 3)
     event = await admin.call("event create", name="Cup", ladder="scrabble")
-    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=event["id"], side_a="alice", side_b="bob",
                      score_a=420, score_b=380)
     await admin.call("event close", event=event["id"])
 
@@ -261,7 +261,7 @@ async def _ladder(lobby: LobbyServer, tmp: Path) -> None:
     # a result from long ago: its players are inactive and listed only with --all
     old = await admin.call("event create", name="Old night", ladder="backgammon",
                            date="2020-01-04")
-    await admin.call("event result", event=old["id"], side_a="dave", side_b="erin",
+    await admin.call("event result", new=True, event=old["id"], side_a="dave", side_b="erin",
                      score_a=1, score_b=0)
     table = await bob.ladder("backgammon")
     assert isinstance(table, Ladder)
@@ -383,7 +383,7 @@ async def _watch(lobby: LobbyServer, tmp: Path) -> None:
     assert all(p["data"]["cause"] == {"match": mid} for p in pushes[1:])
     # an event closing on a watched ladder pushes one ladder_updated: the rows it moved
     event = await admin.call("event create", name="Cup", ladder="scrabble")
-    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=event["id"], side_a="alice", side_b="bob",
                      score_a=400, score_b=300)
     assert await settle(watcher) == []  # nothing is rated before the close
     await admin.call("event close", event=event["id"])
@@ -395,7 +395,7 @@ async def _watch(lobby: LobbyServer, tmp: Path) -> None:
     assert (updated.total, updated.changed) == (table.total, table.players)
     # a ladder not watched stays silent
     other = await admin.call("event create", name="Kicker", ladder="foosball-singles")
-    await admin.call("event result", event=other["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=other["id"], side_a="alice", side_b="bob",
                      score_a=10, score_b=4)
     await admin.call("event close", event=other["id"])
     assert await settle(watcher) == []
@@ -777,7 +777,7 @@ async def _event_result(lobby: LobbyServer, tmp: Path) -> None:
     alice = await lobby.player("alice")
     model = FibsModel()
     night = await admin.call("event create", name="BG night", ladder="backgammon")
-    got = await admin.call("event result", event=night["id"], side_a="alice", side_b="bob",
+    got = await admin.call("event result", new=True, event=night["id"], side_a="alice", side_b="bob",
                            score_a=5, score_b=2, length=5)
     assert (got["event"], got["side_a"], got["side_b"], got["rated"]) == (
         night["id"], "alice", "bob", True)
@@ -788,25 +788,25 @@ async def _event_result(lobby: LobbyServer, tmp: Path) -> None:
     assert close((await alice.rating()).ratings[0].rating, model.players["alice"].rating)
     # bob had no account: he is now a ladder entry without a password
     assert (await alice.whois("bob")).role == "entry"
-    unrated = await admin.call("event result", event=night["id"], side_a="bob",
+    unrated = await admin.call("event result", new=True, event=night["id"], side_a="bob",
                                side_b="alice", score_a=5, score_b=0, length=5,
                                unrated="forfeit")
     assert (unrated["rated"], unrated["unrated"]) == (False, "forfeit")
     assert "changes" not in unrated
-    await expect_error(admin.call("event result", event=night["id"], side_a="alice",
+    await expect_error(admin.call("event result", new=True, event=night["id"], side_a="alice",
                                   side_b="bob", score_a=4, score_b=2, length=5), "bad_request")
-    await expect_error(admin.call("event result", event=999, side_a="alice", side_b="bob",
+    await expect_error(admin.call("event result", new=True, event=999, side_a="alice", side_b="bob",
                                   score_a=1, score_b=0), "not_found")
     # a ČAS ladder waits for the close; doubles need a doubles ladder
     cup = await admin.call("event create", name="Cup", ladder="scrabble")
-    scored = await admin.call("event result", event=cup["id"], side_a="alice", side_b="carol",
+    scored = await admin.call("event result", new=True, event=cup["id"], side_a="alice", side_b="carol",
                               score_a=350, score_b=350)
     assert scored["rated"] is True and "changes" not in scored
     assert (await alice.rating("alice", "scrabble")).ratings == []
-    await expect_error(admin.call("event result", event=cup["id"], side_a="alice+bob",
+    await expect_error(admin.call("event result", new=True, event=cup["id"], side_a="alice+bob",
                                   side_b="carol+dave", score_a=1, score_b=0), "bad_request")
     await admin.call("event close", event=cup["id"])
-    await expect_error(admin.call("event result", event=cup["id"], side_a="alice",
+    await expect_error(admin.call("event result", new=True, event=cup["id"], side_a="alice",
                                   side_b="carol", score_a=1, score_b=0), "conflict")
 
 
@@ -877,7 +877,7 @@ async def _events(lobby: LobbyServer, tmp: Path) -> None:
     a = await admin.call("event create", name="Spring", ladder="scrabble", date="2026-03-01")
     b = await admin.call("event create", name="Summer", ladder="foosball-singles",
                          date="2026-06-01")
-    await admin.call("event result", event=a["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=a["id"], side_a="alice", side_b="bob",
                      score_a=400, score_b=300)
     await admin.call("event close", event=a["id"])
     spectator = await lobby.client()
@@ -916,6 +916,41 @@ async def _event_show(lobby: LobbyServer, tmp: Path) -> None:
         {"player": "carol", "played": 1, "won": 0, "drawn": 1, "lost": 0, "points": 0.5},
         {"player": "bob", "played": 1, "won": 0, "drawn": 0, "lost": 1, "points": 0.0}]
     await expect_error(spectator.call("event show", event=999), "not_found")
+
+
+@case("player remove")
+async def _player_remove(lobby: LobbyServer, tmp: Path) -> None:
+    admin = await lobby.admin()
+    alice = await lobby.player("alice")
+    night = (await admin.call("event create", name="BG night", ladder="backgammon"))["id"]
+    await admin.call("event result", new=True, event=night, side_a="ann", side_b="ben",
+                     score_a=3, score_b=1, length=3)
+    # a name never seen on the ladder is refused unless the director says it is new
+    refused = await admin.request("event result", {"event": night, "side_a": "ann",
+                                                   "side_b": "bne", "score_a": 3, "score_b": 0,
+                                                   "length": 3})
+    assert refused["error"] == {"code": "new_player", "message": (
+        "bne has never played on backgammon: check the spelling, or confirm bne as a new "
+        "player.")}
+    assert len((await admin.call("event show", event=night))["games"]) == 1
+    typo = await admin.call("event result", new=True, event=night, side_a="ann", side_b="bne",
+                            score_a=3, score_b=0, length=3)
+    assert typo["new_players"] == ["bne"]
+    # while a result names them, they stay; voided, they can go
+    await expect_error(admin.call("player remove", name="bne"), "conflict")
+    await admin.call("void", match=typo["match"], reason="misspelt")
+    await expect_error(alice.call("player remove", name="bne"), "forbidden")
+    assert await admin.call("player remove", name="BNE") == {"player": "bne", "removed": True}
+    await expect_error(alice.call("whois", name="bne"), "not_found")
+    await expect_error(admin.call("player remove", name="bne"), "not_found")
+    assert "bne" not in [r.player for r in (await alice.ladder("backgammon", all=True)).players]
+    # an account, or a name with results, is not removed
+    await expect_error(admin.call("player remove", name="alice"), "conflict")
+    await expect_error(admin.call("player remove", name="ben"), "conflict")
+    # the name can be entered again, as new
+    again = await admin.call("event result", new=True, event=night, side_a="bne", side_b="ben",
+                             score_a=3, score_b=2, length=3)
+    assert again["new_players"] == ["bne"]
 
 
 @case("void")

@@ -385,6 +385,11 @@ def test_errors_and_odd_replies() -> None:
                "error": {"code": "not_found", "message": "No player named 'bob'."}}
     assert render_reply(refused) == "Error (not_found): No player named 'bob'."
     assert render_reply({"ok": False}) == "Error (?): "
+    typo = {"ok": False, "cmd": "event result", "error": {"code": "new_player", "message": (
+        "eve has never played on scrabble: check the spelling, or confirm eve as a new player.")}}
+    assert render_reply(typo).endswith("as a new player. Type it again with --new to add them.")
+    assert render_reply(ok("player remove", {"player": "eve", "removed": True})) == (
+        "Removed eve: the name is free again.")
     assert render_reply(ok("invite", {"to": "bob", "ladder": "backgammon", "length": 3})) == (
         "You invited bob to a 3-point backgammon match.")  # no expiry, no stake
     # a reply that lacks what its renderer needs falls back to the plain form, never raises

@@ -117,7 +117,7 @@ async def test_a_slow_reader_is_disconnected_and_the_others_carry_on(
                 # each rated at once: a rating_changed for each of its players to each watcher
                 await asyncio.gather(*(admin.call(
                     "event result", event=event, side_a=f"a{results + i}",
-                    side_b=f"b{results + i}", score_a=1, score_b=0) for i in range(20)))
+                    side_b=f"b{results + i}", score_a=1, score_b=0, new=True) for i in range(20)))
                 results += 20
             assert dropped(logs), f"the slow reader was never disconnected ({results} results)"
             async with asyncio.timeout(LIVENESS):  # the reading watcher got every change

@@ -114,7 +114,7 @@ EXPECTED: dict[str, Row] = {
     "event create": Row("live", lambda s: {"name": "Spring Open", "ladder": "scrabble"},
                         NLI, FORBIDDEN, FORBIDDEN, OK),
     "event result": Row("event", lambda s: {"event": s.event, "side_a": s.player, "side_b": s.opponent,
-                                            "score_a": 5, "score_b": 3},
+                                            "score_a": 5, "score_b": 3, "new": True},
                         NLI, FORBIDDEN, FORBIDDEN, OK),
     "event import": Row("event", lambda s: {"event": s.event, "csv": csv_for(s)},
                         NLI, FORBIDDEN, FORBIDDEN, OK),
@@ -128,6 +128,8 @@ EXPECTED: dict[str, Row] = {
                 NLI, FORBIDDEN, FORBIDDEN, OK),
     "adjudicate": Row("disputed", lambda s: {"match": s.match, "winner": s.player},
                       NLI, FORBIDDEN, FORBIDDEN, OK),
+    # a name entered by mistake, its result voided
+    "player remove": Row("entry", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
 }
 
 CASES = [(name, role) for name in COMMANDS for role in ROLES]
@@ -206,6 +208,13 @@ async def build(kind: str, url: str, director: str = ADMIN) -> Scene:
         return s
     if kind == "event":
         s.event = (await admin.call("event create", name="Open", ladder="foosball-singles"))["id"]
+        return s
+    if kind == "entry":
+        s.event = (await admin.call("event create", name="Open", ladder="scrabble"))["id"]
+        s.target = fresh("typo")
+        typo = await admin.call("event result", event=s.event, side_a=s.target,
+                                side_b=s.opponent, score_a=400, score_b=300, new=True)
+        await admin.call("void", match=typo["match"], reason="misspelt")
         return s
     s.match = await start_match(player, s.player, opponent, s.opponent)
     if kind in ("claimed", "disputed"):

@@ -175,7 +175,7 @@ async def test_the_event_column_of_an_import_follows_the_rule(server: ServerThre
 async def test_reasons_follow_the_same_rule_everywhere(server: ServerThread, admin: Admin) -> None:
     backgammon = await admin.call("event create", name="Night", ladder="backgammon")
     scrabble = await admin.call("event create", name="Cup", ladder="scrabble")
-    played = await admin.call("event result", event=backgammon["id"], side_a="ann", side_b="bob",
+    played = await admin.call("event result", new=True, event=backgammon["id"], side_a="ann", side_b="bob",
                               score_a=1, score_b=0)
     before = dump_db(server.db)
     cases = {**BAD, "201 characters": "r" * 201, "60 KB": "r" * 60_000}
@@ -192,7 +192,7 @@ async def test_reasons_follow_the_same_rule_everywhere(server: ServerThread, adm
             refused(await admin.send(line), why, "REASON")
     assert dump_db(server.db) == before, "a refused reason was stored"
     # At the limit, and in NFC once stored.
-    data = await admin.call("event result", event=scrabble["id"], side_a="cid", side_b="dee",
+    data = await admin.call("event result", new=True, event=scrabble["id"], side_a="cid", side_b="dee",
                             score_a=400, score_b=300, unrated="u" * 200)
     assert data["unrated"] == "u" * 200
     voided = await admin.call("void", match=played["match"], reason=NFD)

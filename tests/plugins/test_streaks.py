@@ -132,7 +132,7 @@ async def test_a_closed_event_counts_its_games_in_order(lobby: LobbyServer) -> N
     assert await streaks(guest, "dave") == {"scrabble": (0, 0)}
     # a doubles game: both players of a side share its result
     eid = (await admin.call("event create", name="League day", ladder="foosball-doubles"))["id"]
-    await admin.call("event result", event=eid, side_a="alice+bob", side_b="carol+dave",
+    await admin.call("event result", new=True, event=eid, side_a="alice+bob", side_b="carol+dave",
                      score_a=10, score_b=7)
     await admin.call("event close", event=eid)
     assert await streaks(guest, "bob") == {"scrabble": (0, 0), "foosball-doubles": (1, 1)}
@@ -171,7 +171,7 @@ async def test_a_void_in_a_closed_event_recounts_the_ladder(lobby: LobbyServer) 
     eid = (await admin.call("event create", name="Spring", ladder="scrabble"))["id"]
     games = []
     for a, b in (("alice", "bob"), ("carol", "alice"), ("alice", "bob"), ("alice", "carol")):
-        games.append((await admin.call("event result", event=eid, side_a=a, side_b=b,
+        games.append((await admin.call("event result", new=True, event=eid, side_a=a, side_b=b,
                                        score_a=400, score_b=300))["match"])
     await admin.call("event close", event=eid)
     assert await streaks(admin, "alice") == {"scrabble": (2, 2)}
@@ -208,7 +208,7 @@ async def test_installed_on_a_lobby_with_a_history_it_counts_that_history(lobby:
     await beat(alice, bob)
     await beat(alice, bob)
     eid = (await admin.call("event create", name="Open", ladder="foosball-singles"))["id"]
-    await admin.call("event result", event=eid, side_a="bob", side_b="alice", score_a=10,
+    await admin.call("event result", new=True, event=eid, side_a="bob", side_b="alice", score_a=10,
                      score_b=3)
     await admin.call("event close", event=eid)
     await lobby.stop()

@@ -118,7 +118,7 @@ class Directors:
 def game(rng: random.Random, ladder: str, event: int) -> dict[str, Any]:
     """A decided result (no draw: an adjudication swaps its winner) between random players."""
     names = rng.sample(PLAYERS, 4)
-    args: dict[str, Any] = {"event": event}
+    args: dict[str, Any] = {"event": event, "new": True}
     if ladder == "scrabble":
         win, lose = rng.randint(350, 500), rng.randint(200, 349)
     elif ladder == "backgammon":

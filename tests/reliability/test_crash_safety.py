@@ -217,7 +217,7 @@ def result_args(rng: random.Random, ladder: str, event: int, players: list[str])
     def ordered(win: int, lose: int) -> tuple[int, int]:
         return (win, lose) if rng.random() < 0.5 else (lose, win)
 
-    args: dict[str, Any] = {"event": event}
+    args: dict[str, Any] = {"event": event, "new": True}
     if ladder == "scrabble":
         a, b = rng.sample(SCRABBLE, 2)
         sa = rng.randint(250, 550)

@@ -131,7 +131,8 @@ class Stream:
                 a, b = rng.sample(players, 2)
                 await self.send(admin, "event result", {
                     "event": event["id"], "side_a": a, "side_b": b,
-                    "score_a": rng.randint(250, 550), "score_b": rng.randint(250, 550)})
+                    "score_a": rng.randint(250, 550), "score_b": rng.randint(250, 550),
+                    "new": True})
             await self.send(admin, "event close", {"event": event["id"]})
 
     async def close(self) -> None:

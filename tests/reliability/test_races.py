@@ -358,7 +358,8 @@ def game_args(rng: random.Random, ladder: str, event: int, names: list[str]) -> 
     else:
         side_a, side_b = names[0], names[1]
     sa, sb = (win, lose) if rng.random() < 0.5 else (lose, win)
-    return {**args, "side_a": side_a, "side_b": side_b, "score_a": sa, "score_b": sb}
+    return {**args, "side_a": side_a, "side_b": side_b, "score_a": sa, "score_b": sb,
+            "new": True}
 
 
 async def close_race(rng: random.Random, clients: Players, ledger: Ledger, admins: list[str],

@@ -63,7 +63,7 @@ async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
             await play(winner, loser)
         admin = await lobby.admin()
         eid = (await admin.call("event create", name="Open", ladder="backgammon"))["id"]
-        await admin.call("event result", event=eid, side_a="alice", side_b="bob", score_a=3,
+        await admin.call("event result", new=True, event=eid, side_a="alice", side_b="bob", score_a=3,
                          score_b=1, length=3)
         await admin.call("event close", event=eid)
         await bob.call("shout", text="who plays?")  # talk: a shout, a block, a mute

@@ -70,7 +70,7 @@ async def test_event_show_and_events_follow_every_change(lobby: LobbyServer) -> 
     await check(viewer, eid, games, "open")
 
     for a, b, sa, sb in (("alice", "bob", 10, 4), ("carol", "dave", 7, 10), ("alice", "carol", 10, 9)):
-        data = await admin.call("event result", event=eid, side_a=a, side_b=b, score_a=sa,
+        data = await admin.call("event result", new=True, event=eid, side_a=a, side_b=b, score_a=sa,
                                 score_b=sb)
         games.append(Game(data["match"], a, b, sa, sb))
         await check(viewer, eid, games, "open")  # asked between every two changes
@@ -103,7 +103,7 @@ async def test_event_show_and_events_follow_every_change(lobby: LobbyServer) -> 
 
     # a second event: the first's standings are not mistaken for its own
     other = (await admin.call("event create", name="Next", ladder="foosball-singles"))["id"]
-    data = await admin.call("event result", event=other, side_a="dave", side_b="alice",
+    data = await admin.call("event result", new=True, event=other, side_a="dave", side_b="alice",
                             score_a=10, score_b=0)
     await check(viewer, other, [Game(data["match"], "dave", "alice", 10, 0)], "open")
     await check(viewer, eid, games, "closed")
@@ -113,7 +113,7 @@ async def test_a_restart_shows_what_was_stored(lobby: LobbyServer) -> None:
     """Nothing kept in memory outlives the process: after a restart the same standings."""
     admin = await lobby.admin()
     eid = (await admin.call("event create", name="Day", ladder="scrabble"))["id"]
-    data = await admin.call("event result", event=eid, side_a="alice", side_b="bob",
+    data = await admin.call("event result", new=True, event=eid, side_a="alice", side_b="bob",
                             score_a=400, score_b=380)
     games = [Game(data["match"], "alice", "bob", 400, 380)]
     viewer = await lobby.client()

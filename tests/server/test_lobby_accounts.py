@@ -38,7 +38,7 @@ async def test_register_login_logout(lobby: LobbyServer) -> None:
 async def test_user_add_while_the_server_runs(lobby: LobbyServer, fast_config: Path) -> None:
     admin = await lobby.admin()
     eid = (await admin.call("event create", name="Day", ladder="foosball-singles"))["id"]
-    await admin.call("event result", event=eid, side_a="ann", side_b="ben", score_a=10, score_b=3)
+    await admin.call("event result", new=True, event=eid, side_a="ann", side_b="ben", score_a=10, score_b=3)
     ann = await lobby.client()
     assert (await ann.call("whois", name="ann"))["role"] == "entry"
     await expect_error(ann.call("login", name="ann", password=PASSWORD), "forbidden")

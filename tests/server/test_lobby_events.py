@@ -28,7 +28,7 @@ def _row(event: str, a: str, b: str, sa: int, sb: int, rated: str = "") -> str:
 
 
 async def _result(admin: LobbyClient, eid: int, a: str, b: str, sa: int, sb: int) -> dict:
-    data = await admin.call("event result", event=eid, side_a=a, side_b=b, score_a=sa, score_b=sb)
+    data = await admin.call("event result", new=True, event=eid, side_a=a, side_b=b, score_a=sa, score_b=sb)
     assert data["event"] == eid and data["score_a"] == sa and data["score_b"] == sb
     assert data["rated"] is True and "changes" not in data  # rated only when the event closes
     return data
@@ -103,7 +103,7 @@ async def test_cas_event_by_result_and_import(lobby: LobbyServer, tmp_path: Path
     assert (await watcher.call("whois", name="dave"))["role"] == "entry"
 
     # a closed event takes nothing more
-    await expect_error(admin.call("event result", event=eid, side_a="eve", side_b="bob",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="eve", side_b="bob",
                                   score_a=1, score_b=2), "conflict")
     await expect_error(admin.call("event import", event=eid,
                                   csv=results_text([_row("Brno Open", "eve", "bob", 3, 1)])),
@@ -123,11 +123,11 @@ async def test_p4p_doubles_event(lobby: LobbyServer, tmp_path: Path) -> None:
         await _result(admin, eid, a, b, sa, sb)
         rows.append(_row("League day 3", a, b, sa, sb))
     # refused: a draw in P4P, a singles side, one player on both sides
-    await expect_error(admin.call("event result", event=eid, side_a="ann+ben", side_b="cid+dot",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="ann+ben", side_b="cid+dot",
                                   score_a=5, score_b=5), "bad_request")
-    await expect_error(admin.call("event result", event=eid, side_a="ann", side_b="cid+dot",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="ann", side_b="cid+dot",
                                   score_a=5, score_b=3), "bad_request")
-    await expect_error(admin.call("event result", event=eid, side_a="ann+ben", side_b="ben+dot",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="ann+ben", side_b="ben+dot",
                                   score_a=5, score_b=3), "bad_request")
     bad_import = [_row("League day 3", "eve+dot", "ann+cid", 10, 2),
                   _row("League day 3", "eve+dot", "ann+cid", 6, 6)]
@@ -144,7 +144,7 @@ async def test_p4p_doubles_event(lobby: LobbyServer, tmp_path: Path) -> None:
     assert {c["player"] for c in closed["changes"]} == {"ann", "ben", "cid", "dot", "eve"}
     for c in closed["changes"]:
         assert c["before"] == 250 and c["change"] == c["after"] - 250
-    await expect_error(admin.call("event result", event=eid, side_a="ann+ben", side_b="cid+dot",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="ann+ben", side_b="cid+dot",
                                   score_a=10, score_b=1), "conflict")
 
 
@@ -180,11 +180,11 @@ async def test_results_in_a_fibs_event_are_rated_at_once(lobby: LobbyServer) -> 
     eid = await _create(admin, "Club night", "backgammon")
     model = FibsModel()
     for a, b, sa, sb, n in (("ann", "ben", 5, 2, 5), ("ben", "cid", 0, 3, 3), ("ann", "cid", 1, 7, 7)):
-        data = await admin.call("event result", event=eid, side_a=a, side_b=b, score_a=sa,
+        data = await admin.call("event result", new=True, event=eid, side_a=a, side_b=b, score_a=sa,
                                 score_b=sb, length=n)
         expected = model.play(a, b, n) if sa > sb else model.play(b, a, n)
         check_changes(data["changes"], expected)
-    await expect_error(admin.call("event result", event=eid, side_a="ann", side_b="ben",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="ann", side_b="ben",
                                   score_a=4, score_b=2, length=5), "bad_request")
     await check_fibs_state(admin, model)
     closed = await admin.call("event close", event=eid)
@@ -205,7 +205,7 @@ async def test_concurrent_results_naming_the_same_new_player(lobby: LobbyServer,
     results = await asyncio.gather(
         first.call("event import", event=e1, csv=f"{header}Table A,{day},Newbie,xa,400,300\n"),
         second.call("event import", event=e2, csv=f"{header}Table B,{day},NEWBIE,xb,350,360\n"),
-        first.call("event result", event=e1, side_a="newbie", side_b="xc", score_a=1, score_b=2),
+        first.call("event result", new=True, event=e1, side_a="newbie", side_b="xc", score_a=1, score_b=2),
     )
     assert [r["imported"] for r in results[:2]] == [1, 1]
     name = (await first.whois("newbie")).player  # as the import that came first spelt it
@@ -226,10 +226,10 @@ async def test_a_name_new_on_the_ladder_is_named_in_the_reply(lobby: LobbyServer
     admin = await lobby.admin()
     alice, bob = await lobby.players("alice", "bob")  # accounts, never on scrabble
     first = await _create(admin, "Monday", "scrabble")
-    got = await admin.call("event result", event=first, side_a="alice", side_b="Anne",
+    got = await admin.call("event result", new=True, event=first, side_a="alice", side_b="Anne",
                            score_a=400, score_b=380)
     assert got["new_players"] == ["alice", "Anne"]
-    got = await admin.call("event result", event=first, side_a="ALICE", side_b="anne",
+    got = await admin.call("event result", new=True, event=first, side_a="ALICE", side_b="anne",
                            score_a=400, score_b=380)
     assert got["new_players"] == []
     second = await _create(admin, "Tuesday", "scrabble")

@@ -221,7 +221,7 @@ async def test_live_matches_an_event_and_corrections_agree_with_the_log(
     games = [("alice", "carol", 2, 2), ("bob", "dave", 1, 0), ("dave", "alice", 0, 1),
              ("erin", "bob", 4, 1)]
     for a, b, sa, sb in games:
-        data = await admin.call("event result", event=event["id"], side_a=a, side_b=b,
+        data = await admin.call("event result", new=True, event=event["id"], side_a=a, side_b=b,
                                 score_a=sa, score_b=sb)
         assert data["rated"] is True and "changes" not in data
     await check_state(watcher, log, "chess", 250.0)  # nothing moves before the close
@@ -323,7 +323,7 @@ async def test_doubles_are_refused_on_a_glicko2_ladder(glicko: LobbyServer,
         load_config(config)
     admin = await glicko.admin()
     eid = (await admin.call("event create", name="Pairs", ladder="chess"))["id"]
-    await expect_error(admin.call("event result", event=eid, side_a="ann+ben", side_b="cat+dan",
+    await expect_error(admin.call("event result", new=True, event=eid, side_a="ann+ben", side_b="cat+dan",
                                   score_a=1, score_b=0), "bad_request")
     rows = results_text([f"Pairs,{today()},ann+ben,cat+dan,1,0,,"])
     error = await expect_error(admin.call("event import", event=eid, csv=rows), "bad_request")

@@ -62,7 +62,7 @@ async def test_retried_event_results_survive_a_restart(harness: LobbyServer) -> 
     admin = await harness.admin()
     event = await admin.call("event create", name="Cup", ladder="scrabble")
     args = {"event": event["id"], "side_a": "ann", "side_b": "ben", "score_a": 410,
-            "score_b": 380}
+            "score_b": 380, "new": True}
     first = await admin.request("event result", args, request_id="res-1")
     assert first["ok"]
     await harness.stop()

@@ -260,11 +260,11 @@ async def test_impossible_scores_are_refused(lobby: LobbyServer) -> None:
     reply = await admin.request("event import", {"event": singles, "csv": results_text(
         [f"Other,{today()},ann,ben,5,3,,"])})
     assert reply["error"]["code"] == "bad_request"
-    await expect_error(admin.call("event result", event=999, side_a="ann", side_b="ben",
+    await expect_error(admin.call("event result", new=True, event=999, side_a="ann", side_b="ben",
                                   score_a=1, score_b=0), "not_found")
     # nothing of it was recorded, and the good result still goes in
     assert (await admin.call("event show", event=singles))["games"] == []
-    ok = await admin.send_line(f"event result {singles} ann ben 5 3 --unrated forfeit")
+    ok = await admin.send_line(f"event result {singles} ann ben 5 3 --unrated forfeit --new")
     assert ok["data"]["rated"] is False and ok["data"]["unrated"] == "forfeit"
 
 

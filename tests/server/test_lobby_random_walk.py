@@ -187,7 +187,7 @@ class Walk:
                 self.event_games += [g["match"] for g in imported["data"]["games"]]
         else:
             for g in games:
-                recorded = await self.send(self.admin, "event result", event=eid, **g)
+                recorded = await self.send(self.admin, "event result", event=eid, new=True, **g)
                 if recorded["ok"]:
                     self.event_games.append(recorded["data"]["match"])
         if self.event_games and rng.random() < 0.2:

@@ -124,7 +124,7 @@ async def test_matchlobby_serve_as_a_process(db_path: Path, fast_config: Path,
         await start_match(alice, bob, length=1)
         finished = await bob.call("resign")
         eid = (await admin.call("event create", name="Day", ladder="foosball-singles"))["id"]
-        await admin.call("event result", event=eid, side_a="alice", side_b="bob", score_a=10,
+        await admin.call("event result", new=True, event=eid, side_a="alice", side_b="bob", score_a=10,
                          score_b=4)
         await admin.call("event close", event=eid)
         table = await admin.call("ladder", ladder="foosball-singles")

@@ -45,7 +45,7 @@ async def test_a_push_caused_on_one_node_reaches_the_other_nodes_connections(
     # an event closed on node a: carol, on node b, hears her own rating move
     admin = await a.admin()
     eid = (await admin.call("event create", name="Open", ladder="scrabble"))["id"]
-    await admin.call("event result", event=eid, side_a="carol", side_b="alice", score_a=420,
+    await admin.call("event result", new=True, event=eid, side_a="carol", side_b="alice", score_a=420,
                      score_b=350)
     await admin.call("event close", event=eid)
     to_carol = await heard(carol, rating_changed=1)
@@ -353,7 +353,7 @@ async def test_a_correction_racing_a_close_on_another_server_is_rated_with_it(
     outcomes = []
     for i in range(EVENT_RACES):
         event = (await on_a.call("event create", name=f"Night {i}", ladder="scrabble"))["id"]
-        games = [await on_a.call("event result", event=event, side_a=x, side_b=y, score_a=400,
+        games = [await on_a.call("event result", new=True, event=event, side_a=x, side_b=y, score_a=400,
                                  score_b=300 + i)
                  for x, y in (("ann", "bob"), ("cid", "dan"), ("ann", "cid"))]
         closed, voided = await asyncio.gather(

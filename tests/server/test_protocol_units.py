@@ -66,7 +66,7 @@ def test_a_table_keeps_help_order_and_knows_its_groups() -> None:
     assert "game" not in SMALL and SMALL.get("game") is None
     assert SMALL.groups == frozenset({"game"})
     assert SMALL.subcommands("game") == ["start", "stop"]
-    assert LOBBY.groups == frozenset({"event", "ready", "report"})
+    assert LOBBY.groups == frozenset({"event", "player", "ready", "report"})
     assert LOBBY.subcommands("event") == ["close", "create", "import", "result", "show"]
     assert list(LOBBY)[:len(COMMANDS)] == list(COMMANDS)  # the lobby's own first, then plugins'
 

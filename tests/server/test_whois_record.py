@@ -19,15 +19,15 @@ async def test_record_counts_finished_live_matches_and_event_games(lobby: LobbyS
     await admin.call("void", match=voided, reason="test")  # voided: not counted
     await play(bob, alice, 5)
     scrabble = (await admin.call("event create", name="Night", ladder="scrabble"))["id"]
-    await admin.call("event result", event=scrabble, side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=scrabble, side_a="alice", side_b="bob",
                      score_a=300, score_b=300)
-    await admin.call("event result", event=scrabble, side_a="carol", side_b="alice",
+    await admin.call("event result", new=True, event=scrabble, side_a="carol", side_b="alice",
                      score_a=310, score_b=300)
     doubles = (await admin.call("event create", name="Day", ladder="foosball-doubles"))["id"]
-    await admin.call("event result", event=doubles, side_a="alice+bob", side_b="carol+dave",
+    await admin.call("event result", new=True, event=doubles, side_a="alice+bob", side_b="carol+dave",
                      score_a=10, score_b=6)
     # an open event's games count as soon as they are entered; a removed one does not
-    removed = (await admin.call("event result", event=doubles, side_a="alice+carol",
+    removed = (await admin.call("event result", new=True, event=doubles, side_a="alice+carol",
                                 side_b="bob+dave", score_a=10, score_b=2))["match"]
     await admin.call("void", match=removed, reason="entered twice")
 

@@ -8,8 +8,8 @@ timestamps over the past weeks (the matches were all played within seconds,
 which would make a dull chart), restarts the server and photographs the page
 in Debian's Chromium: the ladders just after a live match (its rows
 highlighted), alice's profile with her rating chart, bob's play panel with an
-invitation and what it puts at stake, the director's desk with an open event's
-results and its close to confirm, and a profile at phone width (390 px).
+invitation and what it puts at stake, the director's desk (#desk) with an open
+event's results and its close to confirm, and a profile at phone width (390 px).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ async def seed(site: LobbyServer) -> None:
     await admin.call("event close", event=event["id"])
     event = await admin.call("event create", name="League day 1", ladder="foosball-doubles")
     for a, b, sa, sb in FOOSBALL:
-        await admin.call("event result", event=event["id"], side_a=a, side_b=b,
+        await admin.call("event result", new=True, event=event["id"], side_a=a, side_b=b,
                          score_a=sa, score_b=sb)
     await admin.call("event close", event=event["id"])
 
@@ -118,7 +118,8 @@ async def main(out: Path) -> None:
                                     + SCRABBLE.replace("Brno Open", "\"Brno Open, day 2\"")
                                     .format(d=datetime.now(UTC).date().isoformat()))
                 await director.close()
-                page = await open_page(browser, site.http_url, width=1280, height=1400)
+                page = await open_page(browser, site.http_url + "#desk", width=1280,
+                                       height=900)
                 await log_in(page, *DIRECTOR)
                 await page.wait_for_selector("#event-games tbody tr")
                 await page.click("#event-close")

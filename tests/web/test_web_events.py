@@ -44,6 +44,7 @@ async def test_a_cas_close_lists_everyone_who_moved_played_or_not(
     await admin.call("event close", event=first["id"])
     await admin.close()
     await log_in(page, ADMIN, ADMIN_PASSWORD)
+    await page.get_by_role("link", name="Director's desk").click()
     await page.fill("#event-create-form input[name=name]", "Second night")
     await page.select_option("#event-ladder", "scrabble")
     await page.click("#event-create-form button[type=submit]")
@@ -92,7 +93,7 @@ async def test_closed_events_browsed_and_exported(
     rows = FIRST.replace("Club night", '"Club night, ""spring"""')
     await admin.call("event import", event=event["id"], csv=HEADER + "\n" + rows
                      + '"Club night, ""spring""",2026-03-07,erik,bob,0,10,,no:forfeit\n')
-    wrong = (await admin.call("event result", event=event["id"], side_a="erik", side_b="alice",
+    wrong = (await admin.call("event result", new=True, event=event["id"], side_a="erik", side_b="alice",
                               score_a=1, score_b=2))["match"]
     await admin.call("void", match=wrong, reason="entered by mistake")
     await admin.call("event close", event=event["id"])
@@ -202,7 +203,7 @@ async def test_exported_csv_files_escape_formulas_and_read_back(
 
     # the rating history of a player whose name starts like a formula (with a loss in it)
     night = await admin.call("event create", name="Night", ladder="backgammon")
-    await admin.call("event result", event=night["id"], side_a="bob", side_b="-A1-B1x",
+    await admin.call("event result", new=True, event=night["id"], side_a="bob", side_b="-A1-B1x",
                      score_a=1, score_b=0)
     await page.goto(site.http_url + "#player=-A1-B1x")
     await page.wait_for_selector("figure.history")
@@ -240,7 +241,7 @@ async def test_live_play_shows_win_loss_per_ladder_on_the_profile(
         await play(winner, loser)
     admin = await site.admin()
     event = await admin.call("event create", name="Draws", ladder="scrabble")
-    await admin.call("event result", event=event["id"], side_a="alice", side_b="bob",
+    await admin.call("event result", new=True, event=event["id"], side_a="alice", side_b="bob",
                      score_a=5, score_b=5)
     await admin.call("event close", event=event["id"])
     await page.goto(site.http_url + "#player=alice")

@@ -233,6 +233,7 @@ async def test_disputes_shown_to_both_players_and_decided_by_an_admin_on_the_pag
     await log_in(page, "alice", PASSWORD, register=True)
     desk = await open_page(browser, site.http_url, errors=page_errors)
     await log_in(desk, ADMIN, ADMIN_PASSWORD)
+    await desk.get_by_role("link", name="Director's desk").click()
 
     # bob claims, alice disputes on the page: both see the dispute's state
     await bob.call("invite", name="alice", ladder="backgammon", length=3)
@@ -258,9 +259,11 @@ async def test_disputes_shown_to_both_players_and_decided_by_an_admin_on_the_pag
                                           "bob vs alice, disputed.")
     late = await open_page(browser, site.http_url, errors=page_errors)
     await log_in(late, ADMIN, ADMIN_PASSWORD)  # the first admin page is replaced
+    await late.get_by_role("link", name="Director's desk").click()
     await expect(late.locator(f"#disputes li[data-match='{first['match']}']")).to_be_visible()
-    await late.get_by_role("button", name="bob wins").click()
-    await expect(late.locator("#desk-feedback")).to_have_text(
+    await late.get_by_role("button", name="bob wins", exact=True).click()
+    await late.get_by_role("button", name="Yes, bob wins").click()
+    await expect(late.locator("#disputes-feedback")).to_have_text(
         f"Match {first['match']} decided: bob wins.")
     await expect(late.locator("#disputes li")).to_have_count(0)
     await expect(page.locator("#status")).to_have_text(re.compile(
@@ -278,11 +281,13 @@ async def test_disputes_shown_to_both_players_and_decided_by_an_admin_on_the_pag
         "Disputed by alice: an admin will decide it")
     second = (await bob.call("whois", name="bob"))["match"]
     item = late.locator(f"#disputes li[data-match='{second['match']}']")
-    await item.get_by_role("button", name="Void").click()  # no reason: the browser asks for one
+    await item.get_by_role("button", name="Void…").click()  # no reason: the browser asks for one
     await expect(item).to_be_visible()
+    await expect(item.locator(".confirm")).to_have_count(0)
     await item.locator("input[name=reason]").fill("dice app crashed")
-    await item.get_by_role("button", name="Void").click()
-    await expect(late.locator("#desk-feedback")).to_have_text(
+    await item.get_by_role("button", name="Void…").click()
+    await item.get_by_role("button", name=f"Yes, void match {second['match']}").click()
+    await expect(late.locator("#disputes-feedback")).to_have_text(
         f"Match {second['match']} voided: dice app crashed.")
     await expect(page.locator("#status")).to_have_text(
         f"An admin decided match {second['match']}: voided (dice app crashed).")
@@ -339,9 +344,12 @@ async def test_an_admin_who_logs_in_later_sees_disputes_between_offline_players(
     for c in (bob, carol):
         await c.close()
     await log_in(page, ADMIN, ADMIN_PASSWORD)
+    await page.get_by_role("link", name="Director's desk").click()
     item = page.locator(f"#disputes li[data-match='{mid}']")
     await expect(item).to_contain_text(f"Match {mid} on backgammon, 3 points: bob vs carol, "
                                        "disputed. bob claims a win (3–1); carol disputes it.")
-    await item.get_by_role("button", name="carol wins").click()
-    await expect(page.locator("#desk-feedback")).to_have_text(f"Match {mid} decided: carol wins.")
+    await item.get_by_role("button", name="carol wins", exact=True).click()
+    await item.get_by_role("button", name="Yes, carol wins").click()
+    await expect(page.locator("#disputes-feedback")).to_have_text(
+        f"Match {mid} decided: carol wins.")
     await expect(page.locator("#disputes li")).to_have_count(0)

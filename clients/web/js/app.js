@@ -3,6 +3,8 @@
 // text nodes (el/append), never through innerHTML.
 
 import { Alerts } from "./alerts.js";
+import { chartTimes, whenText } from "./charts.js";
+import { confirmStep, setUpDesk } from "./desk.js";
 import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
@@ -43,6 +45,7 @@ function say(text, kind = "info", where = null) {
   const box = where || $("status");
   box.textContent = text;
   box.className = `${where ? "feedback" : "status"} ${kind}`;
+  if (where && text) where.scrollIntoView({ block: "nearest" }); // on a phone, where the eye is
 }
 
 // Run an action; a refusal from the server (or a lost connection) becomes a message on the page
@@ -154,7 +157,7 @@ function buildLadder(info) {
     el("h3", { id: headingId }, info.ladder, " ",
       el("span", { class: "tag" }, info.system_title || info.system), " ",
       el("small", { class: "hint" }, `${info.format}, rated ${info.updated}`), " ", count),
-    el("div", { class: "table-wrap", role: "region", "aria-labelledby": headingId },
+    el("div", { class: "table-wrap", role: "region", "aria-label": `Ratings table of ${info.ladder}` },
       el("table", { class: "ladder-table" },
         el("thead", {}, el("tr", {},
           el("th", { scope: "col", class: "num" }, "Rank"),
@@ -268,9 +271,14 @@ async function openProfile(name, { focus = true } = {}) {
     lobby.call("whois", { name }),
     lobby.callAll("history", { name }),
   ]);
+  // the charts place an event's results at the event's date
+  const eventDates = new Map();
+  if (history.entries.some((e) => e.cause.event !== undefined)) {
+    for (const e of (await lobby.call("events")).events) eventDates.set(e.id, e.date);
+  }
   if (token !== state.profileToken) return;
   state.profile = who.player;
-  renderProfile(who, history.entries);
+  renderProfile(who, history.entries, eventDates);
   if (focus) {
     $("profile").scrollIntoView({ block: "start" });
     $("profile-heading").focus();
@@ -299,7 +307,7 @@ function fmtRecord(rec) {
   return `${rec.won}–${rec.lost}${rec.drawn ? `, ${rec.drawn} drawn` : ""}`;
 }
 
-function renderProfile(who, entries) {
+function renderProfile(who, entries, eventDates = new Map()) {
   for (const chart of Object.values(state.charts)) chart.destroy();
   for (const key of Object.keys(state.charts)) delete state.charts[key];
   $("profile-heading").textContent = `Player profile: ${who.player}`;
@@ -374,7 +382,7 @@ function renderProfile(who, entries) {
   }
   $("profile-body").replaceChildren(...body);
   watchTables($("profile-body"));
-  for (const [ladder, column, list, plot] of pending) state.charts[ladder] = drawChart(ladder, column, list, plot);
+  for (const [ladder, column, list, plot] of pending) state.charts[ladder] = drawChart(ladder, column, list, plot, eventDates);
 }
 
 function chartWidth(node) {
@@ -394,17 +402,21 @@ function axisTicks(vals) {
 
 // The points of a history chart: the rating before the first change (the starting rating),
 // just before it (a twentieth of the history's span, or a minute), then the rating after each
-// change. A newcomer without a rating (ČAS) starts at the first.
-function chartPoints(entries) {
-  const xs = entries.map((e) => Date.parse(e.at) / 1000);
-  const ys = entries.map((e) => e.after);
-  const first = entries[0];
+// change, where chartTimes places it; with what the cursor says of each. A newcomer without a
+// rating (ČAS) starts at the first.
+function chartPoints(entries, eventDates) {
+  const placed = chartTimes(entries, eventDates, CHART_MIN_SPAN);
+  const xs = placed.map((p) => p.x);
+  const ys = placed.map((p) => p.entry.after);
+  const labels = placed.map((p) => whenText(p.entry, eventDates));
+  const first = placed[0]?.entry;
   if (first && first.before !== null && first.before !== undefined) {
     const span = xs[xs.length - 1] - xs[0];
     xs.unshift(xs[0] - (span > 0 ? Math.min(span / 20, 3600) : 60));
     ys.unshift(first.before);
+    labels.unshift(null);
   }
-  return [xs, ys];
+  return [xs, ys, labels];
 }
 
 const CHART_MIN_SPAN = 600; // seconds: a chart of one point, or a few close ones, spans 10 minutes
@@ -427,8 +439,8 @@ function timeTicks(splits, step) {
   });
 }
 
-function drawChart(ladder, column, entries, node) {
-  const [xs, ys] = chartPoints(entries);
+function drawChart(ladder, column, entries, node, eventDates) {
+  const [xs, ys, labels] = chartPoints(entries, eventDates);
   const lone = xs.every((x) => x === xs[0]); // uPlot would give a lone instant a whole day
   const opts = {
     width: chartWidth(node),
@@ -447,7 +459,7 @@ function drawChart(ladder, column, entries, node) {
       y: { range: (u, min, max) => (min === max ? [min - 50, max + 50] : window.uPlot.rangeNum(min, max, 0.1, true)) },
     },
     series: [
-      { value: (u, v) => (v === null || v === undefined ? "–" : `${new Date(v * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`) },
+      { value: (u, v, si, i) => (v === null || v === undefined ? "–" : labels[i] ?? `${new Date(v * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`) },
       {
         label: ladder,
         stroke: "#1f5fa8",
@@ -518,7 +530,7 @@ function signedIn(data, { focus = false } = {}) {
   $("signed-in").hidden = false;
   $("play").hidden = false;
   $("skip-play").hidden = false;
-  $("admin").hidden = data.role !== "admin";
+  desk.setAllowed(data.role === "admin");
   $("sound-on").checked = alerts.soundOn;
   renderNotifyState();
   state.match = data.match || null;
@@ -547,7 +559,7 @@ function signedOut() {
   $("other-sessions").hidden = true;
   $("play").hidden = true;
   $("skip-play").hidden = true;
-  $("admin").hidden = true;
+  desk.setAllowed(false);
   renderInvitations();
   renderMatch();
   soon("who", loadWho, 0);
@@ -1012,36 +1024,40 @@ async function findDisputes() {
 function renderDisputes() {
   const box = $("disputes");
   if (state.disputes.size === 0) {
-    box.replaceChildren();
+    box.replaceChildren(el("p", { class: "hint" }, "No disputed matches."));
     return;
   }
-  box.replaceChildren(el("h3", {}, "Disputed matches"), el("ul", { class: "plain-list" },
+  box.replaceChildren(el("ul", { class: "plain-list" },
     [...state.disputes.values()].map((m) => {
       const feedback = el("p", { class: "feedback", role: "status" });
       const reason = el("input", { name: "reason", maxlength: "200", required: true });
-      const decide = (winner) => act(async () => {
-        const data = await lobby.call("adjudicate", { match: m.match, winner });
+      const ask = el("div", { class: "dispute-confirm" });
+      const decided = (text) => {
         state.disputes.delete(m.match);
         renderDisputes();
-        say(`Match ${data.match} decided: ${data.winner} wins.`, "info", $("desk-feedback"));
-      }, { where: feedback });
+        say(text, "info", $("disputes-feedback"));
+        $("disputes-heading").focus();
+      };
+      const decide = (winner, button) => confirmStep(ask, `Give match ${m.match} to ${winner}? Its ladder is rated again.`,
+        `Yes, ${winner} wins`, () => act(async () => {
+          const data = await lobby.call("adjudicate", { match: m.match, winner });
+          decided(`Match ${data.match} decided: ${data.winner} wins.`);
+        }, { where: feedback }), { back: button, label: `Decide match ${m.match}` });
       return el("li", { class: "dispute", dataset: { match: String(m.match) } },
         el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`,
           m.claimant ? el("span", { class: "dispute-claim" },
             ` ${m.claimant} claims a win${m.scores ? ` (${m.scores[0]}–${m.scores[1]})` : ""}; ${m.by} disputes it.`) : null),
         el("div", { class: "buttons" },
-          el("button", { type: "button", class: "small", onclick: () => decide(m.a) }, `${m.a} wins`),
-          el("button", { type: "button", class: "small", onclick: () => decide(m.b) }, `${m.b} wins`)),
+          el("button", { type: "button", class: "small", onclick: (ev) => decide(m.a, ev.currentTarget) }, `${m.a} wins`),
+          el("button", { type: "button", class: "small", onclick: (ev) => decide(m.b, ev.currentTarget) }, `${m.b} wins`)),
         el("form", { class: "inline-form", onsubmit: (ev) => {
           ev.preventDefault();
-          act(async () => {
+          confirmStep(ask, `Void match ${m.match}? Nobody wins it and it is not rated.`, `Yes, void match ${m.match}`, () => act(async () => {
             const data = await lobby.call("void", { match: m.match, reason: reason.value.trim() });
-            state.disputes.delete(m.match);
-            renderDisputes();
-            say(`Match ${data.match} voided: ${data.reason}.`, "info", $("desk-feedback"));
-          }, { where: feedback });
-        } }, el("label", {}, "Reason to void", reason), el("button", { type: "submit", class: "small danger" }, "Void")),
-        feedback);
+            decided(`Match ${data.match} voided: ${data.reason}.`);
+          }, { where: feedback }), { back: reason, label: `Void match ${m.match}` });
+        } }, el("label", {}, "Reason to void", reason), el("button", { type: "submit", class: "small danger" }, "Void…")),
+        ask, feedback);
     })));
 }
 
@@ -1077,6 +1093,7 @@ $("ladder-filter").addEventListener("change", () => act(watchShown));
 
 // ---- events: the director's desk and browsing ------------------------------------------------
 
+const desk = setUpDesk({ lobby, act, say });
 const { loadEvents, loadBrowse } = setUpEvents({
   lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink,
 });

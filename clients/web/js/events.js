@@ -2,6 +2,7 @@
 // Remove and Correct, close after a confirmation, what the close moved) and the events
 // anyone can browse and export. Messages go next to the form the director used.
 
+import { confirmStep } from "./desk.js";
 import { $, el, plural } from "./dom.js";
 import { download, eventJson, fileName, resultsCsv } from "./exports.js";
 import { LobbyError } from "./lobby.js";
@@ -18,6 +19,7 @@ function newPlayers(data) {
 export function setUpEvents(ctx) {
   const { lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink } = ctx;
   const feedbackOf = (node) => node.querySelector(".feedback");
+  const DESK_FORMS = ["event-result-form", "event-import-form"];
   let openGames = null; // the chosen open event, as `event show` gives it
 
   // ---- directing events -----------------------------------------------------------------------
@@ -37,8 +39,27 @@ export function setUpEvents(ctx) {
     if (keep && events.some((e) => String(e.id) === String(keep))) box.value = String(keep);
     $("no-events").hidden = events.length > 0;
     $("event-close").disabled = events.length === 0;
+    nameTheEvent();
     await loadOpenGames();
     soon("browse", loadBrowse, 0);
+  }
+
+  // The forms say which event their results go to.
+  function nameTheEvent() {
+    const chosen = $("event-select").selectedOptions[0];
+    const event = chosen ? chosen.textContent.replace(/ \(.*$/, "") : null;
+    $("result-heading").textContent = event ? `Enter a result in ${event}` : "Enter a result";
+    $("import-heading").textContent = event ? `Import a results file into ${event}` : "Import a results file";
+  }
+
+  // Messages about another event, or another attempt, no longer apply.
+  function clearDeskMessages() {
+    for (const id of DESK_FORMS) {
+      say("", "info", feedbackOf($(id)));
+      $(id).querySelector(".new-confirm")?.replaceChildren();
+    }
+    say("", "info", $("desk-feedback"));
+    $("event-log").replaceChildren();
   }
 
   function formArgs(form) {
@@ -55,28 +76,22 @@ export function setUpEvents(ctx) {
 
   const fmtRated = (g) => (g.status === "voided" ? "voided" : g.rated ? "yes" : `no${g.unrated ? `: ${g.unrated}` : ""}`);
 
-  // A table of an event's games. With `actions(game)` (the desk, in a narrow column): one
-  // compact row a game, its buttons next to its number.
+  // A table of an event's games; with `actions(game)` (the desk), a last column of buttons.
   function gamesTable(event, actions = null) {
-    const heads = actions ? ["Match", "Game", "", "Length", "Rated"] : ["Match", "Date", "Side A", "Side B", "Score", "Length", "Rated"];
-    const cells = (g) => (actions ? [
-      el("td", { class: "game" }, `${g.side_a} ${g.score_a}–${g.score_b} ${g.side_b}`),
-      el("td", {}, g.status === "finished" ? actions(g) : null),
-    ] : [
-      el("td", {}, g.date || event.date),
-      el("td", {}, g.side_a),
-      el("td", {}, g.side_b),
-      el("td", { class: "num" }, `${g.score_a}–${g.score_b}`),
-    ]);
-    return el("div", { class: "table-wrap", role: "region", "aria-label": `Games of ${event.name}` },
+    const heads = ["Match", "Date", "Side A", "Side B", "Score", "Length", "Rated", ...(actions ? ["Actions"] : [])];
+    return el("div", { class: "table-wrap", role: "region", "aria-label": `Games of #${event.id} ${event.name}${actions ? " (to edit)" : ""}` },
       el("table", { class: "games-table" },
         el("caption", {}, `Games of #${event.id} ${event.name} (${plural(event.total ?? event.games.length, "game")})`),
         el("thead", {}, el("tr", {}, heads.map((t) => el("th", { scope: "col" }, t)))),
         el("tbody", {}, event.games.map((g) => el("tr", { class: g.status === "voided" ? "inactive" : null, dataset: { match: String(g.match), status: g.status } },
           el("td", { class: "num" }, String(g.match)),
-          cells(g),
+          el("td", {}, g.date || event.date),
+          el("td", {}, g.side_a),
+          el("td", {}, g.side_b),
+          el("td", { class: "num" }, `${g.score_a}–${g.score_b}`),
           el("td", { class: "num" }, fmtGameLength(g)),
-          el("td", {}, fmtRated(g)))))));
+          el("td", {}, fmtRated(g)),
+          actions ? el("td", {}, g.status === "finished" ? actions(g) : null) : null)))));
   }
 
   // The chosen open event's results, each with Remove and Correct.
@@ -92,15 +107,16 @@ export function setUpEvents(ctx) {
     }
     const event = await lobby.callAll("event show", { event: Number(value) });
     openGames = event;
-    box.replaceChildren(event.games.length ? gamesTable(event, (g) => el("span", { class: "row-buttons" },
-      el("button", { type: "button", class: "small secondary", "aria-label": `Remove ${g.match}`, onclick: () => editGame(g, "remove") }, "Remove"), " ",
-      el("button", { type: "button", class: "small secondary", "aria-label": `Correct ${g.match}`, onclick: () => editGame(g, "correct") }, "Correct")))
+    box.replaceChildren(el("h3", { id: "event-games-heading", tabindex: "-1" }, `Results of #${event.id} ${event.name}`),
+      event.games.length ? gamesTable(event, (g) => el("span", { class: "row-buttons" },
+      el("button", { type: "button", class: "small secondary", "aria-label": `Remove ${g.match}`, onclick: (ev) => editGame(g, "remove", ev.currentTarget) }, "Remove"), " ",
+      el("button", { type: "button", class: "small secondary", "aria-label": `Correct ${g.match}`, onclick: (ev) => editGame(g, "correct", ev.currentTarget) }, "Correct")))
       : el("p", { class: "hint" }, "No results entered yet."));
     watchTables(box);
   }
 
   // Remove a result (void it, with a reason) or correct it (void it, then enter the right one).
-  function editGame(g, how) {
+  function editGame(g, how, opener) {
     const event = openGames;
     const feedback = el("p", { class: "feedback", role: "status" });
     const field = (name, label, value, attrs = {}) => el("label", {}, label, el("input", { name, value, ...attrs }));
@@ -120,24 +136,47 @@ export function setUpEvents(ctx) {
         let text = `Removed result ${g.match} (${g.side_a} ${g.score_a}–${g.score_b} ${g.side_b}) from event #${event.id}.`;
         if (how === "correct") {
           const { reason: _, ...game } = args;
-          const data = await lobby.call("event result", { event: event.id, ...game });
-          text = `Corrected result ${g.match}: now ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b} (match ${data.match}).`;
+          const corrected = (data) => `Corrected result ${g.match}: now ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b} (match ${data.match}).`;
+          try {
+            text = corrected(await lobby.call("event result", { event: event.id, ...game }));
+          } catch (err) {
+            if (!(err instanceof LobbyError) || err.code !== "new_player") throw err;
+            // the wrong result is removed already; the right one names someone new: ask
+            await loadEvents(event.id);
+            say(`${text} The correction is not entered yet.`, "info", $("desk-feedback"));
+            confirmStep($("game-editor"), err.message, "Yes, add as a new player", () => act(async () => {
+              const data = await lobby.call("event result", { event: event.id, ...game, new: true });
+              await loadEvents(event.id);
+              say(corrected(data), "info", $("desk-feedback"));
+              $("event-games-heading").focus();
+            }, { where: $("desk-feedback") }), { back: $("event-games-heading"), label: "New player" });
+            return;
+          }
         }
         await loadEvents(event.id);
         say(text, "info", $("desk-feedback"));
+        $("event-games-heading").focus();
       }, { where: feedback });
     } },
     el("h4", {}, how === "remove" ? `Remove result ${g.match}` : `Correct result ${g.match}`),
     fields, reason,
     el("div", { class: "buttons" },
       el("button", { type: "submit", class: how === "remove" ? "danger" : null }, how === "remove" ? "Remove it" : "Save the correction"),
-      el("button", { type: "button", class: "secondary", onclick: () => $("game-editor").replaceChildren() }, "Cancel")),
+      el("button", { type: "button", class: "secondary", onclick: () => {
+        $("game-editor").replaceChildren();
+        if (opener && opener.isConnected) opener.focus();
+      } }, "Cancel")),
     feedback);
     $("game-editor").replaceChildren(form);
     form.querySelector("input").focus();
   }
 
-  $("event-select").addEventListener("change", () => act(loadOpenGames, { where: $("desk-feedback") }));
+  $("event-select").addEventListener("change", () => {
+    clearDeskMessages();
+    nameTheEvent();
+    act(loadOpenGames, { where: $("desk-feedback") });
+  });
+  for (const id of DESK_FORMS) $(id).addEventListener("input", () => say("", "info", feedbackOf($(id))));
 
   // A form the browser refuses to send (a required field empty) is a new attempt too: the
   // message of the last one goes, so that it is not read as this one's. ("invalid" does not
@@ -159,16 +198,32 @@ export function setUpEvents(ctx) {
     }, { where: feedbackOf(form) });
   });
 
-  $("event-result-form").addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    const form = ev.target;
-    act(async () => {
-      const data = await lobby.call("event result", { event: selectedEvent(), ...formArgs(form) });
+  // A name that has never played on the ladder is asked about first (the server refuses it
+  // with `new_player` unless the request says `new`): a newcomer, or a misspelling.
+  function enterResult(form, args, isNew) {
+    const ask = form.querySelector(".new-confirm");
+    ask.replaceChildren();
+    return act(async () => {
+      let data;
+      try {
+        data = await lobby.call("event result", { ...args, ...(isNew ? { new: true } : {}) });
+      } catch (err) {
+        if (!(err instanceof LobbyError) || err.code !== "new_player") throw err;
+        confirmStep(ask, err.message, "Yes, add as a new player", () => enterResult(form, args, true),
+          { back: form.querySelector("input"), label: "New player" });
+        return;
+      }
       form.reset();
       await loadEvents();
       say(`Recorded in event #${data.event}: ${data.side_a} ${data.score_a}–${data.score_b} ${data.side_b}${data.rated ? "" : " (unrated)"}.${newPlayers(data)}`, "info", feedbackOf(form));
       form.querySelector("input").focus();
     }, { where: feedbackOf(form) });
+  }
+
+  $("event-result-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const form = ev.target;
+    act(async () => enterResult(form, { event: selectedEvent(), ...formArgs(form) }, false), { where: feedbackOf(form) });
   });
 
   $("event-import-form").addEventListener("submit", (ev) => {
@@ -197,7 +252,8 @@ export function setUpEvents(ctx) {
     const event = await lobby.callAll("event show", { event: id });
     const rated = event.games.filter((g) => g.status === "finished" && g.rated);
     const players = [...new Set(rated.flatMap((g) => [...g.side_a.split("+"), ...g.side_b.split("+")]))].sort();
-    const confirm = el("button", { type: "button", class: "danger", onclick: () => act(() => closeEvent(id), { where: $("desk-feedback") }) },
+    const confirm = el("button", { type: "button", class: "danger", onclick: () => act(() => closeEvent(id), { where: $("desk-feedback") })
+      .then(() => { if (!$("close-confirm").contains(document.activeElement) && document.activeElement === document.body) $("event-close").focus(); }) },
       `Yes, close #${id} and rate it`);
     $("close-confirm").replaceChildren(el("div", { class: "confirm", role: "group", "aria-label": `Close event #${id}` },
       el("p", { class: "notice" }, `Closing #${id} ${event.name} rates ${plural(rated.length, "game")} on ${event.ladder} `
@@ -205,7 +261,10 @@ export function setUpEvents(ctx) {
         + "Results cannot be removed or corrected once it is closed."),
       rated.length < event.games.length ? el("p", { class: "hint" }, `${plural(event.games.length - rated.length, "game")} voided or unrated will not count.`) : null,
       el("div", { class: "buttons" }, confirm,
-        el("button", { type: "button", class: "secondary", onclick: () => $("close-confirm").replaceChildren() }, "Cancel"))));
+        el("button", { type: "button", class: "secondary", onclick: () => {
+          $("close-confirm").replaceChildren();
+          $("event-close").focus();
+        } }, "Cancel"))));
     confirm.focus();
   }, { where: $("desk-feedback") }));
 
@@ -215,7 +274,7 @@ export function setUpEvents(ctx) {
     await loadEvents();
     const column = ratingColumn(data.ladder);
     const others = data.changes.filter((c) => c.played === false).length;
-    logEvent(el("h3", {}, `Event #${data.id} “${data.name}” closed`),
+    logEvent(el("h3", { id: "close-summary-heading", tabindex: "-1" }, `Event #${data.id} “${data.name}” closed`),
       data.changes.length
         ? el("ul", { class: "plain-list close-changes" }, data.changes.map((c) => el("li", { dataset: { player: c.player, played: String(c.played !== false) } },
           playerLink(c.player), c.before === null || c.before === undefined
@@ -225,6 +284,8 @@ export function setUpEvents(ctx) {
         : el("p", { class: "hint" }, "No ratings changed."),
       others ? ratingHelp(data.ladder) : null);
     say(`Event #${data.id} closed; ${data.ladder} is rated${others ? ` (${plural(others, "player")} moved without playing)` : ""}.`, "info", $("desk-feedback"));
+    $("close-summary-heading").focus();
+    $("close-area").scrollIntoView({ block: "nearest" });
   }
 
   // ---- browsing events (everyone) -------------------------------------------------------------
