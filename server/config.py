@@ -126,6 +126,9 @@ class Config:
     session_days: float = 30.0  # how long a login's session token resumes it
     server_name: str = "matchlobby"
     node: str = ""  # this process's name among the nodes of one database ("": host-pid)
+    seek_range: int = 100  # automatch: how far from one's rating a seek looks, unless told
+    seek_widen_points: float = 50.0  # ... and how much farther every seek_widen_seconds
+    seek_widen_seconds: float = 10.0
     ladders: tuple[LadderConfig, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64

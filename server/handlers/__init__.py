@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.handlers import accounts, corrections, disputes, events, matches, queries
+from server.handlers import accounts, corrections, disputes, events, matches, queries, seeks
 from server.lobby.router import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -12,4 +12,5 @@ HANDLERS: dict[str, Handler] = {
     **events.HANDLERS,
     **corrections.HANDLERS,
     **disputes.HANDLERS,
+    **seeks.HANDLERS,
 }
