@@ -7,6 +7,7 @@ import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
+import { setUpSeek } from "./seek.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
 import { watchTables } from "./tables.js";
@@ -245,6 +246,7 @@ async function loadLadders() {
     filter.append(...ladders.map((l) => el("option", { value: l.ladder }, l.ladder)));
     $("invite-ladder").replaceChildren(...ladders.filter((l) => l.live)
       .map((l) => el("option", { value: l.ladder }, l.ladder)));
+    seekPanel.setLadders(ladders);
     $("event-ladder").replaceChildren(...ladders.map((l) => el("option", { value: l.ladder }, `${l.ladder} (${l.system_title || l.system})`)));
   } else {
     for (const l of state.ladders.values()) l.rows = null;
@@ -833,6 +835,7 @@ function renderMatch() {
   const m = state.match;
   $("invite-form").hidden = Boolean(m);
   renderWho(); // no Invite buttons while playing
+  seekPanel.render(); // no Find a match while playing
   if (!m || !state.me) {
     panel.replaceChildren();
     return;
@@ -1077,6 +1080,8 @@ $("ladder-filter").addEventListener("change", () => act(watchShown));
 const { loadEvents, loadBrowse } = setUpEvents({
   lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink,
 });
+
+const seekPanel = setUpSeek({ lobby, act, say, state });
 
 // ---- connection -----------------------------------------------------------------------------
 
