@@ -50,6 +50,7 @@ class Seeking:
         self._task: asyncio.Task[None] | None = None
         self._writing: set[asyncio.Task[None]] = set()
         self.passes = 0
+        self._stopping = False
         self.formed = 0  # matches started by the passes of this node
 
     @property
@@ -64,10 +65,11 @@ class Seeking:
         self._task = asyncio.create_task(self._passes(), name="automatch")
 
     async def stop(self) -> None:
+        """The pass under way finishes (its matches told), and no other starts."""
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         if self._writing:
             await asyncio.gather(*self._writing, return_exceptions=True)
@@ -96,12 +98,17 @@ class Seeking:
         task.add_done_callback(self._writing.discard)
 
     async def _passes(self) -> None:
-        while True:
+        while not self._stopping:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.tick if self.here else None)
             self._wake.clear()
+            if self._stopping:
+                return
             try:
-                await self.run_pass()
+                if await self._worth_a_pass():
+                    await self.run_pass()
+                else:
+                    self.passes += 1
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the next tick tries again
@@ -146,6 +153,23 @@ class Seeking:
         sharing = self.lobby.sharing
         return sharing is not None and node in sharing.gone and node not in sharing.alive
 
+    def _candidates(self, rows: list[Any]) -> tuple[list[int], list[Any]]:
+        """The seeks to drop (their players are gone) and those that may be paired now."""
+        stale = [r["player_id"] for r in rows if self._stale(r)]
+        ready = [r for r in rows if r["player_id"] not in stale
+                 and self.lobby.presence.status(r["name"]) == READY]
+        return stale, ready
+
+    async def _worth_a_pass(self) -> bool:
+        """Whether the pool as committed has a pair to start or a seek to drop: a pass takes
+        the pool's lock and commits; most ticks find nothing to do and need neither."""
+        stale, ready = self._candidates(await stored.pool(self.lobby.db))
+        if stale:
+            return True
+        pool = [self._seeker(r, stored.seconds(r["since"])) for r in ready]
+        apart = await stored.blocked(self.lobby.db, [s.id for s in pool])
+        return bool(pair(pool, time.time(), self.widening, self.chance, apart))
+
     async def run_pass(self) -> list[LiveMatch]:
         """Pair whom the pool allows now and start their matches; the matches started."""
         lobby = self.lobby
@@ -157,9 +181,7 @@ class Seeking:
             formed.clear()
             mine.clear()
             rows = await stored.hold_pool(tx)
-            stale = [r["player_id"] for r in rows if self._stale(r)]
-            ready = [r for r in rows if r["player_id"] not in stale
-                     and lobby.presence.status(r["name"]) == READY]
+            stale, ready = self._candidates(rows)
             ids = sorted(r["player_id"] for r in ready)
             await stored.hold_players(tx, ids)
             busy = await stored.playing(tx, ids)

@@ -100,8 +100,8 @@ async def playing(tx: WriteTx, ids: Collection[int]) -> set[int]:
     return {r[0] for r in rows}
 
 
-async def blocked(tx: WriteTx, ids: Collection[int]) -> set[frozenset[int]]:
-    """The pairs of ``ids`` of whom one blocks the other."""
+async def blocked(tx: WriteTx | Reads, ids: Collection[int]) -> set[frozenset[int]]:
+    """The pairs of ``ids`` of whom one blocks the other (in a transaction, or as committed)."""
     if len(ids) < 2:
         return set()
     marks = _marks(ids)
