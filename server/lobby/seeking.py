@@ -204,7 +204,6 @@ class Seeking:
         reserve = sharing is not None and sharing.reserving()
         before = set(self.here)
         await transact(lobby.db, job, reserve=reserve)
-        self.passes += 1
         self.here = mine | (self.here - before)  # and those who sought meanwhile
         if sharing is not None and reserve:
             sharing.took(False)  # what follows is shared in this commit's place
@@ -217,4 +216,5 @@ class Seeking:
         finally:
             if sharing is not None:
                 sharing.release()
+            self.passes += 1  # its pushes are on their way
         return formed

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit.clients import RecordingClient, start_match
+from testkit.clients import RecordingClient, settle, start_match
 from testkit.probes import wait_until
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer, with_ladders
@@ -75,8 +75,9 @@ def chance(a: float, b: float, length: int) -> float:
 
 
 async def started(clients: list[RecordingClient]) -> dict[str, list[dict[str, Any]]]:
-    """Every ``match_started`` each client has been pushed, by player."""
-    return {c.name: [p["data"] for p in c.drain_pushes() if p["event"] == "match_started"]
+    """Every ``match_started`` each client has been pushed, by player (after a round trip:
+    what was sent has arrived)."""
+    return {c.name: [p["data"] for p in await settle(c) if p["event"] == "match_started"]
             for c in clients}
 
 
