@@ -350,3 +350,42 @@ async def test_two_nodes_never_pair_one_player_twice(
             await wait_until(lambda m=m: all(lobby_of(n).match_of.get(m["a"]) == m["match"]
                                              for n in (a, b)), what="both nodes know it")
         await resign_all(clients, matches)
+
+
+async def test_a_join_and_a_pairing_racing_start_one_match(lobby: LobbyServer) -> None:
+    """alice has invited bob and is seeking; bob joins as carol seeks. Whichever commits first,
+    alice plays one match: with bob (her seek is dropped) or with carol (the join is refused
+    with conflict). Every other round bob joins once the pairing is done."""
+    outcomes = set()
+    for n in range(8):
+        alice, bob, carol = await lobby.players(f"a{n}", f"b{n}", f"c{n}")
+        await alice.call("invite", name=bob.name, ladder="backgammon")
+        await bob.next_push("invited")
+        await alice.call("seek", ladder="backgammon", range=500)
+        if n % 2:  # the join sent as the seek is
+            joined, _ = await asyncio.gather(bob.request("join", {"name": alice.name}),
+                                             carol.call("seek", ladder="backgammon", range=500))
+        else:  # the join once the pairing is done
+            await carol.call("seek", ladder="backgammon", range=500)
+            await settled(lobby)
+            joined = await bob.request("join", {"name": alice.name})
+        await settled(lobby)
+        got = await started([alice, bob, carol])
+        mine = got[alice.name]  # an invitation's inviter hears match_started too
+        assert len(mine) == 1, (joined, got)
+        assert not joined["ok"] or joined["data"] == mine[0]
+        opponent = mine[0]["b"] if mine[0]["a"] == alice.name else mine[0]["a"]
+        outcomes.add(opponent[0])
+        if joined["ok"]:
+            assert opponent == bob.name and got[carol.name] == []
+        else:
+            assert joined["error"]["code"] == "conflict" and opponent == carol.name
+        live = await lobby_of(lobby).db.fetchall(
+            "SELECT m.id FROM matches m JOIN match_players mp ON mp.match_id = m.id "
+            "WHERE mp.player_id = ? AND m.status = 'playing'",
+            (lobby_of(lobby).players[alice.name].id,))
+        assert [r[0] for r in live] == [mine[0]["match"]]
+        await alice.call("resign")
+        if opponent == bob.name:
+            await carol.call("unseek")
+    assert "c" in outcomes  # (the joins after the pairing were refused)
