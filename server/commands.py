@@ -60,7 +60,7 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("ready off", PLAYER, "Take no invitations for now: nobody can invite you, and who "
                                 "shows you as not ready."),
         _c("seek", PLAYER, "Look for an opponent near your rating on a live ladder (LENGTH "
-                           "points; --range POINTS, 100 unless told, widening while you wait); "
+                           "points; --range POINTS from your rating, widening while you wait); "
                            "the match starts once one is found. A new seek replaces yours.",
            Arg("ladder", "ladder"), Arg("length", "length", True),
            flags=(Flag("range", "count"),)),
