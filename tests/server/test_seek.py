@@ -203,6 +203,17 @@ async def test_a_glicko2_ladder_widens_by_the_deviation(db_path: Path) -> None:
         await loser.call("resign")
         pool_view = (await winner.call("rating", name="winner", ladder="chess"))["ratings"][0]
         assert pool_view["rating"] - 1500 > 100 and pool_view["rd"] > 60
+        # what the pool pairs by is the plugin's: the published rating and RD, and the stake's
+        # chance (Glicko-2's expectation)
+        seeking = lobby_of(h).seeking
+        assert seeking.standing("chess", "winner") == (pool_view["rating"], pool_view["rd"])
+        assert seeking.standing("backgammon", "winner") == (1500.0, 0.0)
+        stake = await winner.call("stake", name="newcomer", ladder="chess")
+        ours = seeking.chance(seeking._seeker({"player_id": 1, "name": "winner", "ladder": "chess",
+                                               "length": 1, "points": 0}, 0.0),
+                              seeking._seeker({"player_id": 2, "name": "newcomer",
+                                               "ladder": "chess", "length": 1, "points": 0}, 0.0))
+        assert ours == pytest.approx(stake["players"][0]["chance"])
         await winner.call("seek", ladder="chess", range=0)
         await newcomer.call("seek", ladder="chess", range=0)
         m = (await newcomer.next_push("match_started"))["data"]
