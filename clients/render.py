@@ -498,6 +498,40 @@ def readiness(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     return "Nobody can invite you now ('ready on' to take invitations again)."
 
 
+def seeking(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+            viewer: Viewer = NOBODY) -> str:
+    """``seek``'s reply: the match looked for; the match starts by itself once found."""
+    old = data.get("replaced")
+    instead = (f" (instead of {match_kind(old['length'], old['ladder'])})"
+               if isinstance(old, dict) else "")
+    return (f"Looking for an opponent for {match_kind(data['length'], data['ladder'])} within "
+            f"{data['range']} points of your rating{instead}, wider the longer you wait. "
+            "The match starts as soon as one is found; 'unseek' stops looking.")
+
+
+def unseeking(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
+              viewer: Viewer = NOBODY) -> str:
+    return f"No longer looking for {match_kind(data['length'], data['ladder'])}."
+
+
+def seeks(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> str:
+    """Who is looking for an opponent: one line a seeker, since when."""
+    pool = data["seeks"]
+    if not pool:
+        return "Nobody is looking for a match."
+    lines = ["Looking for a match:"]
+    for s in pool:
+        rated = s.get("rating")
+        shown = "" if rated is None else (
+            f", {word(_rating_column(ladders, s['ladder'], rated).label)} "
+            f"{_rating_column(ladders, s['ladder'], rated).text(rated)}")
+        since = str(s["since"])[:19] + "Z"  # to the second
+        lines.append(f"  {'you' if viewer.mine(s['player']) else s['player']}"
+                     f"{shown}: {match_kind(s['length'], s['ladder'])} within {s['range']} "
+                     f"points, since {clock(since)}")
+    return "\n".join(lines)
+
+
 def stake(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewer = NOBODY) -> str:
     a, b = (p["player"] for p in data["players"])
     return _with_stake(f"At stake in {match_kind(data['length'], data['ladder'])} of {a} "
@@ -654,6 +688,7 @@ REPLIES: dict[str, Renderer] = {
     "claim": match_finished, "register": registered, "login": logged_in, "resume": resumed,
     "logout": logged_out, "watch": watching, "unwatch": watching, "stake": stake,
     "ready on": readiness, "ready off": readiness,
+    "seek": seeking, "unseek": unseeking, "seeks": seeks,
     "invite": invited, "invitations": invitations, "uninvite": uninvited, "join": match_summary,
     "decline": declined, "report win": claimed, "dispute": disputed, "abort": aborting,
     "event result": event_result, "event import": event_import, "disputes": disputes,

@@ -312,6 +312,30 @@ class RatingsPlugin:
             return {}
         return {"stake": stake(config, self.published.get(ladder, {}), a, b, length)}
 
+    def _standing(self, config: LadderConfig, player: str) -> Any:
+        """The player's published standing, or a newcomer's."""
+        found = self.published.get(config.name, {}).get(player)
+        return found if found is not None else config.system.new_book(
+            config.options).new_standing(player)
+
+    def seek_rating(self, ladder: str, player: str) -> tuple[float, float] | None:
+        """Automatch: the player's published rating on a ladder rated live, and its deviation
+        where the system's rows show one (Glicko-2's ``rd``; else 0)."""
+        config = self.ladders.get(ladder)
+        if config is None or not config.system.live_matches:
+            return None
+        row = config.system.row(config.options, self._standing(config, player), True)
+        return float(row["rating"]), float(row.get("rd") or 0.0)
+
+    def win_chance(self, ladder: str, a: str, b: str, length: int | None) -> float | None:
+        """Automatch: the chance that ``a`` beats ``b`` by the ladder's own expectation, from
+        the published standings (what a stake shows)."""
+        config = self.ladders.get(ladder)
+        if config is None or not config.system.live_matches:
+            return None
+        return config.system.expectation(config.options, self._standing(config, a),
+                                         self._standing(config, b), length)
+
     def players_on(self, ladder: str) -> int:
         return len(self.published.get(ladder, {}))
 

@@ -77,6 +77,14 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("ready on", PLAYER, "Take invitations again (the default at each login)."),
         _c("ready off", PLAYER, "Take no invitations for now: nobody can invite you, and who "
                                 "shows you as not ready."),
+        _c("seek", PLAYER, "Look for an opponent near your rating on a live ladder (LENGTH "
+                           "points; --range POINTS from your rating, widening while you wait); "
+                           "the match starts once one is found. A new seek replaces yours.",
+           Arg("ladder", "ladder"), Arg("length", "length", True),
+           flags=(Flag("range", "count"),)),
+        _c("unseek", PLAYER, "Stop looking for an opponent."),
+        _c("seeks", ANYONE, "Who is looking for an opponent, on every ladder or one.",
+           Arg("ladder", "ladder", True), read_only=True),
         _c("report win", PLAYER, "Report a win; SCORE_A is yours and SCORE_B your opponent's "
                                  "(both or none), whichever side you are. The opponent "
                                  "confirms or disputes.",

@@ -131,6 +131,9 @@ class Config:
     session_days: float = 30.0  # how long a login's session token resumes it
     server_name: str = "matchlobby"
     node: str = ""  # this process's name among the nodes of one database ("": host-pid)
+    seek_range: int = 100  # automatch: how far from one's rating a seek looks, unless told
+    seek_widen_points: float = 50.0  # ... and how much farther every seek_widen_seconds
+    seek_widen_seconds: float = 10.0
     ladders: tuple[LadderConfig, ...] = field(default_factory=default_ladders)
     password: PasswordHashing = field(default_factory=PasswordHashing)
     commit_batch: int = 64
@@ -157,7 +160,8 @@ class Config:
 
 
 SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
-               "startup_check", "invitation_timeout", "session_days", "node"}
+               "startup_check", "invitation_timeout", "session_days", "node", "seek_range",
+               "seek_widen_points", "seek_widen_seconds"}
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
 STARTUP_CHECKS = ("quick", "schema")
 
@@ -185,9 +189,11 @@ def load_config(path: str | Path | None) -> Config:
                       ("commit_batch", int)):
         if key in server:
             kwargs[key] = conv(server[key])
-    for key in ("invitation_timeout", "session_days"):
+    for key in ("invitation_timeout", "session_days", "seek_widen_points", "seek_widen_seconds"):
         if key in server:
             kwargs[key] = _seconds_or_days(server[key], key, str(path))
+    if "seek_range" in server:
+        kwargs["seek_range"] = int(_seconds_or_days(server["seek_range"], "seek_range", str(path)))
     if "compression" in server:
         kwargs["compression"] = bool(server["compression"])
     if "name" in server:
@@ -232,7 +238,8 @@ def load_config(path: str | Path | None) -> Config:
 
 
 def _seconds_or_days(value: Any, key: str, path: str) -> float:
-    """``invitation_timeout`` (0 allowed: never) or ``session_days`` (more than 0)."""
+    """``invitation_timeout`` (0 allowed: never), automatch's ``seek_*`` (0 allowed) or
+    ``session_days`` (more than 0)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{path}: [server] {key} must be a number")
     if value < 0 or (key == "session_days" and value == 0):

@@ -16,7 +16,9 @@ a factory called with a :class:`PluginSetup` that returns a
   plugin may push;
 - routes the plugin's commands (:meth:`~LobbyPlugin.commands`) like its own;
 - asks :meth:`~LobbyPlugin.describe_player` and :meth:`~LobbyPlugin.describe_match` for the
-  fields it adds to a player's profile and to a live match, proposed or played.
+  fields it adds to a player's profile and to a live match, proposed or played;
+- pairs automatch's seekers by the optional :class:`Matchmaking` hooks of the plugin that
+  has them (the ratings plugin).
 
 The dependency runs one way: a plugin imports ``server.api`` and nothing else
 of the server; the server never imports a plugin.
@@ -83,3 +85,16 @@ class LobbyPlugin(Protocol):
         """Fields it adds to a live match of A against B on ``ladder`` (``length`` points,
         ``None``: unlimited), played or proposed: to the invitation, the match summary and the
         ``stake`` query. ``stake`` is what the match puts at stake (the ratings plugin's)."""
+
+
+class Matchmaking(Protocol):
+    """Optional hooks of a plugin that knows ladders' ratings: what automatch pairs seekers by
+    (a plugin without them is not asked)."""
+
+    def seek_rating(self, ladder: str, player: str) -> tuple[float, float] | None:
+        """The player's rating on a ladder rated live, and its deviation where the system
+        keeps one (Glicko-2's RD; else 0); ``None``: not a ladder it rates live."""
+
+    def win_chance(self, ladder: str, a: str, b: str, length: int | None) -> float | None:
+        """The chance that A beats B in a match of ``length`` points (``None``: unlimited) by
+        the ladder's own expectation."""

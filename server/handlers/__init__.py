@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from server.handlers import (accounts, corrections, disputes, events, matches, players, queries,
-                             talk)
+                             seeks, talk)
 from server.lobby.router import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -15,4 +15,5 @@ HANDLERS: dict[str, Handler] = {
     **disputes.HANDLERS,
     **talk.HANDLERS,
     **players.HANDLERS,
+    **seeks.HANDLERS,
 }

@@ -16,6 +16,7 @@ from server.store import invitations as stored_invitations
 from server.store import matches as stored
 from server.store import now, players, today
 from server.store import talk as stored_talk
+from server.store import seeks as stored_seeks
 from server.store.handle import WriteTx
 
 
@@ -301,6 +302,9 @@ async def join(call: Call) -> Any:
             if refusal is not None:
                 gone = True
                 raise fail("not_found", refusal)
+        elif await stored_invitations.playing(tx, inviter.id, me.id):  # paired a moment ago?
+            raise fail("conflict", f"{inviter.name} or you started another match a moment ago.")
+        await stored_seeks.drop_all(tx, (inviter.id, me.id))
         mid = await stored.start_live(tx, inv.ladder, (inviter.name, inviter.id),
                                       (me.name, me.id), inv.length, today().isoformat(), now())
         summary["match"] = mid
@@ -310,8 +314,9 @@ async def join(call: Call) -> Any:
     try:
         mid = await call.write(job)
     except BaseException:
-        lobby.match_of.pop(me.name, None)
-        lobby.match_of.pop(inviter.name, None)
+        for name in (me.name, inviter.name):
+            if lobby.match_of.get(name) == -1:  # not a match an automatch pass started since
+                del lobby.match_of[name]
         if not gone:
             lobby.invitations.restore(inv)  # nothing was saved: it may be answered again
         raise

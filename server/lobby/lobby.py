@@ -25,6 +25,7 @@ from server.lobby.invitations import Invitations
 from server.lobby.presence import Presence
 from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
+from server.lobby.seeking import Seeking
 from server.lobby.sharing import SharedPushes
 from server.lobby.state import LIVE, Elsewhere, Invitation, LiveMatch, Player, Session
 from server.lobby.talk_limit import TalkLimit
@@ -103,6 +104,7 @@ class Lobby:
         db.on_job_start = self._job_started
         self._plugins_touched = False
         self.sharing: SharedPushes | None = None  # several nodes: pushes for the others
+        self.seeking = Seeking(self)  # automatch's pool
 
     # ---- start-up -------------------------------------------------------------------------
 
@@ -124,9 +126,11 @@ class Lobby:
         for row in await stored_matches.live(self.db):
             self._follow_live(self.live_from_row(row))
         await self.account_watch.start()
+        await self.seeking.start()
 
     async def stop(self) -> None:
         """Stop following the database (before it is closed)."""
+        await self.seeking.stop()
         await self.account_watch.stop()
 
     # ---- the plugins ----------------------------------------------------------------------
@@ -247,6 +251,7 @@ class Lobby:
             return
         del self.online[p.key]
         self.drop_invitations(p.key)
+        self.seeking.left(p)
         m = self.matches.get(self.match_of.get(p.name, 0))
         if m is not None and p.key not in self.elsewhere:  # not logged in on another node
             m.away_since[p.name] = time.monotonic()

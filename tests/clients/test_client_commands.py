@@ -521,6 +521,42 @@ async def _unmute(lobby: LobbyServer, tmp: Path) -> None:
     await alice.call("shout", text="back")
 
 
+@case("seek")
+async def _seek(lobby: LobbyServer, tmp: Path) -> None:
+    """Two seekers of the same ladder and length are paired: both hear match_started with the
+    stake, as after an invitation; a seek on a ladder rated by events is refused."""
+    alice, bob = await lobby.players("alice", "bob")
+    await expect_error(alice.call("seek", ladder="scrabble"), "bad_request")
+    mine = await alice.call("seek", ladder="backgammon", length=3, range=50)
+    assert (mine["ladder"], mine["length"], mine["range"], mine["replaced"]) == (
+        "backgammon", 3, 50, None)
+    await bob.send_line("seek backgammon 3 --range 50")
+    started = (await alice.next_push("match_started"))["data"]
+    assert (await bob.next_push("match_started"))["data"] == started
+    assert {started["a"], started["b"]} == {"alice", "bob"} and started["stake"] is not None
+
+
+@case("unseek")
+async def _unseek(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.players("alice", "bob")
+    await alice.call("seek", ladder="backgammon", length=5)
+    assert await alice.call("unseek") == {"ladder": "backgammon", "length": 5}
+    await expect_error(alice.call("unseek"), "not_found")
+    assert (await bob.call("seeks"))["seeks"] == []
+
+
+@case("seeks")
+async def _seeks(lobby: LobbyServer, tmp: Path) -> None:
+    alice = await lobby.player("alice")
+    spectator = await lobby.client()
+    assert (await spectator.call("seeks"))["seeks"] == []
+    await alice.call("seek", ladder="backgammon", length=7, range=30)
+    listed = (await spectator.call("seeks", ladder="backgammon"))["seeks"]
+    assert [(s["player"], s["length"], s["range"], s["rating"]) for s in listed] == [
+        ("alice", 7, 30, 1500.0)]
+    await expect_error(spectator.call("seeks", ladder="nosuch"), "not_found")
+
+
 # ---- playing ------------------------------------------------------------------------------
 
 

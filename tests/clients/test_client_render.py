@@ -532,6 +532,27 @@ ALICE_READS = render.Viewer("alice", "player")
      "Recorded in event 2 as match 9: alice 5, bob 3.\n  alice: 1500.00 -> 1517.22 (+17.22)"),
     ("event import", {"event": 1, "imported": 1, "games": [{"match": 8}]},
      "Imported 1 game into event 1 (match 8)."),
+    ("seek", {"ladder": "backgammon", "length": 5, "range": 100,
+              "since": "2026-12-01T20:58:30.125Z", "replaced": None},
+     "Looking for an opponent for a 5-point backgammon match within 100 points of your rating, "
+     "wider the longer you wait. The match starts as soon as one is found; 'unseek' stops "
+     "looking."),
+    ("seek", {"ladder": "backgammon", "length": 1, "range": 40, "since": "2026-12-01T20:58:30Z",
+              "replaced": {"ladder": "backgammon", "length": "unlimited"}},
+     "Looking for an opponent for a 1-point backgammon match within 40 points of your rating "
+     "(instead of an unlimited (unrated) backgammon match), wider the longer you wait. The "
+     "match starts as soon as one is found; 'unseek' stops looking."),
+    ("unseek", {"ladder": "backgammon", "length": 3}, "No longer looking for a 3-point "
+     "backgammon match."),
+    ("seeks", {"seeks": []}, "Nobody is looking for a match."),
+    ("seeks", {"seeks": [
+        {"player": "alice", "ladder": "backgammon", "length": 3, "range": 100,
+         "since": "2026-12-01T20:58:30.125Z", "rating": 1517.2166},
+        {"player": "bob", "ladder": "backgammon", "length": "unlimited", "range": 50,
+         "since": "2026-12-01T20:59:01.000Z", "rating": None}]},
+     "Looking for a match:\n"
+     "  you, rating 1517.22: a 3-point backgammon match within 100 points, since 20:58:30 UTC\n"
+     "  bob: an unlimited (unrated) backgammon match within 50 points, since 20:59:01 UTC"),
     ("disputes", {"disputes": []}, "No disputed matches: nothing waits for a decision."),
     ("disputes", {"disputes": [
         {**SUMMARY, "status": "disputed", "claimant": "bob", "by": "alice", "scores": [3, 1]},

@@ -92,6 +92,12 @@ EXPECTED: dict[str, Row] = {
     "unblock": Row("live", lambda s: {"name": s.target}, NLI, OK, OK, OK),
     "mute": Row("live", lambda s: {"name": s.target, "minutes": 5}, NLI, FORBIDDEN, FORBIDDEN, OK),
     "unmute": Row("live", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
+    # the player seeks a match of a length nobody else seeks; a seek of another length nobody
+    # seeks (the admins play in every scene) replaces theirs
+    "seek": Row("seeking", lambda s: {"ladder": "backgammon", "length": s.length + 500},
+                NLI, OK, OK, OK),
+    "unseek": Row("seeking", lambda s: {}, NLI, OK, NOT_FOUND, NOT_FOUND),
+    "seeks": Row("seeking", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     # the player is in a live match already; the target is free
     "invite": Row("live", lambda s: {"name": s.target, "ladder": "backgammon", "length": 3},
                   NLI, CONFLICT, OK, OK),
@@ -157,6 +163,7 @@ class Scene:
     token: str = ""
     match: int | None = None
     event: int | None = None
+    length: int = 1
     clients: dict[str, LobbyClient] = field(default_factory=dict)
     extra: list[LobbyClient] = field(default_factory=list)
 
@@ -205,6 +212,10 @@ async def build(kind: str, url: str, director: str = ADMIN) -> Scene:
         return s
     if kind == "inviting":
         await player.call("invite", name=s.target, ladder="backgammon")
+        return s
+    if kind == "seeking":
+        s.length = 2 + next(_names) % 400  # its own: no other scene's seeker is paired with it
+        await player.call("seek", ladder="backgammon", length=s.length)
         return s
     if kind == "event":
         s.event = (await admin.call("event create", name="Open", ladder="foosball-singles"))["id"]

@@ -376,7 +376,7 @@ def line_frames(draw: st.DrawFn, only: str | None = None) -> Frame:
         if draw(st.booleans()):
             words.append(f"--{f.name}")
             if f.kind:
-                words.append(draw(st.one_of(RIGHT[f.kind], ODD_STRINGS)))
+                words.append(str(draw(st.one_of(RIGHT[f.kind], ODD_STRINGS))))  # --range 50
     words += draw(st.lists(st.sampled_from(["--", "--x", "-", '"', "'", "\\", '"unterminated', "it's",
                                             "--all", "--unrated", "\x00", "a\\", "'\"'", "{", "["]),
                            max_size=2))

@@ -37,6 +37,8 @@ def test_no_file_gives_the_four_default_ladders() -> None:
     ("[server]\nnode = 'two words'\n", "node must be"),
     ("[server]\nnode = ''\n", "node must be"),
     ("[server]\nnode = 3\n", "node must be"),
+    ("[server]\nseek_range = -1\n", "seek_range must be at least 0"),
+    ("[server]\nseek_widen_seconds = 'soon'\n", "seek_widen_seconds must be a number"),
     ("[[ladders]]\nname = 'Cup'\nsystem = 'fibs'\n[[ladders]]\nname = 'cup'\nsystem = 'p4p'\n",
      "ladder names must be unique (ignoring case"),
 ])
@@ -53,3 +55,12 @@ def test_a_node_is_named_by_its_setting_or_its_host_and_pid(tmp_path: Path) -> N
     path.write_text("[server]\nnode = 'lobby-1.eu:a'\n", encoding="utf-8")
     assert load_config(path).node_name == "lobby-1.eu:a"
     assert Config().node_name == f"{socket.gethostname()}-{os.getpid()}"
+
+
+def test_automatch_is_set_in_the_server_section(tmp_path: Path) -> None:
+    path = tmp_path / "seek.toml"
+    path.write_text("[server]\nseek_range = 40\nseek_widen_points = 25\nseek_widen_seconds = 0\n",
+                    encoding="utf-8")
+    config = load_config(path)
+    assert (config.seek_range, config.seek_widen_points, config.seek_widen_seconds) == (
+        40, 25.0, 0.0)

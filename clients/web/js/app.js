@@ -9,6 +9,7 @@ import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
+import { setUpSeek } from "./seek.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
 import { watchTables } from "./tables.js";
@@ -250,6 +251,7 @@ async function loadLadders() {
     filter.append(...ladders.map((l) => el("option", { value: l.ladder }, l.ladder)));
     $("invite-ladder").replaceChildren(...ladders.filter((l) => l.live)
       .map((l) => el("option", { value: l.ladder }, l.ladder)));
+    seekPanel.setLadders(ladders);
     $("event-ladder").replaceChildren(...ladders.map((l) => el("option", { value: l.ladder }, `${l.ladder} (${l.system_title || l.system})`)));
   } else {
     for (const l of state.ladders.values()) l.rows = null;
@@ -848,6 +850,7 @@ function renderMatch() {
   talk.refresh(); // the match's conversation, the talk forms of a login
   $("invite-form").hidden = Boolean(m);
   renderWho(); // no Invite buttons while playing
+  seekPanel.render(); // no Find a match while playing
   if (!m || !state.me) {
     panel.replaceChildren();
     return;
@@ -1097,6 +1100,8 @@ const desk = setUpDesk({ lobby, act, say });
 const { loadEvents, loadBrowse } = setUpEvents({
   lobby, act, say, soon, ratingColumn, ratingHelp, fmtValue, fmtChange, playerLink,
 });
+
+const seekPanel = setUpSeek({ lobby, act, say, state });
 
 // ---- connection -----------------------------------------------------------------------------
 
