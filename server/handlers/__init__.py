@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from server.handlers import (accounts, corrections, disputes, events, matches, players, queries,
-                             seeks, talk)
+from server.handlers import accounts, corrections, disputes, events, matches, players, queries, seeks, talk
 from server.lobby.router import Handler
 
 HANDLERS: dict[str, Handler] = {

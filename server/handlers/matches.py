@@ -15,8 +15,8 @@ from server.protocol import push
 from server.store import invitations as stored_invitations
 from server.store import matches as stored
 from server.store import now, players, today
-from server.store import talk as stored_talk
 from server.store import seeks as stored_seeks
+from server.store import talk as stored_talk
 from server.store.handle import WriteTx
 
 
