@@ -26,7 +26,8 @@ HELLO = {"server": "matchlobby", "version": __version__, "protocol": PROTOCOL_VE
 """What the server says first on every connection."""
 
 ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "forbidden",
-                         "not_found", "conflict", "rate_limited", "too_large", "internal"})
+                         "not_found", "conflict", "new_player", "rate_limited", "too_large",
+                         "internal"})
 """The stable error codes of a refusal: nothing else may ever come back."""
 
 PLAY_FREELY = {"registrations_per_hour": 0, "invitations_per_minute": 0,
