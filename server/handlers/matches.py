@@ -36,17 +36,23 @@ def _others(call: Call) -> bool:
 
 
 async def my_match(call: Call) -> LiveMatch:
+    """The match the caller plays (played or claimed): not one of theirs that is disputed and
+    waits for an admin, which they may have beside it."""
     lobby = call.lobby
     mid = lobby.match_of.get(call.me.name)
     if _others(call) and (mid is None or mid > 0):
-        # the match may have been started, or ended, on another node a moment ago
+        # the match may have been started, disputed or ended on another node a moment ago
         row = await stored.live_of(lobby.db, call.me.id)
         if mid is not None and (row is None or row["id"] != mid):
-            lobby.settle(mid, None)
+            lobby.settle(mid, await stored.get(lobby.db, mid))
         if row is not None:
             lobby.settle(row["id"], row)
         mid = lobby.match_of.get(call.me.name)
     if mid is None:
+        waiting = lobby.disputed_of(call.me.name)
+        if waiting:
+            raise fail("conflict", f"Match {waiting[-1].id} is disputed; an admin will decide "
+                                   "it. You are free to play another match meanwhile.")
         raise fail("conflict", "You are not playing a match.")
     m = call.lobby.matches.get(mid)
     if m is None:  # reserved (-1) while a join is being saved
@@ -455,19 +461,22 @@ async def dispute(call: Call) -> Any:
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
     m.busy = True
-    data = {"match": m.id, "status": "disputed", "by": call.me.name}
+    since = now()
+    data = {"match": m.id, "status": "disputed", "by": call.me.name, "since": since}
     try:
         async def job(tx: WriteTx) -> None:
             await still(call, tx, m, ("claimed",), m.claimed_by)
-            await stored.disputed(tx, m.id)
+            await stored.disputed(tx, m.id, since)
             await call.remember(tx, data)
 
         await call.write(job)
     finally:
         m.busy = False
-    m.status = "disputed"
+    m.status, m.disputed_at = "disputed", since
+    call.lobby.hold(m)  # its players are free to play others while an admin decides it
     call.lobby.live_changed(m)
     call.push(Audience((m.a, m.b), admins=True), push("result_disputed", data))
+    call.tell_status(m.a, m.b)
     return data
 
 
