@@ -410,7 +410,8 @@ async def report_win(call: Call) -> Any:
     m = await my_match(call)
     me = call.me.name
     if m.status != "playing" or m.busy:
-        raise fail("conflict", f"Match {m.id} is {m.status}; a win can be reported only once.")
+        raise fail("conflict", f"A win is already reported in match {m.id}; it can be reported "
+                               "only once.")
     mine, theirs = call.args.get("score_a"), call.args.get("score_b")
     if (mine is None) != (theirs is None):
         raise fail("bad_request", "Give both scores (yours first) or none.")
@@ -443,9 +444,9 @@ async def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
     if m.status != "claimed" and _others(call):  # claimed on another node a moment ago?
         call.lobby.settle(m.id, await stored.get(call.lobby.db, m.id))
     if m.status != "claimed" or m.claimed_by is None:
-        raise fail("conflict", f"Match {m.id} has no claimed result to answer.")
+        raise fail("conflict", f"Match {m.id} has no reported win to answer.")
     if m.claimed_by == call.me.name:
-        raise fail("forbidden", "You cannot answer your own claim; your opponent must.")
+        raise fail("forbidden", "You cannot answer your own reported win; your opponent must.")
     return m
 
 
