@@ -4,11 +4,13 @@
 
 import { Alerts } from "./alerts.js";
 import { $, el, fmtExpiry, plural } from "./dom.js";
+import { setUpDisputes } from "./disputes.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
+import { historyTable } from "./story.js";
 import { watchTables } from "./tables.js";
 
 const HIGHLIGHT_MS = 4000;
@@ -152,7 +154,7 @@ function buildLadder(info) {
     el("h3", { id: headingId }, info.ladder, " ",
       el("span", { class: "tag" }, info.system_title || info.system), " ",
       el("small", { class: "hint" }, `${info.format}, rated ${info.updated}`), " ", count),
-    el("div", { class: "table-wrap", role: "region", "aria-labelledby": headingId },
+    el("div", { class: "table-wrap", role: "region", "aria-label": `Ranking on ${info.ladder}` },
       el("table", { class: "ladder-table" },
         el("thead", {}, el("tr", {},
           el("th", { scope: "col", class: "num" }, "Rank"),
@@ -344,15 +346,7 @@ function renderProfile(who, entries) {
   for (const [ladder, list] of byLadder) {
     const column = ratingColumn(ladder);
     const plot = el("div", { class: "chart" });
-    const numbers = el("table", {},
-      el("thead", {}, el("tr", {}, ["When (UTC)", "Before", "After", "Change", "Cause"]
-        .map((t) => el("th", { scope: "col" }, t)))),
-      el("tbody", {}, list.map((e) => el("tr", {},
-        el("td", {}, e.at.replace("T", " ").replace("Z", "")),
-        el("td", { class: "num" }, fmtValue(column, e.before)),
-        el("td", { class: "num" }, fmtValue(column, e.after)),
-        el("td", { class: "num" }, fmtChange(column, e.change)),
-        el("td", {}, e.cause.match ? `match ${e.cause.match}` : `event ${e.cause.event}`)))));
+    const numbers = historyTable(list, { column, fmtValue, fmtChange });
     body.push(el("figure", { class: "history", dataset: { ladder, points: String(list.length) } },
       el("figcaption", {}, `${ladder}: rating after each change (${list.length} change${list.length === 1 ? "" : "s"})`),
       plot,
@@ -520,6 +514,7 @@ function signedIn(data, { focus = false } = {}) {
   $("sound-on").checked = alerts.soundOn;
   renderNotifyState();
   state.match = data.match || null;
+  disputes.signedIn(data.disputes);
   renderMatch();
   soon("who", loadWho, 0);
   soon("invitations", loadInvitations, 0);
@@ -539,7 +534,7 @@ function signedOut() {
   state.claim = null;
   state.invitations.clear();
   state.sent.clear();
-  state.disputes.clear();
+  disputes.signedOut();
   $("login-form").hidden = false;
   $("signed-in").hidden = true;
   $("other-sessions").hidden = true;
@@ -828,6 +823,9 @@ $("notify-on").addEventListener("click", () => act(async () => {
   renderNotifyState();
 }));
 
+// A match's state in words.
+const MATCH_STATE = { playing: "playing", claimed: "a win is reported", disputed: "disputed" };
+
 function renderMatch() {
   const panel = $("match-panel");
   const m = state.match;
@@ -840,21 +838,20 @@ function renderMatch() {
   const opponent = m.a === state.me ? m.b : m.a;
   const parts = [
     el("h3", {}, "Your match"),
-    el("p", {}, `Match ${m.match}: ${m.a} vs ${m.b} on ${m.ladder}, ${fmtLength(m.length)} — ${m.status}.`),
+    el("p", {}, `Match ${m.match}: ${m.a} vs ${m.b} on ${m.ladder}, ${fmtLength(m.length)} — ${MATCH_STATE[m.status] || m.status}.`),
   ];
   if (m.stake !== undefined) parts.push(stakeOf(m.stake, "At stake"));
   const claim = state.claim && state.claim.match === m.match ? state.claim : null;
   if (m.status === "claimed" && claim && claim.by !== state.me) {
     const scores = claim.scores ? ` (${claim.scores[0]}–${claim.scores[1]})` : "";
-    parts.push(el("p", { class: "notice" }, `${claim.by} claims a win${scores}.`),
+    parts.push(el("p", { class: "notice" }, `${claim.by} reports a win${scores}.`),
       el("div", { class: "buttons" },
         el("button", { type: "button", onclick: () => act(async () => showFinished(await lobby.call("confirm", { match: m.match }))) }, "Confirm their win"),
         el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
           const data = await lobby.call("dispute", { match: m.match });
-          m.status = data.status;
-          m.disputedBy = data.by;
+          disputes.disputed(m, data.by);
           renderMatch();
-          say(`You disputed match ${m.match}; an admin will decide it.`);
+          say(`You disputed match ${m.match}; an admin will decide it. You are free to play other matches meanwhile.`);
         }) }, "Dispute")));
   } else if (m.status === "claimed") {
     parts.push(el("p", { class: "hint" }, `Waiting for ${opponent} to confirm or dispute your win.`));
@@ -917,7 +914,7 @@ function showFinished(data) {
     state.claim = null;
     renderMatch();
   }
-  if (state.disputes.delete(data.match)) renderDisputes();
+  disputes.forget(data.match);
   soon("who", loadWho, 0);
   const mine = state.me && (data.winner === state.me || data.loser === state.me);
   if (!mine) return;
@@ -970,16 +967,7 @@ lobby.on("result_claimed", (data) => {
   state.claim = data;
   if (state.match && state.match.match === data.match) state.match.status = "claimed";
   renderMatch();
-  say(`${data.by} claims a win in match ${data.match}: confirm or dispute it.`);
-});
-lobby.on("result_disputed", (data) => {
-  if (state.match && state.match.match === data.match) {
-    state.match.status = "disputed";
-    state.match.disputedBy = data.by;
-    renderMatch();
-    say(`Match ${data.match} is disputed by ${data.by}; an admin will decide.`);
-  }
-  if (state.role === "admin") soon("disputes", findDisputes, 0);
+  say(`${data.by} reports a win in match ${data.match}: confirm or dispute it.`);
 });
 lobby.on("abort_requested", (data) => say(`${data.by} proposes to abort match ${data.match}; press “Abort” to agree.`));
 lobby.on("match_aborted", (data) => {
@@ -991,56 +979,17 @@ lobby.on("match_aborted", (data) => {
 lobby.on("match_finished", showFinished);
 lobby.on("match_corrected", (data) => {
   if (state.match && state.match.match === data.match && data.status !== "finished") state.match = null;
+  disputes.forget(data.match);
   renderMatch();
   soon("who", loadWho, 0);
-  say(`An admin decided match ${data.match}: ${data.status}${data.winner ? `, won by ${data.winner}` : ""}${data.reason ? ` (${data.reason})` : ""}.`);
+  const decided = data.status === "finished" && data.winner ? `${data.winner} wins` : data.status;
+  say(`An admin decided match ${data.match}: ${decided}${data.reason ? ` (${data.reason})` : ""}.`);
 });
 
-// ---- disputes (admins) ----------------------------------------------------------------------
+// ---- disputes ------------------------------------------------------------------------------
 
-// Every disputed live match the lobby holds, its players online or not (an admin online when
-// a dispute starts is told at once and asks again; one who comes later finds them all here).
-async function findDisputes() {
-  const { disputes } = await lobby.call("disputes");
-  state.disputes = new Map(disputes.map((m) => [m.match, m]));
-  renderDisputes();
-}
-
-function renderDisputes() {
-  const box = $("disputes");
-  if (state.disputes.size === 0) {
-    box.replaceChildren();
-    return;
-  }
-  box.replaceChildren(el("h3", {}, "Disputed matches"), el("ul", { class: "plain-list" },
-    [...state.disputes.values()].map((m) => {
-      const feedback = el("p", { class: "feedback", role: "status" });
-      const reason = el("input", { name: "reason", maxlength: "200", required: true });
-      const decide = (winner) => act(async () => {
-        const data = await lobby.call("adjudicate", { match: m.match, winner });
-        state.disputes.delete(m.match);
-        renderDisputes();
-        say(`Match ${data.match} decided: ${data.winner} wins.`, "info", $("desk-feedback"));
-      }, { where: feedback });
-      return el("li", { class: "dispute", dataset: { match: String(m.match) } },
-        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`,
-          m.claimant ? el("span", { class: "dispute-claim" },
-            ` ${m.claimant} claims a win${m.scores ? ` (${m.scores[0]}–${m.scores[1]})` : ""}; ${m.by} disputes it.`) : null),
-        el("div", { class: "buttons" },
-          el("button", { type: "button", class: "small", onclick: () => decide(m.a) }, `${m.a} wins`),
-          el("button", { type: "button", class: "small", onclick: () => decide(m.b) }, `${m.b} wins`)),
-        el("form", { class: "inline-form", onsubmit: (ev) => {
-          ev.preventDefault();
-          act(async () => {
-            const data = await lobby.call("void", { match: m.match, reason: reason.value.trim() });
-            state.disputes.delete(m.match);
-            renderDisputes();
-            say(`Match ${data.match} voided: ${data.reason}.`, "info", $("desk-feedback"));
-          }, { where: feedback });
-        } }, el("label", {}, "Reason to void", reason), el("button", { type: "submit", class: "small danger" }, "Void")),
-        feedback);
-    })));
-}
+const disputes = setUpDisputes({ lobby, act, say, alerts, fmtLength, state, renderMatch });
+const { findDisputes } = disputes;
 
 // ---- live ladder pushes ---------------------------------------------------------------------
 
