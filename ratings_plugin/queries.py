@@ -90,7 +90,8 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
         rows = await ctx.reader.fetchall(
             f"SELECT * FROM history WHERE id IN (SELECT id FROM history {where} "
             "ORDER BY id LIMIT ? OFFSET ?) ORDER BY id", [*params, page.size, page.start - 1])
-        told = await stories(ctx.reader, name, params[0], rows)
+        told, games = await stories(ctx.reader, name, params[0], rows)
+        ctx.charge(games)  # an event's entry reads the player's games of the event
         for r, story in zip(rows, told, strict=True):
             cause = {"match": r["match_id"]} if r["match_id"] is not None else {
                 "event": r["event_id"]}

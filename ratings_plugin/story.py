@@ -69,12 +69,14 @@ def _match_story(row: Any, player: str) -> dict[str, Any]:
 
 
 async def _event_story(reader: Reader, event_id: int, player: str,
-                       player_id: int) -> dict[str, Any]:
+                       player_id: int) -> tuple[dict[str, Any], int]:
+    """The story of an event's entry, and the number of games read to tell it."""
     opponents: dict[str, None] = {}
     partners: dict[str, None] = {}
     counts = {"won": 0, "drawn": 0, "lost": 0}
     name = None
-    for row in await reader.fetchall(EVENT_GAMES, (event_id, player_id)):
+    rows = await reader.fetchall(EVENT_GAMES, (event_id, player_id))
+    for row in rows:
         name = row["name"]
         if not _rated(row):
             continue
@@ -94,30 +96,33 @@ async def _event_story(reader: Reader, event_id: int, player: str,
             "result": record_text(counts["won"], counts["drawn"], counts["lost"]),
             "record": counts, "score": None, "length": None, "how": None,
             "games": sum(counts.values()), "event": {"id": event_id, "name": name},
-            "rated": True}
+            "rated": True}, len(rows)
 
 
 async def stories(reader: Reader, player: str, player_id: int,
-                  rows: Sequence[Any]) -> list[dict[str, Any]]:
-    """Each history row's story (:mod:`ratings_plugin.story`), in the order of ``rows``."""
+                  rows: Sequence[Any]) -> tuple[list[dict[str, Any]], int]:
+    """Each history row's story (:mod:`ratings_plugin.story`), in the order of ``rows``, and
+    the number of event games read to tell them (rows the reply does not hold)."""
     ids = sorted({r["match_id"] for r in rows if r["match_id"] is not None})
     matches: dict[int, Any] = {}
     if ids:
         marks = ", ".join("?" * len(ids))
         matches = {m["id"]: m for m in await reader.fetchall(MATCHES.format(marks), ids)}
     events: dict[int, dict[str, Any]] = {}
+    read = 0
     out = []
     for r in rows:
         if r["match_id"] is not None and r["match_id"] in matches:
             out.append(_match_story(matches[r["match_id"]], player))
         elif r["event_id"] is not None:
             if r["event_id"] not in events:
-                events[r["event_id"]] = await _event_story(reader, r["event_id"], player,
-                                                           player_id)
+                events[r["event_id"]], games = await _event_story(reader, r["event_id"], player,
+                                                                  player_id)
+                read += games
             out.append(events[r["event_id"]])
         else:
             out.append({"match": r["match_id"], "opponents": [], "partners": [], "result": None,
                         "record": None,
                         "score": None, "length": None, "how": None, "games": 0,
                         "event": None, "rated": True})
-    return out
+    return out, read
