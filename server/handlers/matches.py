@@ -28,6 +28,10 @@ def check_score(length: int | None, winner_score: int, loser_score: int) -> None
                                   f"reaches {length}, the loser stays below it.")
 
 
+IN_WORDS = {"playing": "being played", "claimed": "waiting for an answer to a reported win"}
+"""A live match's status as a player says it."""
+
+
 def _others(call: Call) -> bool:
     """Other nodes beat: this node's copies of matches and invitations may be behind theirs
     (their notes on the way), so a miss or a doubt reads the row."""
@@ -89,7 +93,8 @@ async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...]
     if status not in LIVE:
         call.lobby.settle(m.id, None)  # its node's note may be on its way still
         raise fail("conflict", f"Match {m.id} has ended ({status}).")
-    raise fail("conflict", f"Match {m.id} is {status} now; look again before you answer.")
+    raise fail("conflict", f"Match {m.id} is {IN_WORDS.get(status, status)} now; look again "
+                           "before you answer.")
 
 
 def finished_data(m: LiveMatch, winner: str, how: str, rated: bool,
