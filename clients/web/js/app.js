@@ -351,7 +351,7 @@ function renderProfile(who, entries) {
       el("figcaption", {}, `${ladder}: rating after each change (${list.length} change${list.length === 1 ? "" : "s"})`),
       plot,
       el("details", {},
-        el("summary", {}, `The numbers for ${ladder}`),
+        el("summary", {}, `Each change on ${ladder}: against whom, how it went`),
         el("div", { class: "table-wrap", role: "region", "aria-label": `History on ${ladder}` },
           numbers))));
     pending.push([ladder, column, list, plot]);
