@@ -123,10 +123,18 @@ def whois(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
         lines.append(f"  {r['ladder'].ljust(width)}  {phrase.ljust(room)}   {rank_text(r)}")
     if not ratings:
         lines.append("  No ratings yet.")
+    lines += [f"  {waiting_line(d)}" for d in data.get("disputes") or []]
     m = data.get("matches", {})
     lines.append(f"  Matches: {m.get('played', 0)} played, {m.get('dropped', 0)} dropped, "
                  f"{m.get('disputed', 0)} disputed.")
     return "\n".join(lines)
+
+
+def waiting_line(d: dict[str, Any]) -> str:
+    """A disputed match waiting for an admin (its players play on meanwhile)."""
+    since = f" since {d['since'].replace('T', ' ').rstrip('Z')} UTC" if d.get("since") else ""
+    return (f"Match {d['match']} ({d['a']} vs {d['b']}, {d['ladder']}) is disputed{since}; "
+            "an admin will decide it.")
 
 
 def ladder_rows(columns: Sequence[Column], rows: Sequence[dict[str, Any]]) -> str:
@@ -197,6 +205,33 @@ def _cause(c: dict[str, Any]) -> str:
     return ", ".join(parts) or "correction"
 
 
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names)
+
+
+def story(e: dict[str, Any]) -> str:
+    """What a history entry was about, in a line: "won 3-1 v bob, 3 points, match 17", "1 won,
+    1 lost v bob, carol at Brno Open (#3)"; a server that tells no story: its cause."""
+    if "opponents" not in e:
+        return _cause(e["cause"])
+    result = e.get("result") or "-"
+    score = e.get("score")
+    parts = [f"{result} {score[0]}-{score[1]}" if score else result]
+    if e.get("opponents"):
+        mates = f"with {_names(e['partners'])} " if e.get("partners") else ""
+        parts[0] += f" {mates}v {_names(e['opponents'])}"
+    length = e.get("length")
+    if length is not None:
+        parts.append("unlimited" if length == "unlimited" else _count(int(length), "point"))
+    if e.get("match") is not None:
+        parts.append(f"match {e['match']}")
+    text = ", ".join(parts)
+    event = e.get("event")
+    if event:
+        text += f" at {event.get('name') or 'event'} (#{event['id']})"
+    return text if e.get("rated", True) else f"{text} (unrated)"
+
+
 def history(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
             viewer: Viewer = NOBODY) -> str:
     entries = data["entries"]
@@ -207,9 +242,9 @@ def history(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     for e in entries:
         shown = _rating_column(ladders, e["ladder"], e["after"])
         rows.append([e["at"].replace("T", " ").rstrip("Z"), e["ladder"], shown.text(e["before"]),
-                     shown.text(e["after"]), shown.change_text(e["change"]), _cause(e["cause"])])
+                     shown.text(e["after"]), shown.change_text(e["change"]), story(e)])
     return f"Rating history of {data['player']}:\n" + table(
-        ["when (UTC)", "ladder", "before", "after", "change", "cause"], rows,
+        ["when (UTC)", "ladder", "before", "after", "change", "what happened"], rows,
         right={"before", "after", "change"})
 
 
@@ -254,7 +289,8 @@ def event(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
         parts.append(table(["match", "side a", "side b", "score", "status"],
                            [[g["match"], g["side_a"], g["side_b"],
                              f"{_s(g['score_a'])}:{_s(g['score_b'])}",
-                             g["status"] if g.get("rated", True) else f"unrated ({g['unrated']})"]
+                             g["status"] if g["status"] != "finished" or g.get("rated", True)
+                             else f"unrated ({g['unrated']})"]
                             for g in data["games"]], right={"match"}))
     if data.get("standings"):
         parts.append(table(["player", "played", "won", "drawn", "lost", "points"],
@@ -339,7 +375,7 @@ def _with_stake(line: str, stake: Any, ladders: Ladders) -> str:
     return "\n".join([line, *stake_lines(stake, ladders)])
 
 
-STATUS = {"claimed": "a win is claimed", "disputed": "disputed; an admin will decide it"}
+STATUS = {"claimed": "a win is reported", "disputed": "disputed; an admin will decide it"}
 
 
 def match_line(m: dict[str, Any], head: str, verb: str = "") -> str:
@@ -445,6 +481,7 @@ def logged_in(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewe
     if isinstance(data.get("match"), dict):
         lines.append(_with_stake(match_line(data["match"], "You are in match"),
                                  data["match"].get("stake"), ladders))
+    lines += [waiting_line(d) for d in data.get("disputes") or []]
     others = data.get("other_sessions")
     if isinstance(others, int) and others > 0:
         lines.append(f"You have {_count(others, 'other session')} open (other devices or "
@@ -587,14 +624,14 @@ def _scores(scores: Any) -> str:
 
 def claimed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
             viewer: Viewer = NOBODY) -> str:
-    return (f"You claim a win in match {data['match']}{_scores(data.get('scores'))}; your "
+    return (f"You report a win in match {data['match']}{_scores(data.get('scores'))}; your "
             f"opponent is asked to confirm or dispute it.")
 
 
 def disputed(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
              viewer: Viewer = NOBODY) -> str:
-    return (f"You dispute the claim in match {data['match']}: it is disputed now, and an admin "
-            f"will decide it.")
+    return (f"You dispute the reported win in match {data['match']}: an admin will decide it. "
+            "You are free to play other matches meanwhile.")
 
 
 def aborting(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
@@ -667,11 +704,26 @@ def disputes(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
     lines = ["Disputed matches, waiting for a decision:"]
     for d in data["disputes"]:
         mid = d["match"]
+        waited = f" Waiting {_age(d['age'])}." if isinstance(d.get("age"), int) else ""
         lines.append(f"  Match {mid}: {d['a']} vs {d['b']} ({d['ladder']}, "
-                     f"{_length(d['length'])}); {d['claimant']} claims a win"
-                     f"{_scores(d.get('scores'))}, {d['by']} disputes it. Type "
+                     f"{_length(d['length'])}); {d['claimant']} reports a win"
+                     f"{_scores(d.get('scores'))}, {d['by']} disputes it.{waited} Type "
                      f"'adjudicate {mid} WINNER' or 'void {mid} REASON'.")
     return "\n".join(lines)
+
+
+def _age(seconds: int) -> str:
+    """How long a dispute has waited: "just now", "12 min", "3 h 5 min", "2 days 1 h"."""
+    minutes = seconds // 60
+    if minutes < 1:
+        return "since just now"
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{_count(days, 'day')} {hours} h" if hours else _count(days, "day")
 
 
 def adjudicated(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
@@ -756,7 +808,7 @@ def _ladder_updated(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
 
 
 def _claim_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
-    return (f"{d['by']} claims a win in match {d['match']}{_scores(d.get('scores'))}. "
+    return (f"{d['by']} reports a win in match {d['match']}{_scores(d.get('scores'))}. "
             f"Type 'confirm {d['match']}' or 'dispute {d['match']}'.")
 
 
@@ -764,9 +816,10 @@ def _dispute_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:
     if viewer.mine(d["by"]):
         return disputed(d)
     if viewer.role == "admin":
-        return (f"{d['by']} disputes the claim in match {d['match']}. Decide it: "
+        return (f"{d['by']} disputes the reported win in match {d['match']}. Decide it: "
                 f"'adjudicate {d['match']} WINNER' or 'void {d['match']} REASON'.")
-    return f"{d['by']} disputes your claim in match {d['match']}; an admin will decide it."
+    return (f"{d['by']} disputes your reported win in match {d['match']}; an admin will decide "
+            "it. You are free to play other matches meanwhile.")
 
 
 def _corrected_pushed(d: dict[str, Any], ladders: Ladders, viewer: Viewer) -> str:

@@ -18,7 +18,7 @@ from ratings_plugin import store
 from ratings_plugin.book import Change, history_rows, ranked_rows, rate_unit, today
 from ratings_plugin.commands import cli_commands
 from ratings_plugin.corrections import rebuild
-from ratings_plugin.queries import lobby_commands
+from ratings_plugin.queries import event_changes, lobby_commands
 from ratings_plugin.stakes import stake
 from server.api import (
     Book,
@@ -335,6 +335,12 @@ class RatingsPlugin:
             return None
         return config.system.expectation(config.options, self._standing(config, a),
                                          self._standing(config, b), length)
+
+    async def describe_event(self, reader: Reader, event_id: int,
+                             closed: bool) -> dict[str, Any]:
+        """What ``event show`` adds (an optional hook): a closed event's rating changes, a
+        row per player, so that its view and its export tell what it did to the ladder."""
+        return {"changes": await event_changes(self, reader, event_id)} if closed else {}
 
     def players_on(self, ladder: str) -> int:
         return len(self.published.get(ladder, {}))

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ratings_plugin.book import today
+from ratings_plugin.story import stories
 from server.api import (
     ANYONE,
     Arg,
@@ -15,6 +16,7 @@ from server.api import (
     Flag,
     LadderConfig,
     PluginCommand,
+    Reader,
 )
 from server.api.paging import HISTORY_PAGE, LADDER_PAGE, Page
 
@@ -85,10 +87,12 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
         whole = {x.name: _whole(x) for x in plugin.ladders.values()}
         entries = []
         # The page's ids from the index alone; only its own rows are read from the table.
-        for r in await ctx.reader.fetchall(
-                f"SELECT * FROM history WHERE id IN (SELECT id FROM history {where} "
-                "ORDER BY id LIMIT ? OFFSET ?) ORDER BY id",
-                [*params, page.size, page.start - 1]):
+        rows = await ctx.reader.fetchall(
+            f"SELECT * FROM history WHERE id IN (SELECT id FROM history {where} "
+            "ORDER BY id LIMIT ? OFFSET ?) ORDER BY id", [*params, page.size, page.start - 1])
+        told, games = await stories(ctx.reader, name, params[0], rows)
+        ctx.charge(games)  # an event's entry reads the player's games of the event
+        for r, story in zip(rows, told, strict=True):
             cause = {"match": r["match_id"]} if r["match_id"] is not None else {
                 "event": r["event_id"]}
             if r["match_id"] is not None and r["event_id"] is not None:
@@ -99,7 +103,7 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
                 after = int(after)
             entries.append({"ladder": r["ladder"], "at": r["at"], "before": before,
                             "after": after, "change": None if before is None else after - before,
-                            "cause": cause})
+                            "cause": cause, **story})
         return {"player": name, "ladder": only, "entries": entries, "from": page.start,
                 "total": total, "next": page.next(args, len(entries), total)}
 
@@ -127,6 +131,25 @@ def lobby_commands(plugin: RatingsPlugin) -> Sequence[PluginCommand]:
                                   "The configured ladders, their systems and columns.",
                                   read_only=True), ladders),
     )
+
+
+async def event_changes(plugin: RatingsPlugin, reader: Reader,
+                        event_id: int) -> list[dict[str, Any]]:
+    """The rating changes an event made, a row per player (by name): the rating before its
+    first change and after its last (a ladder rated live changes at each of its games)."""
+    first: dict[str, dict[str, Any]] = {}
+    for r in await reader.fetchall(
+            "SELECT h.ladder, h.before, h.after, p.name FROM history h "
+            "JOIN players p ON p.id = h.player_id WHERE h.event_id = ? ORDER BY h.id",
+            (event_id,)):
+        ladder = plugin.ladders.get(r["ladder"])
+        whole = ladder is not None and _whole(ladder)
+        before = r["before"] if r["before"] is None or not whole else int(r["before"])
+        after = int(r["after"]) if whole else r["after"]
+        row = first.setdefault(r["name"], {"player": r["name"], "before": before})
+        row["after"] = after
+        row["change"] = None if row["before"] is None else after - row["before"]
+    return sorted(first.values(), key=lambda c: c["player"].casefold())
 
 
 def _found(lookup: Callable[[str], object], name: str) -> bool:

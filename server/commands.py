@@ -89,9 +89,9 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
                                  "(both or none), whichever side you are. The opponent "
                                  "confirms or disputes.",
            Arg("score_a", "score", True), Arg("score_b", "score", True)),
-        _c("confirm", PLAYER, "Accept the opponent's claimed win; the match is rated now.",
+        _c("confirm", PLAYER, "Accept the opponent's reported win; the match is rated now.",
            Arg("match", "id")),
-        _c("dispute", PLAYER, "Reject the opponent's claimed win; an admin decides.",
+        _c("dispute", PLAYER, "Reject the opponent's reported win; an admin decides.",
            Arg("match", "id")),
         _c("claim", PLAYER, "Win a match whose opponent has been disconnected too long.",
            Arg("match", "id")),

@@ -173,14 +173,14 @@ def _id(value: Any) -> Id:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise bad("id must be a number or a short string.")
+        raise bad("The id must be a number or a short string.")
     if isinstance(value, int) and -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
         return value
     if isinstance(value, str) and len(value) <= MAX_ID_LENGTH and not _lone_surrogate(value):
         if "\x00" in value:  # kept with a mutating request's reply: PostgreSQL text holds no NUL
-            raise bad("id must not contain a NUL character (U+0000).")
+            raise bad("The id must not contain a NUL character (U+0000).")
         return value
-    raise bad("id must be a number or a string of at most 64 characters.")
+    raise bad("The id must be a number or a string of at most 64 characters.")
 
 
 def _lone_surrogate(obj: Any) -> bool:

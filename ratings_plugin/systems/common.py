@@ -45,15 +45,16 @@ def check_sides(game: Game, width: int, kind: str) -> None:
     """The checks every system makes of a game's sides and scores (raises ``ValueError``)."""
     for side in (game.side_a, game.side_b):
         if len(side) != width:
-            raise ValueError(f"a side of this {kind} ladder has {width} player(s)")
+            each = "one player a side" if width == 1 else f"{width} players a side, joined by +"
+            raise ValueError(f"This ladder is for {kind}: {each}")
     if set(game.side_a) & set(game.side_b):
-        raise ValueError("a player cannot be on both sides")
+        raise ValueError("A player cannot be on both sides")
     if len(set(game.players)) != len(game.players):
-        raise ValueError("a player appears twice in one game")
+        raise ValueError("A player appears twice in one game")
     if game.score_a < 0 or game.score_b < 0:
-        raise ValueError("scores cannot be negative")
+        raise ValueError("Scores cannot be negative")
     if game.length is not None and game.length < 1:
-        raise ValueError("the match length must be positive")
+        raise ValueError("The match length must be positive")
 
 
 def no_draws(game: Game, system: str) -> None:

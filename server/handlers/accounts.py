@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from server.accounts import MIN_PASSWORD, HashBusy
+from server.handlers.queries import waiting_disputes
 from server.limits import Throttled, client_key
 from server.lobby import Call, LobbyError, Player, fail
 from server.protocol import help_text
@@ -150,7 +151,8 @@ def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
     call.session.token_hash = digest
     mid = lobby.match_of.get(player.name)
     return {"player": player.name, "role": player.role,
-            "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None}
+            "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,
+            "disputes": waiting_disputes(lobby, player.name)}
 
 
 async def resume(call: Call) -> Any:

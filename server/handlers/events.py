@@ -295,11 +295,20 @@ async def event_show(call: Call) -> Any:
     games = [{"match": r["id"], "side_a": r["side_a"], "side_b": r["side_b"],
               "score_a": r["score_a"], "score_b": r["score_b"], "length": r["length"],
               "date": r["played_on"], "status": r["status"],
-              "rated": r["unrated_reason"] is None, "unrated": r["unrated_reason"]}
+              # a voided game counts for nobody: unrated, whatever it was before
+              "rated": r["status"] == "finished" and r["unrated_reason"] is None,
+              "unrated": r["unrated_reason"]}
              for r in rows]
     standings = table.page(page.start - 1, page.size)
+    fields: dict[str, Any] = {}
+    for plugin in lobby.plugins:  # an optional hook: a closed event's rating changes
+        describe = getattr(plugin, "describe_event", None)
+        if describe is not None and page.start == 1:
+            fields.update(await describe(lobby.db.committed, event.id,
+                                         event.status == "closed"))
     # one window over both lists: a client that follows `next` gets each of them whole
-    return {**event_data(event), "games": games, "standings": standings, "from": page.start,
+    return {**event_data(event), **fields, "games": games, "standings": standings,
+            "from": page.start,
             "total": table.games, "total_standings": len(table.rows),
             "next": page.next(call.args, max(len(games), len(standings)),
                               max(table.games, len(table.rows)))}

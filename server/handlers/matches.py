@@ -30,6 +30,10 @@ def check_score(length: int | None, winner_score: int, loser_score: int) -> None
                                   f"reaches {length}, the loser stays below it.")
 
 
+IN_WORDS = {"playing": "being played", "claimed": "waiting for an answer to a reported win"}
+"""A live match's status as a player says it."""
+
+
 def _others(call: Call) -> bool:
     """Other nodes beat: this node's copies of matches and invitations may be behind theirs
     (their notes on the way), so a miss or a doubt reads the row."""
@@ -38,17 +42,23 @@ def _others(call: Call) -> bool:
 
 
 async def my_match(call: Call) -> LiveMatch:
+    """The match the caller plays (played or claimed): not one of theirs that is disputed and
+    waits for an admin, which they may have beside it."""
     lobby = call.lobby
     mid = lobby.match_of.get(call.me.name)
     if _others(call) and (mid is None or mid > 0):
-        # the match may have been started, or ended, on another node a moment ago
+        # the match may have been started, disputed or ended on another node a moment ago
         row = await stored.live_of(lobby.db, call.me.id)
         if mid is not None and (row is None or row["id"] != mid):
-            lobby.settle(mid, None)
+            lobby.settle(mid, await stored.get(lobby.db, mid))
         if row is not None:
             lobby.settle(row["id"], row)
         mid = lobby.match_of.get(call.me.name)
     if mid is None:
+        waiting = lobby.disputed_of(call.me.name)
+        if waiting:
+            raise fail("conflict", f"Match {waiting[-1].id} is disputed; an admin will decide "
+                                   "it. You are free to play another match meanwhile.")
         raise fail("conflict", "You are not playing a match.")
     m = call.lobby.matches.get(mid)
     if m is None:  # reserved (-1) while a join is being saved
@@ -85,7 +95,8 @@ async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...]
     if status not in LIVE:
         call.lobby.settle(m.id, None)  # its node's note may be on its way still
         raise fail("conflict", f"Match {m.id} has ended ({status}).")
-    raise fail("conflict", f"Match {m.id} is {status} now; look again before you answer.")
+    raise fail("conflict", f"Match {m.id} is {IN_WORDS.get(status, status)} now; look again "
+                           "before you answer.")
 
 
 def finished_data(m: LiveMatch, winner: str, how: str, rated: bool,
@@ -414,7 +425,8 @@ async def report_win(call: Call) -> Any:
     m = await my_match(call)
     me = call.me.name
     if m.status != "playing" or m.busy:
-        raise fail("conflict", f"Match {m.id} is {m.status}; a win can be reported only once.")
+        raise fail("conflict", f"A win is already reported in match {m.id}; it can be reported "
+                               "only once.")
     mine, theirs = call.args.get("score_a"), call.args.get("score_b")
     if (mine is None) != (theirs is None):
         raise fail("bad_request", "Give both scores (yours first) or none.")
@@ -447,9 +459,9 @@ async def _claim_to_answer(call: Call, match_id: int) -> LiveMatch:
     if m.status != "claimed" and _others(call):  # claimed on another node a moment ago?
         call.lobby.settle(m.id, await stored.get(call.lobby.db, m.id))
     if m.status != "claimed" or m.claimed_by is None:
-        raise fail("conflict", f"Match {m.id} has no claimed result to answer.")
+        raise fail("conflict", f"Match {m.id} has no reported win to answer.")
     if m.claimed_by == call.me.name:
-        raise fail("forbidden", "You cannot answer your own claim; your opponent must.")
+        raise fail("forbidden", "You cannot answer your own reported win; your opponent must.")
     return m
 
 
@@ -465,19 +477,22 @@ async def dispute(call: Call) -> Any:
     if m.busy:
         raise fail("conflict", f"Match {m.id} is already being decided.")
     m.busy = True
-    data = {"match": m.id, "status": "disputed", "by": call.me.name}
+    since = now()
+    data = {"match": m.id, "status": "disputed", "by": call.me.name, "since": since}
     try:
         async def job(tx: WriteTx) -> None:
             await still(call, tx, m, ("claimed",), m.claimed_by)
-            await stored.disputed(tx, m.id)
+            await stored.disputed(tx, m.id, since)
             await call.remember(tx, data)
 
         await call.write(job)
     finally:
         m.busy = False
-    m.status = "disputed"
+    m.status, m.disputed_at = "disputed", since
+    call.lobby.hold(m)  # its players are free to play others while an admin decides it
     call.lobby.live_changed(m)
     call.push(Audience((m.a, m.b), admins=True), push("result_disputed", data))
+    call.tell_status(m.a, m.b)
     return data
 
 

@@ -21,6 +21,11 @@ def status_of(lobby: Lobby, name: str) -> str:
     return "ready"
 
 
+def waiting_disputes(lobby: Lobby, name: str) -> list[dict[str, Any]]:
+    """``name``'s disputed matches, which wait for an admin while their players play on."""
+    return [{**m.summary(), "since": m.disputed_at} for m in lobby.disputed_of(name)]
+
+
 async def who(call: Call) -> Any:
     lobby = call.lobby
     lobby.presence.listen(call.session)  # from now on, told who comes and goes
@@ -53,6 +58,7 @@ async def whois(call: Call) -> Any:
         "last_login": player.last_login,
         "role": player.role if player.password_hash else "entry",
         "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,
+        "disputes": waiting_disputes(lobby, player.name),
         **lobby.describe_player(player.name, brief=False),
         "matches": {"played": played, "dropped": player.dropped, "disputed": disputed},
         "record": record,

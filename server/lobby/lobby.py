@@ -27,7 +27,7 @@ from server.lobby.publish import Message, fan_out
 from server.lobby.requests import StoredReplies
 from server.lobby.seeking import Seeking
 from server.lobby.sharing import SharedPushes
-from server.lobby.state import LIVE, Elsewhere, Invitation, LiveMatch, Player, Session
+from server.lobby.state import HOLDING, LIVE, Elsewhere, Invitation, LiveMatch, Player, Session
 from server.lobby.talk_limit import TalkLimit
 from server.protocol import push
 from server.store import account_changes as stored_changes
@@ -382,6 +382,25 @@ class Lobby:
         self.match_of[m.a] = self.match_of[m.b] = m.id
         self.live_changed(m)
 
+    def hold(self, m: LiveMatch) -> bool:
+        """Its players are playing ``m`` while it is played or claimed; disputed, it waits for
+        an admin and they are free (another match of theirs is theirs to play). Whether
+        that changed what they play."""
+        changed = False
+        for name in (m.a, m.b):
+            if m.status in HOLDING:
+                changed |= self.match_of.get(name) != m.id
+                self.match_of[name] = m.id
+            elif self.match_of.get(name) == m.id:
+                del self.match_of[name]
+                changed = True
+        return changed
+
+    def disputed_of(self, name: str) -> list[LiveMatch]:
+        """The disputed matches of ``name`` waiting for an admin, oldest first."""
+        return sorted((m for m in self.matches.values()
+                       if m.status == "disputed" and name in (m.a, m.b)), key=lambda m: m.id)
+
     def live_changed(self, m: LiveMatch) -> None:
         """``m`` changed here (claimed, disputed, an abort asked): the other nodes' copies
         follow. What decides between nodes is the match's row (server/handlers/matches.py)."""
@@ -402,7 +421,7 @@ class Lobby:
     @staticmethod
     def live_from_row(row: Any) -> LiveMatch:
         m = LiveMatch(row["id"], row["ladder"], row["length"], row["side_a"], row["side_b"],
-                      row["status"], row["claimed_by"])
+                      row["status"], row["claimed_by"], disputed_at=row["disputed_at"])
         if row["score_a"] is not None and row["claimed_by"]:
             # stored in side order; a claim's scores are the claimant's first
             sa, sb = row["score_a"], row["score_b"]
@@ -416,7 +435,7 @@ class Lobby:
         m.away_since = {n: now for n in (m.a, m.b)
                         if n.casefold() not in self.online and n.casefold() not in self.elsewhere}
         self.matches[m.id] = m
-        self.match_of[m.a] = self.match_of[m.b] = m.id
+        self.hold(m)
 
     def _ended_now(self, mid: int) -> None:
         if mid not in self._ended:
@@ -433,6 +452,8 @@ class Lobby:
             return
         if m is not None:
             m.follow(note)
+            if self.hold(m):
+                self._tell_status(m)
             return
         if note["id"] in self._ended:
             return  # a change shared after the end was (notes of two nodes may cross)
@@ -455,6 +476,9 @@ class Lobby:
             stored = self.live_from_row(row)
             m.status, m.claimed_by, m.claim_scores = (stored.status, stored.claimed_by,
                                                       stored.claim_scores)
+            m.disputed_at = stored.disputed_at
+            if self.hold(m):
+                self._tell_status(m)
         elif mid not in self._ended:
             self._adopt(self.live_from_row(row))
 

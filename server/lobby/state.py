@@ -10,6 +10,9 @@ from typing import Any
 
 AWAY_AFTER = 600.0  # seconds without a message before a player shows as away
 LIVE = ("playing", "claimed", "disputed")  # the statuses of a match still being played
+# the statuses that hold its players: a disputed match waits for an admin, and its players
+# are free to play others meanwhile
+HOLDING = ("playing", "claimed")
 
 
 @dataclass
@@ -57,6 +60,7 @@ class LiveMatch:
     claimed_by: str | None = None
     claim_scores: tuple[int, int] | None = None
     abort_by: str | None = None
+    disputed_at: str | None = None  # when the claim was disputed (UTC, ISO 8601)
     busy: bool = False
     away_since: dict[str, float] = field(default_factory=dict)
 
@@ -75,7 +79,8 @@ class LiveMatch:
         """What the other nodes of the database keep of it (:mod:`server.lobby.sharing`)."""
         return {"id": self.id, "ladder": self.ladder, "length": self.length, "a": self.a,
                 "b": self.b, "status": self.status, "claimed_by": self.claimed_by,
-                "claim_scores": self.claim_scores, "abort_by": self.abort_by}
+                "claim_scores": self.claim_scores, "abort_by": self.abort_by,
+                "disputed_at": self.disputed_at}
 
     def follow(self, note: dict[str, Any]) -> None:
         """Take another node's change of this match (:meth:`note`)."""
@@ -83,6 +88,7 @@ class LiveMatch:
         scores = note["claim_scores"]
         self.claim_scores = None if scores is None else (int(scores[0]), int(scores[1]))
         self.abort_by = note["abort_by"]
+        self.disputed_at = note.get("disputed_at")
 
 
 @dataclass(eq=False)

@@ -10,7 +10,7 @@ from typing import Any
 from server.store.handle import Reads, WriteTx
 
 LIVE_PLAYER = """SELECT 1 FROM match_players mp JOIN matches m ON m.id = mp.match_id
-    WHERE mp.player_id IN (?, ?) AND m.status IN ('playing', 'claimed', 'disputed') LIMIT 1"""
+    WHERE mp.player_id IN (?, ?) AND m.status IN ('playing', 'claimed') LIMIT 1"""
 
 
 async def put(tx: WriteTx, invitee_key: str, inviter_key: str, ladder: str,
@@ -46,7 +46,8 @@ async def drop(tx: WriteTx, sent_by: str | None = None, received_by: str | None 
 
 
 async def playing(tx: WriteTx, a: int, b: int) -> bool:
-    """Whether either player (by id) has a live match, as this transaction sees it; both
+    """Whether either player (by id) plays a live match (a disputed one, waiting for an
+    admin, holds nobody), as this transaction sees it; both
     players are held until the commit (in id order), so two joins naming one player on two
     servers go one after the other."""
     if tx.backend == "postgresql":

@@ -37,9 +37,9 @@ async def claimed(tx: WriteTx, match_id: int, by: str,
                      "score_b = ? WHERE id = ?", (by, scores[0], scores[1], match_id))
 
 
-async def disputed(tx: WriteTx, match_id: int) -> None:
-    await tx.execute("UPDATE matches SET status = 'disputed', disputed = 1 WHERE id = ?",
-                     (match_id,))
+async def disputed(tx: WriteTx, match_id: int, at: str) -> None:
+    await tx.execute("UPDATE matches SET status = 'disputed', disputed = 1, disputed_at = ? "
+                     "WHERE id = ?", (at, match_id))
 
 
 async def aborted(tx: WriteTx, match_id: int, at: str) -> None:
@@ -67,6 +67,11 @@ async def live(db: Reads) -> list[Any]:
         "SELECT * FROM matches WHERE status IN ('playing', 'claimed', 'disputed')")
 
 
+async def disputed_all(db: Reads) -> list[Any]:
+    """The disputed matches waiting for an admin, oldest first, as committed."""
+    return await db.fetchall("SELECT * FROM matches WHERE status = 'disputed' ORDER BY id")
+
+
 def locking(tx: WriteTx, of: str = "") -> str:
     """What makes a read lock the rows it reads until the commit, where writers share the
     database (PostgreSQL's ``FOR UPDATE``); SQLite's one writer holds everything already."""
@@ -89,10 +94,11 @@ async def played_on(tx: WriteTx, player_id: int, ladder: str) -> bool:
 
 
 async def live_of(db: Reads, player_id: int) -> Any | None:
-    """The live match ``player_id`` plays, as committed (none: ``None``)."""
+    """The live match ``player_id`` plays (played or claimed: a disputed one waits for an
+    admin and holds nobody), as committed (none: ``None``)."""
     return await db.fetchone_soon(
         "SELECT m.* FROM matches m JOIN match_players mp ON mp.match_id = m.id "
-        "WHERE mp.player_id = ? AND m.status IN ('playing', 'claimed', 'disputed') "
+        "WHERE mp.player_id = ? AND m.status IN ('playing', 'claimed') "
         "ORDER BY m.id DESC LIMIT 1", (player_id,))
 
 

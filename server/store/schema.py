@@ -231,6 +231,8 @@ MIGRATIONS: dict[int, str] = {
         node TEXT NOT NULL
     );
     CREATE INDEX seeks_ladder ON seeks (ladder, length);
+
+    ALTER TABLE matches ADD COLUMN disputed_at TEXT;
     """,
 }
 

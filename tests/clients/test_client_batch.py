@@ -114,9 +114,11 @@ async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path
     (b1, a1), (b2, a2) = a.history
     stamp = [e["at"].replace("T", " ").removesuffix("Z") for e in history]
     expected_history = ["Rating history of alice:", *columns([
-        ["when (UTC)", "ladder", "before", "after", "change", "cause"],
-        [stamp[0], "backgammon", f"{b1:.2f}", f"{a1:.2f}", f"{a1 - b1:+.2f}", f"match {m1}"],
-        [stamp[1], "backgammon", f"{b2:.2f}", f"{a2:.2f}", f"{a2 - b2:+.2f}", f"match {m2}"],
+        ["when (UTC)", "ladder", "before", "after", "change", "what happened"],
+        [stamp[0], "backgammon", f"{b1:.2f}", f"{a1:.2f}", f"{a1 - b1:+.2f}",
+         f"won v bob, 1 point, match {m1}"],
+        [stamp[1], "backgammon", f"{b2:.2f}", f"{a2:.2f}", f"{a2 - b2:+.2f}",
+         f"lost v carol, 3 points, match {m2}"],
     ], right={2, 3, 4})]
     expected_who = [*columns([
         ["player", "status", "ratings"],

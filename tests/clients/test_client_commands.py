@@ -120,7 +120,8 @@ async def _login(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(c.login("nobody", PASSWORD), "forbidden")  # same answer: no probing
     assert c.credentials is None
     logged_in = await c.login("Alice", PASSWORD)
-    assert set(logged_in) == {"player", "role", "match", "session", "other_sessions"}
+    assert set(logged_in) == {"player", "role", "match", "disputes", "session",
+                              "other_sessions"}
     assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
     await told_presence(watcher, {"alice": "ready"})
     assert (await watcher.whois("alice")).online
@@ -153,7 +154,7 @@ async def _resume(lobby: LobbyServer, tmp: Path) -> None:
     await first.close()
     again = await lobby.client()
     assert await again.call("resume", token=token) == {"player": "alice", "role": "player",
-                                                        "match": None}
+                                                        "match": None, "disputes": []}
     assert (await again.whois("alice")).online
     await expect_error(again.call("resume", token="not-a-token"), "forbidden")
     await again.call("logout")
@@ -733,7 +734,8 @@ async def _dispute(lobby: LobbyServer, tmp: Path) -> None:
     await alice.call("report win")
     await expect_error(alice.call("dispute", match=mid), "forbidden")
     disputed = await bob.call("dispute", match=mid)
-    assert disputed == {"match": mid, "status": "disputed", "by": "bob"}
+    assert disputed == {"match": mid, "status": "disputed", "by": "bob",
+                        "since": disputed["since"]}
     assert (await admin.next_push("result_disputed"))["data"] == disputed
     assert (await alice.next_push("result_disputed"))["data"] == disputed
     await expect_error(bob.resign(), "conflict")  # an admin decides now
@@ -1041,9 +1043,12 @@ async def _disputes(lobby: LobbyServer, tmp: Path) -> None:
     assert await admin.call("disputes") == {"disputes": []}  # claimed, not disputed yet
     await bob.call("dispute", match=mid)
     await expect_error(bob.call("disputes"), "forbidden")
+    since = (await bob.next_push("result_disputed"))["data"]["since"]
     listed = {"match": mid, "ladder": "backgammon", "length": 3, "a": "alice", "b": "bob",
-              "status": "disputed", "claimant": "alice", "by": "bob", "scores": [3, 2]}
-    assert await admin.call("disputes") == {"disputes": [listed]}
+              "status": "disputed", "claimant": "alice", "by": "bob", "scores": [3, 2],
+              "since": since}
+    (got,) = (await admin.call("disputes"))["disputes"]
+    assert isinstance(got.pop("age"), int) and got == listed
     decided = await admin.adjudicate(mid, "alice")
     assert decided["match"] == mid
     assert await admin.call("disputes") == {"disputes": []}

@@ -235,7 +235,7 @@ def test_history() -> None:
     ]}
     assert render_reply(ok("history", data)).splitlines() == [
         "Rating history of alice:",
-        "when (UTC)           ladder       before    after  change  cause",
+        "when (UTC)           ladder       before    after  change  what happened",
         "2026-11-30 10:15:02  backgammon  1500.00  1522.14  +22.14  match 17",
         "2026-12-01 08:00:00  scrabble          -     1000     new  event 3",
         "2026-12-02 08:00:00  scrabble       1000      950     -50  correction",
@@ -249,6 +249,25 @@ def test_history() -> None:
         "2026-12-02 08:00:00  scrabble    1000    950     -50  event 5")
     assert render_reply(ok("history", whole)).splitlines()[2] == (
         "2026-12-02 08:00:00  scrabble  1000.00  949.60  -50.40  event 5")
+    # the story of each change, as the server tells it
+    told = {"player": "alice", "ladder": None, "entries": [
+        {"ladder": "backgammon", "at": "2026-11-30T10:15:02Z", "before": 1500.0,
+         "after": 1522.136, "change": 22.136, "cause": {"match": 17}, "match": 17,
+         "opponents": ["bob"], "partners": [], "result": "won", "score": [3, 1], "length": 3,
+         "event": None, "rated": True},
+        {"ladder": "foosball-doubles", "at": "2026-12-01T08:00:00Z", "before": 1000,
+         "after": 990, "change": -10, "cause": {"event": 3}, "match": None,
+         "opponents": ["carol", "dave"], "partners": ["bob"], "result": "1 won, 2 lost",
+         "score": None, "length": None, "event": {"id": 3, "name": "League day 3"},
+         "rated": True},
+        {"ladder": "backgammon", "at": "2026-12-03T08:00:00Z", "before": 1522.136,
+         "after": 1530.0, "change": 7.864, "cause": {"match": 20, "event": 4}, "match": 20,
+         "opponents": ["erin"], "partners": [], "result": "lost", "score": [2, 5],
+         "length": 5, "event": {"id": 4, "name": "Club night"}, "rated": False}]}
+    assert [line.split("  ")[-1] for line in render_reply(ok("history", told)).splitlines()[2:]
+            ] == ["won 3-1 v bob, 3 points, match 17",
+                  "1 won, 2 lost with bob v carol, dave at League day 3 (#3)",
+                  "lost 2-5 v erin, 5 points, match 20 at Club night (#4) (unrated)"]
     assert render_reply(ok("history", {"player": "bob", "ladder": "scrabble", "entries": []})
                         ) == "bob has no rating history in scrabble."
     assert render_reply(ok("history", {"player": "bob", "ladder": None, "entries": []})
@@ -300,7 +319,7 @@ def test_ladders_events_and_an_event() -> None:
         "Event 3: Cup (foosball-doubles, 2026-03-21, open)",
         "match  side a     side b     score  status",
         "    9  eve+frank  gina+hal   10:7   finished",
-        "   10  eve+gina   frank+hal  -:-    unrated (forfeit)",
+        "   10  eve+gina   frank+hal  -:-    voided",
         "player  played  won  drawn  lost  points",
         "eve          1    1      0     0     1.0",
     ]
@@ -419,7 +438,7 @@ def test_errors_and_odd_replies() -> None:
      "** amy's scrabble rating: - -> 1000 (new)."),
     ({"event": "result_claimed", "data": {"match": 4, "by": "bob", "scores": [5, 2],
                                           "status": "claimed"}},
-     "** bob claims a win in match 4 (5 to 2). Type 'confirm 4' or 'dispute 4'."),
+     "** bob reports a win in match 4 (5 to 2). Type 'confirm 4' or 'dispute 4'."),
     ({"event": "ladder_updated", "data": {"ladder": "scrabble", "event": 3, "total": 6, "more": 0,
                                           "changed": [ROW | {"player": "amy", "rank": 1},
                                                       ROW | {"player": "bob", "rank": 3}]}},
@@ -476,7 +495,7 @@ ALICE_READS = render.Viewer("alice", "player")
     ("login", {"player": "root", "role": "admin", "match": None}, "Logged in as root (admin)."),
     ("login", {"player": "alice", "role": "player", "match": {**SUMMARY, "status": "claimed"}},
      "Logged in as alice.\nYou are in match 4: alice vs bob (backgammon, 3 points), a win is "
-     "claimed.\n" + "\n".join(AT_STAKE)),
+     "reported.\n" + "\n".join(AT_STAKE)),
     ("resume", {"player": "alice", "role": "player", "match": None},
      "Logged in again as alice."),
     ("logout", {"player": "alice", "logged_in": False, "revoked": True},
@@ -513,9 +532,10 @@ ALICE_READS = render.Viewer("alice", "player")
      "Match 4 started: alice vs bob (backgammon, unlimited)."),
     ("decline", {"declined": "carol"}, "You declined carol's invitation."),
     ("report win", {"match": 2, "by": "alice", "scores": None, "status": "claimed"},
-     "You claim a win in match 2; your opponent is asked to confirm or dispute it."),
+     "You report a win in match 2; your opponent is asked to confirm or dispute it."),
     ("dispute", {"match": 3, "status": "disputed", "by": "alice"},
-     "You dispute the claim in match 3: it is disputed now, and an admin will decide it."),
+     "You dispute the reported win in match 3: an admin will decide it. You are free to play "
+     "other matches meanwhile."),
     ("abort", {"match": 4, "status": "abort_requested", "by": "alice"},
      "You propose to abort match 4: it ends unrated if your opponent agrees (they type "
      "'abort')."),
@@ -559,9 +579,9 @@ ALICE_READS = render.Viewer("alice", "player")
         {**SUMMARY, "match": 6, "length": "unlimited", "status": "disputed", "claimant": "alice",
          "by": "bob", "scores": None}]},
      "Disputed matches, waiting for a decision:\n"
-     "  Match 4: alice vs bob (backgammon, 3 points); bob claims a win (3 to 1), alice "
+     "  Match 4: alice vs bob (backgammon, 3 points); bob reports a win (3 to 1), alice "
      "disputes it. Type 'adjudicate 4 WINNER' or 'void 4 REASON'.\n"
-     "  Match 6: alice vs bob (backgammon, unlimited); alice claims a win, bob disputes it. "
+     "  Match 6: alice vs bob (backgammon, unlimited); alice reports a win, bob disputes it. "
      "Type 'adjudicate 6 WINNER' or 'void 6 REASON'."),
 ])
 def test_replies_read_as_sentences(cmd: str, data: Any, text: str) -> None:
@@ -591,10 +611,11 @@ def test_replies_read_as_sentences(cmd: str, data: Any, text: str) -> None:
     ({"event": "match_started", "data": SUMMARY}, ALICE_READS,
      "** Match 4 started: alice vs bob (backgammon, 3 points).\n" + "\n".join(AT_STAKE)),
     ({"event": "result_disputed", "data": {"match": 3, "status": "disputed", "by": "bob"}},
-     ALICE_READS, "** bob disputes your claim in match 3; an admin will decide it."),
+     ALICE_READS, "** bob disputes your reported win in match 3; an admin will decide it. You "
+                  "are free to play other matches meanwhile."),
     ({"event": "result_disputed", "data": {"match": 3, "status": "disputed", "by": "bob"}},
-     render.Viewer("root", "admin"), "** bob disputes the claim in match 3. Decide it: "
-                                     "'adjudicate 3 WINNER' or 'void 3 REASON'."),
+     render.Viewer("root", "admin"), "** bob disputes the reported win in match 3. Decide "
+                                     "it: 'adjudicate 3 WINNER' or 'void 3 REASON'."),
     ({"event": "abort_requested", "data": {"match": 4, "status": "abort_requested",
                                            "by": "bob"}},
      ALICE_READS, "** bob proposes to abort match 4 unrated. Type 'abort' to agree."),

@@ -251,17 +251,18 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
     await run(term, "who", "player  status   ratings", "alice   playing  -",
               "bob     playing  -", f"{ADMIN}    ready    -", "3 players, 0 spectators.")
 
-    await run(term, "report win 1 0", f"You claim a win in match {mid} (1 to 0); your opponent "
-                                      "is asked to confirm or dispute it.")
-    await bob.call("dispute", match=mid)
-    await says(term, f"** bob disputes your claim in match {mid}; an admin will decide it.")
+    await run(term, "report win 1 0", f"You report a win in match {mid} (1 to 0); your "
+                                      "opponent is asked to confirm or dispute it.")
+    since = (await bob.call("dispute", match=mid))["since"]
+    await says(term, f"** bob disputes your reported win in match {mid}; an admin will decide "
+                     "it. You are free to play other matches meanwhile.")
     await run(term, "whois alice", "Information about alice:",
-              "  Still logged in. Playing a match.",
-              f"  In match {mid}: bob vs alice (backgammon, 1 point), disputed; an admin will "
-              "decide it.", *("  " + line for line in fibs_stake(FibsModel(), "bob", "alice", 1)),
-              "  No ratings yet.")
+              "  Still logged in. Ready to play.",
+              "  No ratings yet.",
+              f"  Match {mid} (bob vs alice, backgammon) is disputed since "
+              f"{since.replace('T', ' ').rstrip('Z')} UTC; an admin will decide it.")
     await run(term, "abort", f"Error (conflict): Match {mid} is disputed; an admin will "
-                             "decide it.")
+                             "decide it. You are free to play another match meanwhile.")
     await admin.call("adjudicate", match=mid, winner="alice")
     rated = FibsModel().play("alice", "bob", 1)
     await says(term, f"** An admin decided match {mid} (backgammon, 1 point): alice wins.",
@@ -275,10 +276,11 @@ async def test_playing_claims_disputes_and_ones_own_change_printed_once(
     m2 = (await bob.next_push("match_started"))["data"]["match"]
     await term.expect(rf"Match {m2} started: .*\n(?:  .*\n){{2}}")
     await bob.call("report win", score_a=1, score_b=0)
-    await says(term, f"** bob claims a win in match {m2} (1 to 0). Type 'confirm {m2}' or "
+    await says(term, f"** bob reports a win in match {m2} (1 to 0). Type 'confirm {m2}' or "
                      f"'dispute {m2}'.")
-    between = await run(term, f"dispute {m2}", f"You dispute the claim in match {m2}: it is "
-                                               "disputed now, and an admin will decide it.")
+    between = await run(term, f"dispute {m2}", f"You dispute the reported win in match {m2}: "
+                                               "an admin will decide it. You are free to play "
+                                               "other matches meanwhile.")
     assert (await bob.next_push("result_disputed"))["data"]["by"] == "alice"
     term.type("who\r")
     between += await term.expect(r"spectators\.\n")

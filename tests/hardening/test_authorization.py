@@ -342,7 +342,7 @@ async def test_a_claim_is_answered_by_the_opponent_only(server: ServerThread,
     for cmd in ("confirm", "dispute"):
         reply = await claimant.request(cmd, {"match": s.match})
         assert reply["error"]["code"] == FORBIDDEN, reply
-        assert "own claim" in reply["error"]["message"]
+        assert "own reported win" in reply["error"]["message"]
     assert (await claimant.request("report win"))["error"]["code"] == CONFLICT  # only once
     assert dump_db(server.db) == before
     finished = await s.clients["player"].call("confirm", match=s.match)

@@ -222,7 +222,9 @@ async def start(clients: Players, a: str, b: str, length: int) -> list[Step]:
 
 async def whois_match(clients: Players, asker: str, name: str) -> dict[str, Any] | None:
     step = await must(clients, asker, "whois", {"name": name})
-    match: dict[str, Any] | None = step.reply["data"]["match"]
+    data = step.reply["data"]
+    # the match being played, or one that waits for an admin (it holds nobody)
+    match: dict[str, Any] | None = data["match"] or (data["disputes"] or [None])[-1]
     return match
 
 

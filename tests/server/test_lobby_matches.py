@@ -137,7 +137,8 @@ async def test_report_win_dispute_and_admin_adjudicates(lobby: LobbyServer) -> N
 
     await alice.call("report win", score_a=5, score_b=2)
     disputed = await bob.call("dispute", match=mid)
-    assert disputed == {"match": mid, "status": "disputed", "by": "bob"}
+    assert disputed == {"match": mid, "status": "disputed", "by": "bob",
+                        "since": disputed["since"]}
     assert (await admin.next_push("result_disputed"))["data"] == disputed
     assert (await alice.next_push("result_disputed"))["data"] == disputed
     # while disputed, neither player can settle it themselves

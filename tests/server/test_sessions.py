@@ -43,7 +43,8 @@ async def test_a_login_is_resumed_with_its_token(harness: LobbyServer) -> None:
     await watcher.call("who")
     second = await harness.client()
     resumed = await second.call("resume", token=session["token"])
-    assert resumed == {"player": "alice", "role": "player", "match": None}  # login's reply
+    assert resumed == {"player": "alice", "role": "player", "match": None,  # login's reply
+                       "disputes": []}
     assert (await first.next_push("logged_out"))["data"]["reason"]  # one connection an account
     await told_presence(watcher, {"alice": "ready"})
     assert (await second.call("whois", name="alice"))["online"] is True

@@ -304,7 +304,7 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
         await expect(item).to_contain_text(f"→ {c['after']:.2f}")
     await expect(panel).to_be_empty()
 
-    # 2: bob invites, alice joins on the page, bob claims a win, alice confirms on the page
+    # 2: bob invites, alice joins on the page, bob reports a win, alice confirms on the page
     await bob.call("invite", name="alice", ladder="backgammon")
     await page.get_by_role("button", name="Join bob").click()
     second = (await bob.next_push("match_started"))["data"]
@@ -329,15 +329,18 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
     await bob.call("report win")
     await panel.get_by_role("button", name="Dispute").click()
     disputed = (await bob.next_push("result_disputed"))["data"]
-    assert disputed == {"match": third["match"], "status": "disputed", "by": "alice"}
-    await expect(panel.locator(".dispute-state")).to_have_text(
-        "Disputed by you: an admin will decide it, by giving the win to one of you or by "
-        "voiding the match. Until then it cannot be resigned, claimed or aborted.")
+    assert disputed == {"match": third["match"], "status": "disputed", "by": "alice",
+                        "since": disputed["since"]}
+    await expect(page.locator("#my-disputes .dispute-state")).to_have_text(
+        f"Match {third['match']} (bob vs alice on backgammon) is disputed by you. An admin will "
+        "decide it, by giving the win to one of you or by voiding the match. You are free to "
+        "play other matches meanwhile.")
+    await expect(panel).to_be_empty()
 
     # 4: alice reports a win on the page; bob confirms; the page shows the change it receives
     admin = await site.admin()
     await admin.call("void", match=third["match"], reason="test")
-    await expect(panel).to_be_empty()
+    await expect(page.locator("#my-disputes li")).to_have_count(0)
     await page.fill("#invite-name", "bob")
     await page.fill("#invite-length", "1")
     await page.click("#invite-form button[type=submit]")

@@ -243,15 +243,18 @@ async def test_disputes_shown_to_both_players_and_decided_by_an_admin_on_the_pag
     panel = page.locator("#match-panel")
     await panel.get_by_role("button", name="Dispute").click()
     assert (await bob.next_push("result_disputed"))["data"]["by"] == "alice"
-    await expect(panel.locator(".dispute-state")).to_contain_text("Disputed by you: an admin")
+    # it waits for an admin beside the play panel, which is free for other matches
+    await expect(page.locator("#my-disputes .dispute-state")).to_contain_text(
+        f"Match {first['match']} (bob vs alice on backgammon) is disputed by you. An admin")
     await expect(panel.get_by_role("button", name=re.compile("Abort|Resign"))).to_have_count(0)
-    assert (await expect_error(bob.call("abort"), "conflict")).message.endswith(
-        "an admin will decide it.")
+    assert "an admin will decide it." in (
+        await expect_error(bob.call("abort"), "conflict")).message
     bob_page = await open_page(browser, site.http_url, errors=page_errors)
     await bob.call("logout")
     await log_in(bob_page, "bob", PASSWORD)  # bob on a page: his match is disputed by alice
-    await expect(bob_page.locator("#match-panel .dispute-state")).to_contain_text(
-        "Disputed: an admin will decide it")
+    await expect(bob_page.locator("#my-disputes .dispute-state")).to_contain_text(
+        f"Match {first['match']} (bob vs alice on backgammon) is disputed. An admin will "
+        "decide it")
 
     # the admin online when it happened, and one who arrives later, both see it
     dispute = desk.locator(f"#disputes li[data-match='{first['match']}']")
@@ -269,6 +272,7 @@ async def test_disputes_shown_to_both_players_and_decided_by_an_admin_on_the_pag
     await expect(page.locator("#status")).to_have_text(re.compile(
         rf"^Match {first['match']}: bob won\."))
     await expect(panel).to_be_empty()
+    await expect(page.locator("#my-disputes li")).to_have_count(0)
 
     # a second dispute, voided with a reason
     await bob_page.fill("#invite-name", "alice")
@@ -277,9 +281,9 @@ async def test_disputes_shown_to_both_players_and_decided_by_an_admin_on_the_pag
     await expect(bob_page.locator("#match-panel")).to_contain_text("bob vs alice")
     await bob_page.locator("#match-panel").get_by_role("button", name="Report a win").click()
     await panel.get_by_role("button", name="Dispute").click()
-    await expect(bob_page.locator("#match-panel .dispute-state")).to_contain_text(
-        "Disputed by alice: an admin will decide it")
-    second = (await bob.call("whois", name="bob"))["match"]
+    await expect(bob_page.locator("#my-disputes .dispute-state")).to_contain_text(
+        "is disputed by alice. An admin will decide it")
+    second = (await bob.call("whois", name="bob"))["disputes"][-1]
     item = late.locator(f"#disputes li[data-match='{second['match']}']")
     await item.get_by_role("button", name="Void…").click()  # no reason: the browser asks for one
     await expect(item).to_be_visible()
@@ -347,7 +351,7 @@ async def test_an_admin_who_logs_in_later_sees_disputes_between_offline_players(
     await page.get_by_role("link", name="Director's desk").click()
     item = page.locator(f"#disputes li[data-match='{mid}']")
     await expect(item).to_contain_text(f"Match {mid} on backgammon, 3 points: bob vs carol, "
-                                       "disputed. bob claims a win (3–1); carol disputes it.")
+                                       "disputed. bob reports a win (3–1); carol disputes it.")
     await item.get_by_role("button", name="carol wins", exact=True).click()
     await item.get_by_role("button", name="Yes, carol wins").click()
     await expect(page.locator("#disputes-feedback")).to_have_text(

@@ -1,4 +1,4 @@
-// Signs of a new invitation that reach a player who is looking elsewhere: a mark in the
+// Signs of a new invitation (or, to an admin, a new dispute) that reach someone looking elsewhere: a mark in the
 // page title, a short tone made with WebAudio (no sound file), and a browser notification
 // when the player has allowed them (the permission is asked only on their click).
 
@@ -10,6 +10,7 @@ export class Alerts {
     this.audio = null;
     this.played = 0; // tones played, for the page's own checks
     this.notified = 0;
+    this.waiting = { invitations: 0, disputes: 0 };
   }
 
   get soundOn() {
@@ -28,9 +29,23 @@ export class Alerts {
     }
   }
 
-  // The title counts what waits for an answer: "(2) Invitation — matchlobby".
+  // The title counts what waits for an answer: "(2) Invitation — matchlobby", and for an
+  // admin the disputes to decide: "(1) Dispute — matchlobby".
   setWaiting(count) {
-    document.title = count > 0 ? `(${count}) Invitation — ${this.baseTitle}` : this.baseTitle;
+    this.waiting.invitations = count;
+    this.showWaiting();
+  }
+
+  setDisputes(count) {
+    this.waiting.disputes = count;
+    this.showWaiting();
+  }
+
+  showWaiting() {
+    const { invitations, disputes } = this.waiting;
+    const parts = [invitations > 0 ? `(${invitations}) Invitation` : null,
+      disputes > 0 ? `(${disputes}) Dispute` : null].filter(Boolean);
+    document.title = parts.length ? `${parts.join(" ")} — ${this.baseTitle}` : this.baseTitle;
   }
 
   notificationsSupported() {
@@ -75,9 +90,18 @@ export class Alerts {
 
   // A new invitation: the tone, and a notification when the player allowed them.
   invited(text) {
+    this.alert(text, "matchlobby-invitation");
+  }
+
+  // A new dispute, to an admin: the same signs as an invitation's.
+  disputed(text) {
+    this.alert(text, "matchlobby-dispute");
+  }
+
+  alert(text, tag) {
     this.tone();
     if (this.notificationsAllowed()) {
-      new window.Notification("matchlobby", { body: text, tag: "matchlobby-invitation" });
+      new window.Notification("matchlobby", { body: text, tag });
       this.notified += 1;
     }
   }

@@ -6,12 +6,14 @@ import { Alerts } from "./alerts.js";
 import { chartTimes, whenText } from "./charts.js";
 import { confirmStep, setUpDesk } from "./desk.js";
 import { $, el, fmtExpiry, plural } from "./dom.js";
+import { setUpDisputes } from "./disputes.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
 import { setUpSeek } from "./seek.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
+import { historyTable } from "./story.js";
 import { watchTables } from "./tables.js";
 import { setUpTalk } from "./talk.js";
 
@@ -158,7 +160,7 @@ function buildLadder(info) {
     el("h3", { id: headingId }, info.ladder, " ",
       el("span", { class: "tag" }, info.system_title || info.system), " ",
       el("small", { class: "hint" }, `${info.format}, rated ${info.updated}`), " ", count),
-    el("div", { class: "table-wrap", role: "region", "aria-label": `Ratings table of ${info.ladder}` },
+    el("div", { class: "table-wrap", role: "region", "aria-label": `Ranking on ${info.ladder}` },
       el("table", { class: "ladder-table" },
         el("thead", {}, el("tr", {},
           el("th", { scope: "col", class: "num" }, "Rank"),
@@ -356,20 +358,12 @@ function renderProfile(who, entries, eventDates = new Map()) {
   for (const [ladder, list] of byLadder) {
     const column = ratingColumn(ladder);
     const plot = el("div", { class: "chart" });
-    const numbers = el("table", {},
-      el("thead", {}, el("tr", {}, ["When (UTC)", "Before", "After", "Change", "Cause"]
-        .map((t) => el("th", { scope: "col" }, t)))),
-      el("tbody", {}, list.map((e) => el("tr", {},
-        el("td", {}, e.at.replace("T", " ").replace("Z", "")),
-        el("td", { class: "num" }, fmtValue(column, e.before)),
-        el("td", { class: "num" }, fmtValue(column, e.after)),
-        el("td", { class: "num" }, fmtChange(column, e.change)),
-        el("td", {}, e.cause.match ? `match ${e.cause.match}` : `event ${e.cause.event}`)))));
+    const numbers = historyTable(list, { column, fmtValue, fmtChange });
     body.push(el("figure", { class: "history", dataset: { ladder, points: String(list.length) } },
       el("figcaption", {}, `${ladder}: rating after each change (${list.length} change${list.length === 1 ? "" : "s"})`),
       plot,
       el("details", {},
-        el("summary", {}, `The numbers for ${ladder}`),
+        el("summary", {}, `Each change on ${ladder}: against whom, how it went`),
         el("div", { class: "table-wrap", role: "region", "aria-label": `History on ${ladder}` },
           numbers))));
     pending.push([ladder, column, list, plot]);
@@ -536,6 +530,7 @@ function signedIn(data, { focus = false } = {}) {
   $("sound-on").checked = alerts.soundOn;
   renderNotifyState();
   state.match = data.match || null;
+  disputes.signedIn(data.disputes);
   renderMatch();
   soon("who", loadWho, 0);
   soon("invitations", loadInvitations, 0);
@@ -555,7 +550,7 @@ function signedOut() {
   state.claim = null;
   state.invitations.clear();
   state.sent.clear();
-  state.disputes.clear();
+  disputes.signedOut();
   $("login-form").hidden = false;
   $("signed-in").hidden = true;
   $("other-sessions").hidden = true;
@@ -844,6 +839,9 @@ $("notify-on").addEventListener("click", () => act(async () => {
   renderNotifyState();
 }));
 
+// A match's state in words.
+const MATCH_STATE = { playing: "playing", claimed: "a win is reported", disputed: "disputed" };
+
 function renderMatch() {
   const panel = $("match-panel");
   const m = state.match;
@@ -858,21 +856,20 @@ function renderMatch() {
   const opponent = m.a === state.me ? m.b : m.a;
   const parts = [
     el("h3", {}, "Your match"),
-    el("p", {}, `Match ${m.match}: ${m.a} vs ${m.b} on ${m.ladder}, ${fmtLength(m.length)} — ${m.status}.`),
+    el("p", {}, `Match ${m.match}: ${m.a} vs ${m.b} on ${m.ladder}, ${fmtLength(m.length)} — ${MATCH_STATE[m.status] || m.status}.`),
   ];
   if (m.stake !== undefined) parts.push(stakeOf(m.stake, "At stake"));
   const claim = state.claim && state.claim.match === m.match ? state.claim : null;
   if (m.status === "claimed" && claim && claim.by !== state.me) {
     const scores = claim.scores ? ` (${claim.scores[0]}–${claim.scores[1]})` : "";
-    parts.push(el("p", { class: "notice" }, `${claim.by} claims a win${scores}.`),
+    parts.push(el("p", { class: "notice" }, `${claim.by} reports a win${scores}.`),
       el("div", { class: "buttons" },
         el("button", { type: "button", onclick: () => act(async () => showFinished(await lobby.call("confirm", { match: m.match }))) }, "Confirm their win"),
         el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
           const data = await lobby.call("dispute", { match: m.match });
-          m.status = data.status;
-          m.disputedBy = data.by;
+          disputes.disputed(m, data.by);
           renderMatch();
-          say(`You disputed match ${m.match}; an admin will decide it.`);
+          say(`You disputed match ${m.match}; an admin will decide it. You are free to play other matches meanwhile.`);
         }) }, "Dispute")));
   } else if (m.status === "claimed") {
     parts.push(el("p", { class: "hint" }, `Waiting for ${opponent} to confirm or dispute your win.`));
@@ -935,7 +932,7 @@ function showFinished(data) {
     state.claim = null;
     renderMatch();
   }
-  if (state.disputes.delete(data.match)) renderDisputes();
+  disputes.forget(data.match);
   soon("who", loadWho, 0);
   const mine = state.me && (data.winner === state.me || data.loser === state.me);
   if (!mine) return;
@@ -988,16 +985,7 @@ lobby.on("result_claimed", (data) => {
   state.claim = data;
   if (state.match && state.match.match === data.match) state.match.status = "claimed";
   renderMatch();
-  say(`${data.by} claims a win in match ${data.match}: confirm or dispute it.`);
-});
-lobby.on("result_disputed", (data) => {
-  if (state.match && state.match.match === data.match) {
-    state.match.status = "disputed";
-    state.match.disputedBy = data.by;
-    renderMatch();
-    say(`Match ${data.match} is disputed by ${data.by}; an admin will decide.`);
-  }
-  if (state.role === "admin") soon("disputes", findDisputes, 0);
+  say(`${data.by} reports a win in match ${data.match}: confirm or dispute it.`);
 });
 lobby.on("abort_requested", (data) => say(`${data.by} proposes to abort match ${data.match}; press “Abort” to agree.`));
 lobby.on("match_aborted", (data) => {
@@ -1009,60 +997,17 @@ lobby.on("match_aborted", (data) => {
 lobby.on("match_finished", showFinished);
 lobby.on("match_corrected", (data) => {
   if (state.match && state.match.match === data.match && data.status !== "finished") state.match = null;
+  disputes.forget(data.match);
   renderMatch();
   soon("who", loadWho, 0);
-  say(`An admin decided match ${data.match}: ${data.status}${data.winner ? `, won by ${data.winner}` : ""}${data.reason ? ` (${data.reason})` : ""}.`);
+  const decided = data.status === "finished" && data.winner ? `${data.winner} wins` : data.status;
+  say(`An admin decided match ${data.match}: ${decided}${data.reason ? ` (${data.reason})` : ""}.`);
 });
 
-// ---- disputes (admins) ----------------------------------------------------------------------
+// ---- disputes ------------------------------------------------------------------------------
 
-// Every disputed live match the lobby holds, its players online or not (an admin online when
-// a dispute starts is told at once and asks again; one who comes later finds them all here).
-async function findDisputes() {
-  const { disputes } = await lobby.call("disputes");
-  state.disputes = new Map(disputes.map((m) => [m.match, m]));
-  renderDisputes();
-}
-
-function renderDisputes() {
-  const box = $("disputes");
-  if (state.disputes.size === 0) {
-    box.replaceChildren(el("p", { class: "hint" }, "No disputed matches."));
-    return;
-  }
-  box.replaceChildren(el("ul", { class: "plain-list" },
-    [...state.disputes.values()].map((m) => {
-      const feedback = el("p", { class: "feedback", role: "status" });
-      const reason = el("input", { name: "reason", maxlength: "200", required: true });
-      const ask = el("div", { class: "dispute-confirm" });
-      const decided = (text) => {
-        state.disputes.delete(m.match);
-        renderDisputes();
-        say(text, "info", $("disputes-feedback"));
-        $("disputes-heading").focus();
-      };
-      const decide = (winner, button) => confirmStep(ask, `Give match ${m.match} to ${winner}? Its ladder is rated again.`,
-        `Yes, ${winner} wins`, () => act(async () => {
-          const data = await lobby.call("adjudicate", { match: m.match, winner });
-          decided(`Match ${data.match} decided: ${data.winner} wins.`);
-        }, { where: feedback }), { back: button, label: `Decide match ${m.match}` });
-      return el("li", { class: "dispute", dataset: { match: String(m.match) } },
-        el("p", {}, `Match ${m.match} on ${m.ladder}, ${fmtLength(m.length)}: ${m.a} vs ${m.b}, disputed.`,
-          m.claimant ? el("span", { class: "dispute-claim" },
-            ` ${m.claimant} claims a win${m.scores ? ` (${m.scores[0]}–${m.scores[1]})` : ""}; ${m.by} disputes it.`) : null),
-        el("div", { class: "buttons" },
-          el("button", { type: "button", class: "small", onclick: (ev) => decide(m.a, ev.currentTarget) }, `${m.a} wins`),
-          el("button", { type: "button", class: "small", onclick: (ev) => decide(m.b, ev.currentTarget) }, `${m.b} wins`)),
-        el("form", { class: "inline-form", onsubmit: (ev) => {
-          ev.preventDefault();
-          confirmStep(ask, `Void match ${m.match}? Nobody wins it and it is not rated.`, `Yes, void match ${m.match}`, () => act(async () => {
-            const data = await lobby.call("void", { match: m.match, reason: reason.value.trim() });
-            decided(`Match ${data.match} voided: ${data.reason}.`);
-          }, { where: feedback }), { back: reason, label: `Void match ${m.match}` });
-        } }, el("label", {}, "Reason to void", reason), el("button", { type: "submit", class: "small danger" }, "Void…")),
-        ask, feedback);
-    })));
-}
+const disputes = setUpDisputes({ lobby, act, say, alerts, fmtLength, state, renderMatch });
+const { findDisputes } = disputes;
 
 // ---- live ladder pushes ---------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import { confirmStep } from "./desk.js";
 import { $, el, plural } from "./dom.js";
 import { download, eventJson, fileName, resultsCsv } from "./exports.js";
 import { LobbyError } from "./lobby.js";
+import { changesTable } from "./story.js";
 import { watchTables } from "./tables.js";
 
 // The names a result or an import brought to the ladder for the first time: a newcomer, or a
@@ -316,6 +317,7 @@ export function setUpEvents(ctx) {
         el("button", { type: "button", class: "small secondary", onclick: () => download(`${base}.csv`, resultsCsv(event), "text/csv") }, "Results file (CSV)"),
         el("button", { type: "button", class: "small secondary", onclick: () => download(`${base}.json`, eventJson(event), "application/json") }, "JSON")),
       event.games.length ? gamesTable(event) : el("p", { class: "hint" }, "No games."),
+      changesTable(event, { column: ratingColumn(event.ladder), fmtValue, fmtChange, playerLink }),
       event.standings.length ? el("div", { class: "table-wrap", role: "region", "aria-label": `Standings of ${event.name}` },
         el("table", { class: "standings-table" },
           el("caption", {}, "Standings"),

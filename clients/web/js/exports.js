@@ -42,11 +42,17 @@ export function eventJson(event) {
   return JSON.stringify(rest, null, 2) + "\n";
 }
 
-export const HISTORY_HEADER = ["player", "ladder", "at", "before", "after", "change", "match", "event"];
+// A rating history, a row a change, with its story: opponents (and partners) joined by "+"
+// as a side is, the result, the player's score and the other side's, the length, the event,
+// whether it was rated.
+export const HISTORY_HEADER = ["player", "ladder", "at", "before", "after", "change", "match", "event",
+  "event_name", "opponents", "partners", "result", "score", "score_against", "length", "how", "rated"];
 
 export function historyCsv(player, entries) {
   const rows = entries.map((e) => line([player, e.ladder, e.at, e.before, e.after, e.change,
-    e.cause.match ?? "", e.cause.event ?? ""]));
+    e.cause.match ?? "", e.cause.event ?? "", e.event?.name ?? "", (e.opponents || []).join("+"),
+    (e.partners || []).join("+"), e.result ?? "", e.score?.[0] ?? "", e.score?.[1] ?? "",
+    e.length ?? "", e.how ?? "", e.rated !== false]));
   return [line(HISTORY_HEADER), ...rows].join("\n") + "\n";
 }
 

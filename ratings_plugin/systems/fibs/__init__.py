@@ -86,7 +86,7 @@ def rate_ratings(
     exactly in floating point.
     """
     if length < 1:
-        raise ValueError("a rated FIBS match has a length of at least 1")
+        raise ValueError("A rated FIBS match is at least 1 point long")
     root = math.sqrt(length)
     if winner_rating == loser_rating:
         w_expected = l_expected = 0.5
