@@ -120,8 +120,10 @@ async def _login(lobby: LobbyServer, tmp: Path) -> None:
     await expect_error(c.login("nobody", PASSWORD), "forbidden")  # same answer: no probing
     assert c.credentials is None
     logged_in = await c.login("Alice", PASSWORD)
-    assert set(logged_in) == {"player", "role", "match", "session", "other_sessions"}
-    assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
+    assert set(logged_in) == {"player", "role", "match", "session", "other_sessions",
+                              "while_away"}
+    assert (logged_in["player"], logged_in["role"], logged_in["match"],
+            logged_in["while_away"]) == ("alice", "player", None, None)
     await told_presence(watcher, {"alice": "ready"})
     assert (await watcher.whois("alice")).online
     admin = await lobby.client()
@@ -153,7 +155,7 @@ async def _resume(lobby: LobbyServer, tmp: Path) -> None:
     await first.close()
     again = await lobby.client()
     assert await again.call("resume", token=token) == {"player": "alice", "role": "player",
-                                                        "match": None}
+                                                        "match": None, "while_away": None}
     assert (await again.whois("alice")).online
     await expect_error(again.call("resume", token="not-a-token"), "forbidden")
     await again.call("logout")
