@@ -813,6 +813,7 @@ PUSHES: dict[str, Renderer] = {
         "again for the current state."),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",
+    "while_away": lambda d, ladders, viewer: "\n".join(while_away(d, str(d.get("player")), ladders)),
 }
 
 
