@@ -271,3 +271,20 @@ async def test_a_player_not_taking_invitations_is_shown_so_without_invite(
     await bob.call("ready on")
     await expect(row.locator(".tag")).to_have_text("ready")
     await expect(invite).to_be_visible()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+async def test_the_inviters_focus_follows_the_match_when_it_starts(
+        site: LobbyServer, browser: Browser, page_errors: list[str], width: int) -> None:
+    bob = await site.player("bob")
+    page = await page_at(site, browser, width, page_errors)
+    await log_in(page, "alice", PASSWORD, register=True)
+    await page.fill("#invite-name", "bob")
+    submit = page.locator("#invite-form button[type=submit]")
+    await submit.focus()
+    await page.keyboard.press("Enter")
+    await bob.next_push("invited")
+    await has_focus(submit)
+    await bob.call("join", name="alice")
+    await expect(page.locator("#invite-form")).to_be_hidden()
+    await has_focus(page.locator("#match-panel h3"))

@@ -641,9 +641,10 @@ lobby.on("logged_out", (data) => {
 
 // ---- who is online --------------------------------------------------------------------------
 
-// The ladder whose ratings "Online now" shows: the one chosen to invite on.
 const STATUS_WORDS = { not_ready: "not ready" };
 const NO_INVITE = new Set(["playing", "not_ready"]); // the server would refuse the invitation
+
+// The ladder whose ratings "Online now" shows: the one chosen to invite on.
 const chosenLadder = () => $("invite-ladder").value;
 
 async function loadWho() {

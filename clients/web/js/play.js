@@ -124,6 +124,12 @@ export function setUpPlay({ lobby, state, act, say, renderMatch, showFinished, f
     focusOn(document.querySelector("#last-result h3") || $("play-heading"));
   }
 
+  // The invitee joined: the invite form (where the inviter's focus was) is hidden now.
+  lobby.on("match_started", () => {
+    const at = document.activeElement;
+    if (!at || at === document.body || at.closest("#invite-form")) focusMatch();
+  });
+
   // After Decline: the next invitation's Join, else the play panel.
   function focusAfterInvitation() {
     focusOn(document.querySelector("#invitations li.invitation button") || $("play-heading"));
