@@ -274,7 +274,7 @@ async def test_a_player_not_taking_invitations_is_shown_so_without_invite(
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-async def test_the_inviters_focus_follows_the_match_when_it_starts(
+async def test_the_inviters_focus_after_withdrawing_and_when_the_match_starts(
         site: LobbyServer, browser: Browser, page_errors: list[str], width: int) -> None:
     bob = await site.player("bob")
     page = await page_at(site, browser, width, page_errors)
@@ -285,6 +285,13 @@ async def test_the_inviters_focus_follows_the_match_when_it_starts(
     await page.keyboard.press("Enter")
     await bob.next_push("invited")
     await has_focus(submit)
+    # withdrawn, then sent again: the keyboard goes back to the form, not to the page
+    await page.get_by_role("button", name="Withdraw bob").click()
+    await has_focus(page.locator("#invite-name"))
+    await submit.focus()
+    await page.keyboard.press("Enter")
+    await bob.next_push("invitation_withdrawn")
+    await bob.next_push("invited")
     await bob.call("join", name="alice")
     await expect(page.locator("#invite-form")).to_be_hidden()
     await has_focus(page.locator("#match-panel h3"))

@@ -793,6 +793,7 @@ function renderInvitations() {
         await lobby.call("uninvite", { name: inv.to });
         state.sent.delete(inv.to);
         renderInvitations();
+        $("invite-name").focus(); // the button pressed is gone: back to inviting
         say(`Withdrew your invitation to ${inv.to}.`);
       }) }, `Withdraw ${inv.to}`))))] : []));
   watchTables($("play"));
