@@ -71,12 +71,11 @@ async def on_screen(page: Page, locator: Locator) -> None:
 
 
 async def joined(page: Page, bob: Any) -> int:
-    """bob invites the page's player, who presses Join on the page: focus is on the match."""
+    """bob invites the page's player, who presses Join on the page; the match's number."""
     await bob.call("invite", name="alice", ladder="backgammon", length=1)
     await page.get_by_role("button", name="Join bob").click()
     panel = page.locator("#match-panel")
     await expect(panel.locator("h3")).to_have_text("Your match")
-    await has_focus(panel.locator("h3"))
     text = await panel.locator("p").first.text_content()
     found = re.search(r"Match (\d+)", text or "")
     assert found is not None
@@ -237,12 +236,13 @@ async def test_on_a_phone_the_invitation_and_the_status_line_stay_in_reach(
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-async def test_confirming_a_claim_leaves_focus_on_the_result(
+async def test_focus_after_join_is_on_the_match_and_after_confirm_on_the_result(
         site: LobbyServer, browser: Browser, page_errors: list[str], width: int) -> None:
     bob = await site.player("bob")
     page = await page_at(site, browser, width, page_errors)
     await log_in(page, "alice", PASSWORD, register=True)
     await joined(page, bob)
+    await has_focus(page.locator("#match-panel h3"))  # Join's button is gone: on the match
     await bob.call("report win")
     confirm = page.locator("#match-panel").get_by_role("button", name="Confirm their win")
     await confirm.focus()
