@@ -209,20 +209,28 @@ class LobbyClient:
             try:
                 if self.session is not None:
                     try:
-                        await self.call("resume", token=self.session.token)
+                        self._told_while_away(await self.call("resume", token=self.session.token))
                         return
                     except LobbyError as e:
                         if e.code != "forbidden" or self.credentials is None:
                             raise
                         self.session = None
                 if self.credentials is not None:
-                    await self.login(*self.credentials)
+                    self._told_while_away(await self.login(*self.credentials))
                 return
             except LobbyError as e:
                 if e.code != "rate_limited" or attempt + 1 == RESTORE_ATTEMPTS:
                     raise
                 wait = re.search(r"try again in (\d+) s", e.message)
                 await asyncio.sleep(min(float(wait.group(1)) if wait else 5.0, 60.0))
+
+    def _told_while_away(self, data: Any) -> None:
+        """How the player's matches ended while the connection was down: the reply of the
+        login again, which no caller sees, arrives as the local push ``while_away`` (the
+        reply's ``while_away`` and ``player``)."""
+        if isinstance(data, dict) and isinstance(data.get("while_away"), dict):
+            self._deliver({"event": "while_away",
+                           "data": {**data["while_away"], "player": data.get("player")}})
 
     def _fail_pending(self, exc: Exception) -> None:
         for fut in list(self._pending.values()) + self._lines:

@@ -394,11 +394,14 @@ class LoggedIn:
     match: dict[str, Any] | None
     session: Session | None
     other_sessions: int = 0  # after ``login``: the account's other sessions still open
+    # how the player's matches ended while they were away ({"matches": [...], "more": N})
+    while_away: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LoggedIn:
         return cls(d["player"], d.get("role", "player"), d.get("match"),
-                   Session.maybe(d.get("session")), int(d.get("other_sessions") or 0))
+                   Session.maybe(d.get("session")), int(d.get("other_sessions") or 0),
+                   d.get("while_away"))
 
 
 @dataclass(frozen=True)
@@ -408,6 +411,8 @@ class PresenceChange:
 
     player: str
     status: str
+    # to the opponent of a player who left a live match: the seconds until it may be claimed
+    claim_in: int | None = None
 
     @property
     def online(self) -> bool:
@@ -416,5 +421,7 @@ class PresenceChange:
     @classmethod
     def list_from(cls, d: Mapping[str, Any]) -> list[PresenceChange]:
         """The entries of a ``presence`` push's data."""
-        return [cls(str(e["player"]), str(e["status"])) for e in d.get("players") or ()
+        return [cls(str(e["player"]), str(e["status"]),
+                    e["claim_in"] if isinstance(e.get("claim_in"), int) else None)
+                for e in d.get("players") or ()
                 if isinstance(e, Mapping) and "player" in e and "status" in e]

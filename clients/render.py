@@ -486,7 +486,60 @@ def logged_in(data: dict[str, Any], ladders: Ladders = NO_LADDERS, viewer: Viewe
     if isinstance(others, int) and others > 0:
         lines.append(f"You have {_count(others, 'other session')} open (other devices or "
                      "browsers); 'logout --others' ends them.")
+    if isinstance(data.get("match"), dict) and isinstance(data["match"].get("claim_in"), int):
+        lines.append(claim_text(_opponent(data["match"], data["player"]), data["match"]["match"],
+                                data["match"]["claim_in"]))
+    if isinstance(data.get("while_away"), dict):
+        lines.extend(while_away(data["while_away"], data["player"], ladders))
     return "\n".join(lines)
+
+
+def _opponent(m: Mapping[str, Any], me: str) -> str:
+    return str(m["b"] if str(m["a"]).casefold() == me.casefold() else m["a"])
+
+
+def claim_text(player: str, match: Any, claim_in: int) -> str:
+    """A live match's opponent left: when the reader may claim it."""
+    when = "now" if claim_in <= 0 else f"in {claim_in} s"
+    return f"{player} left match {match}; 'claim {match}' wins it {when} if they do not come back."
+
+
+def _ended_while_away(m: Mapping[str, Any], me: str) -> str:
+    """How one of the reader's matches ended while they were away, said to them."""
+    other = _opponent(m, me)
+    won = str(m.get("winner") or "").casefold() == me.casefold()
+    winner = "you" if won else str(m.get("winner"))
+    how = m.get("how")
+    if how == "claim":
+        return "you claimed it" if won else f"{other} claimed it after you left"
+    if how == "resign":
+        return f"{other} resigned: you won" if won else "you resigned"
+    if how == "confirm":
+        return f"{other} confirmed your win" if won else f"you confirmed {other}'s win"
+    if how == "adjudicate":
+        return f"an admin decided it: {winner} won"
+    if how == "void":
+        return f"an admin voided it ({m.get('reason') or 'no reason given'}); it no longer counts"
+    if how == "abort":
+        return "it was aborted, unrated"
+    return f"it ended: {winner} won" if m.get("winner") else "it ended"
+
+
+def while_away(data: Mapping[str, Any], me: str, ladders: Ladders = NO_LADDERS) -> list[str]:
+    """The login reply's ``while_away``: how the reader's matches ended while they were away,
+    and what each did to their rating."""
+    lines = ["While you were away:"]
+    for m in data.get("matches") or []:
+        line = (f"  Match {m['match']} ({m['ladder']}, {_length(m['length'])}): "
+                f"{_ended_while_away(m, me)}.")
+        if isinstance(m.get("rating"), dict):
+            line += f" Your rating: {change_text(m['rating'], m['ladder'], ladders)}."
+        lines.append(line)
+    if data.get("more"):
+        more = data["more"]
+        lines.append(f"  And {more} earlier {'match' if more == 1 else 'matches'}: "
+                     f"'history {me}' lists them.")
+    return lines
 
 
 def registered(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
@@ -516,8 +569,11 @@ PRESENCE_WORDS = {"offline": "left", "playing": "is playing a match",
 
 
 def presence(data: dict[str, Any], viewer: Viewer = NOBODY) -> str:
-    """The ``presence`` push: who came, went, started or ended a match (not the reader)."""
-    return " ".join(f"{e['player']} {PRESENCE_WORDS.get(e['status'], e['status'])}."
+    """The ``presence`` push: who came, went, started or ended a match (not the reader); the
+    reader's opponent who left, with when the reader may claim the match."""
+    return " ".join(claim_text(e["player"], e.get("match"), e["claim_in"])
+                    if isinstance(e.get("claim_in"), int)
+                    else f"{e['player']} {PRESENCE_WORDS.get(e['status'], e['status'])}."
                     for e in data["players"] if not viewer.mine(e["player"]))
 
 
@@ -854,6 +910,7 @@ PUSHES: dict[str, Renderer] = {
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",
     **talk_lines.PUSHES,
+    "while_away": lambda d, ladders, viewer: "\n".join(while_away(d, str(d.get("player")), ladders)),
 }
 
 

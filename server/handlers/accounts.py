@@ -6,9 +6,11 @@ import math
 from typing import Any
 
 from server.accounts import MIN_PASSWORD, HashBusy
+from server.handlers import coming_back
 from server.handlers.queries import waiting_disputes
 from server.limits import Throttled, client_key
 from server.lobby import Call, LobbyError, Player, fail
+from server.lobby.drops import own_match
 from server.protocol import help_text
 from server.session_tokens import expiry, new_token, token_hash
 from server.store import account_changes as changes
@@ -120,22 +122,23 @@ async def login(call: Call) -> Any:
     token = new_token()
     expires_at = expiry(lobby.config.session_days)
 
-    async def job(tx: WriteTx) -> tuple[str, int, int]:
+    async def job(tx: WriteTx) -> tuple[str, int, int, dict[str, Any] | None]:
         stored_now = await changes.account_in(tx, player.id)
         if stored_now is None or stored_now[0] != verified:  # a new password meanwhile
             raise fail("forbidden", WRONG)
         await stored.logged_in(tx, player.id, when)
         others = await sessions.create(tx, token_hash(token), player.id, when, expires_at,
                                        lobby.config.limits.sessions_per_account)
-        return stored_now[1], stored_now[2], others
+        return stored_now[1], stored_now[2], others, await coming_back.told(tx, player.id)
 
     try:
-        player.role, seen, others = await call.write(job)
+        player.role, seen, others, away = await call.write(job)
     except BaseException:
         lobby.login_rate.give_back(player.key, client)
         raise
     return {**signed_in(call, player, when, token_hash(token), seen, WRONG),
-            "session": {"token": token, "expires_at": expires_at}, "other_sessions": others}
+            "session": {"token": token, "expires_at": expires_at}, "other_sessions": others,
+            "while_away": away}
 
 
 def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
@@ -149,9 +152,7 @@ def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
     player.last_login = when
     lobby.sign_in(call.session, player, seen)
     call.session.token_hash = digest
-    mid = lobby.match_of.get(player.name)
-    return {"player": player.name, "role": player.role,
-            "match": lobby.match_summary(lobby.matches[mid]) if mid in lobby.matches else None,
+    return {"player": player.name, "role": player.role, "match": own_match(lobby, player.name),
             "disputes": waiting_disputes(lobby, player.name)}
 
 
@@ -171,20 +172,20 @@ async def resume(call: Call) -> Any:
         raise too_many_logins(wait)
     when = now()
 
-    async def job(tx: WriteTx) -> tuple[str, int]:
+    async def job(tx: WriteTx) -> tuple[str, int, dict[str, Any] | None]:
         again = await sessions.find_in(tx, digest)  # revoked since it was read?
         stored_now = await changes.account_in(tx, player.id)
         if again is None or again[1] <= when or stored_now is None:
             raise fail("forbidden", ENDED)
         await stored.logged_in(tx, player.id, when)
-        return stored_now[1], stored_now[2]
+        return stored_now[1], stored_now[2], await coming_back.told(tx, player.id)
 
     try:
-        player.role, seen = await call.write(job)
+        player.role, seen, away = await call.write(job)
     except BaseException:
         lobby.login_rate.give_back(player.key, client)
         raise
-    return signed_in(call, player, when, digest, seen)
+    return {**signed_in(call, player, when, digest, seen), "while_away": away}
 
 
 async def logout(call: Call) -> Any:

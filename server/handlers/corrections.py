@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from server.api import LadderCorrected
+from server.handlers import coming_back
 from server.handlers.matches import finish
 from server.lobby import Call, Effects, fail
 from server.lobby.audience import to_players
@@ -57,6 +58,7 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
             full.update(await lobby.emit(tx, LadderCorrected(ladder.name,
                                                              cause={"match": match_id}, seq=seq),
                                          effects))
+        await coming_back.corrected(call, tx, now_row, kind, full)
         await call.remember(tx, full)
         return effects, full
 

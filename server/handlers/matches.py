@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from server.api import Game, LadderConfig, MatchFinished, RatedUnit
+from server.handlers import coming_back
 from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
 from server.lobby.audience import Audience, to_players
 from server.lobby.presence import NOT_READY
@@ -151,6 +152,7 @@ async def finish(call: Call, m: LiveMatch, winner: str, how: str,
                 unit = RatedUnit(m.ladder, seq, when, (game,), ids, match_id=m.id)
                 fields = await lobby.emit(tx, MatchFinished(unit), effects)
             data = finished_data(m, winner, how, rated, fields)
+            await coming_back.finished(call, tx, m, data)
             await call.remember(tx, data)
             return effects, data
 
@@ -533,6 +535,7 @@ async def abort(call: Call) -> Any:
         async def job(tx: WriteTx) -> None:
             await still(call, tx, m, ("playing", "claimed"))
             await stored.aborted(tx, m.id, now())
+            await coming_back.aborted(call, tx, m)
             await call.remember(tx, data)
 
         await call.write(job)

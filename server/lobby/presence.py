@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from server.lobby.drops import claim_in
 from server.lobby.publish import fan_out
 from server.lobby.state import Session
 from server.protocol import push
@@ -89,10 +90,11 @@ class Presence:
             return
         entries = {key: {"player": name, "status": self.status(name)}
                    for key, name in pending.items()}
+        opponents = self._opponents(entries, comings)
         own: dict[str, list[Session]] = {}  # listeners whose own account changed
         everything: list[Session] = []
         for s in self.listeners:
-            if s.closed:
+            if s.closed or s in opponents:
                 continue
             if s.player is not None and s.player.key in entries:
                 own.setdefault(s.player.key, []).append(s)
@@ -101,21 +103,37 @@ class Presence:
         sent = self._send(everything, list(entries.values()))
         for key, sessions in own.items():
             sent += self._send(sessions, [e for k, e in entries.items() if k != key])
-        # a live match's opponent may claim it after a drop: told of comings and goings even
-        # without listing `who`
-        for key, entry in entries.items():
-            opponent = self._opponent(key) if key in comings else None
-            if opponent is not None and opponent not in self.listeners:
-                sent += self._send([opponent], [entry])
+        for s, theirs in opponents.items():
+            if s in self.listeners:
+                mine = s.player.key if s.player is not None else None
+                sent += self._send([s], [theirs.get(k, e) for k, e in entries.items()
+                                         if k != mine])
+            else:
+                sent += self._send([s], list(theirs.values()))
         self.pushes += sent
 
-    def _opponent(self, key: str) -> Session | None:
+    def _opponents(self, entries: dict[str, dict[str, Any]], comings: set[str]
+                   ) -> dict[Session, dict[str, dict[str, Any]]]:
+        """A live match's opponent may claim it after a drop: told of comings and goings even
+        without listing `who`, and, while the player is away, when the claim opens (``match``
+        and ``claim_in`` in the entry about them, to the opponent only)."""
         lobby = self.lobby
-        player = lobby.players.get(key)
-        if player is None:
-            return None
-        m = lobby.matches.get(lobby.match_of.get(player.name, 0))
-        return None if m is None else lobby.session_of(m.opponent(player.name))
+        told: dict[Session, dict[str, dict[str, Any]]] = {}
+        for key, entry in entries.items():
+            player = lobby.players.get(key)
+            m = None if player is None else lobby.matches.get(lobby.match_of.get(player.name, 0))
+            if player is None or m is None:
+                continue
+            opponent = lobby.session_of(m.opponent(player.name))
+            if opponent is None or opponent.closed:
+                continue
+            drop = claim_in(lobby, player.name) if entry["status"] == OFFLINE else None
+            if drop is not None:
+                told.setdefault(opponent, {})[key] = {**entry, "match": drop[0],
+                                                      "claim_in": drop[1]}
+            elif key in comings and opponent not in self.listeners:
+                told.setdefault(opponent, {})[key] = entry
+        return told
 
     @staticmethod
     def _send(targets: list[Session], entries: list[dict[str, Any]]) -> int:

@@ -203,6 +203,8 @@ MIGRATIONS: dict[int, str] = {
     DELETE FROM counters WHERE name = 'ratings';
     """,
     # Talk and automatch: what several nodes must agree on lives here, not in one node's memory.
+    # while_away: how a player's match ended while they were connected nowhere (a claim, an
+    # admin's decision or void), kept until their next login on any node tells them.
     14: """
     CREATE TABLE shouts (
         id INTEGER PRIMARY KEY,
@@ -233,6 +235,14 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX seeks_ladder ON seeks (ladder, length);
 
     ALTER TABLE matches ADD COLUMN disputed_at TEXT;
+    CREATE TABLE while_away (
+        id INTEGER PRIMARY KEY,
+        player_id INTEGER NOT NULL REFERENCES players (id),
+        match_id INTEGER NOT NULL REFERENCES matches (id),
+        at TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX while_away_player ON while_away (player_id);
     """,
 }
 

@@ -121,8 +121,9 @@ async def _login(lobby: LobbyServer, tmp: Path) -> None:
     assert c.credentials is None
     logged_in = await c.login("Alice", PASSWORD)
     assert set(logged_in) == {"player", "role", "match", "disputes", "session",
-                              "other_sessions"}
-    assert (logged_in["player"], logged_in["role"], logged_in["match"]) == ("alice", "player", None)
+                              "other_sessions", "while_away"}
+    assert (logged_in["player"], logged_in["role"], logged_in["match"],
+            logged_in["while_away"]) == ("alice", "player", None, None)
     await told_presence(watcher, {"alice": "ready"})
     assert (await watcher.whois("alice")).online
     admin = await lobby.client()
@@ -154,7 +155,8 @@ async def _resume(lobby: LobbyServer, tmp: Path) -> None:
     await first.close()
     again = await lobby.client()
     assert await again.call("resume", token=token) == {"player": "alice", "role": "player",
-                                                        "match": None, "disputes": []}
+                                                        "match": None, "disputes": [],
+                                                        "while_away": None}
     assert (await again.whois("alice")).online
     await expect_error(again.call("resume", token="not-a-token"), "forbidden")
     await again.call("logout")

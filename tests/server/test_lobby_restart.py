@@ -66,6 +66,10 @@ async def test_restart_keeps_ratings_history_accounts_and_live_matches(harness: 
     again = {n: await harness.client() for n in PLAYERS}
     replies = {n: await again[n].login(n, PASSWORD) for n in PLAYERS}
     assert replies["alice"]["match"] is None
+    # bob, back first, could claim once the drop timeout (counted from the start) has passed;
+    # carol, back after him, finds him connected
+    assert 0 < replies["bob"]["match"].pop("claim_in") <= 600
+    assert replies["carol"]["match"].pop("claim_in") is None
     assert replies["bob"]["match"] == replies["carol"]["match"]
     assert {k: v for k, v in replies["bob"]["match"].items() if k != "stake"} == {
         "match": live, "ladder": "backgammon", "length": 5, "a": "bob", "b": "carol",

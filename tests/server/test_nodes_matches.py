@@ -105,8 +105,10 @@ async def test_a_player_who_leaves_another_node_can_be_claimed_against(
     refused = await alice.request("claim", {"match": match})
     assert refused["error"]["code"] == "conflict" and "connected" in refused["error"]["message"]
     await bob.close()
-    await alice.next_push("presence", timeout=10, where=lambda p: {
-        "player": "bob", "status": "offline"} in p["data"]["players"])
+    left = await alice.next_push("presence", timeout=10, where=lambda p: any(
+        (e["player"], e["status"]) == ("bob", "offline") for e in p["data"]["players"]))
+    [entry] = [e for e in left["data"]["players"] if e["player"] == "bob"]
+    assert entry["match"] == match and 0 <= entry["claim_in"] <= 1  # when she may claim
     await asyncio.sleep(0.6)
     done = await alice.call("claim", match=match)
     assert (done["winner"], done["how"]) == ("alice", "claim")

@@ -44,7 +44,7 @@ async def test_a_login_is_resumed_with_its_token(harness: LobbyServer) -> None:
     second = await harness.client()
     resumed = await second.call("resume", token=session["token"])
     assert resumed == {"player": "alice", "role": "player", "match": None,  # login's reply
-                       "disputes": []}
+                       "disputes": [], "while_away": None}
     assert (await first.next_push("logged_out"))["data"]["reason"]  # one connection an account
     await told_presence(watcher, {"alice": "ready"})
     assert (await second.call("whois", name="alice"))["online"] is True
@@ -68,7 +68,8 @@ async def test_a_resumed_login_finds_its_live_match(harness: LobbyServer) -> Non
     match = (await again.call("resume", token=token))["match"]
     assert (match["match"], match["a"], match["b"], match["status"]) == (
         mid, "alice", "bob", "playing")
-    assert match == (await alice.call("whois", name="bob"))["match"]
+    # whois's summary, and when bob may claim it were alice away (she is here: never)
+    assert match == {**(await alice.call("whois", name="bob"))["match"], "claim_in": None}
     assert (await again.call("resign"))["winner"] == "alice"
 
 

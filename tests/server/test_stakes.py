@@ -177,7 +177,7 @@ async def test_the_stake_rides_on_the_invitation_the_match_and_the_profile(harne
     assert (await alice.next_push("match_started"))["data"] == started
     assert (await carol.call("whois", name="bob"))["match"] == started
     again = await harness.client()
-    assert (await again.login("bob", PASSWORD))["match"] == started
+    assert (await again.login("bob", PASSWORD))["match"] == {**started, "claim_in": None}
     # and the match, once over, moved the ratings by exactly what was at stake
     finished = await alice.call("resign")
     changes = {c["player"]: c["change"] for c in finished["changes"]}

@@ -156,7 +156,8 @@ async def test_a_system_no_client_knows(zeta_site: LobbyServer, browser: Browser
     await bob.call("invite", name="carol", ladder=LADDER, length=1)
     await page.get_by_role("button", name="Join bob").click()
     await expect(page.locator("#match-panel")).to_contain_text(f"on {LADDER}")
-    await page.locator("#match-panel").get_by_role("button", name="Resign").click()
+    await page.locator("#match-panel").get_by_role("button", name="Resign…").click()
+    await page.locator("#match-panel").get_by_role("button", name="Yes, resign").click()  # it asks first
     before, after = fibs.play("bob", "carol", 1)["carol"]  # the reply's unrounded numbers
     shown = f"{round(after)} (−{round(before - after)})"
     await expect(page.locator("#status")).to_contain_text(f"Your rating: {shown}.")

@@ -292,7 +292,8 @@ async def test_a_player_invites_plays_and_answers_claims_from_the_page(
     started = await bob.call("join", name="alice")
     panel = page.locator("#match-panel")
     await expect(panel).to_contain_text(f"Match {started['match']}: alice vs bob on backgammon, 3 points")
-    await panel.get_by_role("button", name="Resign").click()
+    await panel.get_by_role("button", name="Resign…").click()
+    await panel.get_by_role("button", name="Yes, resign").click()  # it asks first
     finished = (await bob.next_push("match_finished"))["data"]
     assert finished["winner"] == "bob"
     result = page.locator("#last-result")

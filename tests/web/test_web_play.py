@@ -316,7 +316,8 @@ async def test_a_reload_resumes_the_session_without_the_password(
     await expect(page.locator("#me-name")).to_have_text("alice")
     await expect(page.locator("#match-panel")).to_contain_text("bob vs alice on backgammon")
     assert (await bob.call("whois", name="alice"))["online"] is True
-    await page.locator("#match-panel").get_by_role("button", name="Resign").click()
+    await page.locator("#match-panel").get_by_role("button", name="Resign…").click()
+    await page.locator("#match-panel").get_by_role("button", name="Yes, resign").click()  # it asks first
     await bob.next_push("match_finished")
 
     # logout forgets the token and ends it on the server

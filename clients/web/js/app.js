@@ -4,13 +4,14 @@
 
 import { Alerts } from "./alerts.js";
 import { chartTimes, whenText } from "./charts.js";
-import { confirmStep, setUpDesk } from "./desk.js";
+import { setUpDesk } from "./desk.js";
 import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpDisputes } from "./disputes.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
 import { setUpSeek } from "./seek.js";
+import { setUpPlay } from "./play.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
 import { historyTable } from "./story.js";
@@ -532,6 +533,7 @@ function signedIn(data, { focus = false } = {}) {
   state.match = data.match || null;
   disputes.signedIn(data.disputes);
   renderMatch();
+  play.resumed(data);
   soon("who", loadWho, 0);
   soon("invitations", loadInvitations, 0);
   soon("stake", previewStake, 0);
@@ -650,6 +652,9 @@ lobby.on("logged_out", (data) => {
 
 // ---- who is online --------------------------------------------------------------------------
 
+const STATUS_WORDS = { not_ready: "not ready" };
+const NO_INVITE = new Set(["playing", "not_ready"]); // the server would refuse the invitation
+
 // The ladder whose ratings "Online now" shows: the one chosen to invite on.
 const chosenLadder = () => $("invite-ladder").value;
 
@@ -665,10 +670,10 @@ function renderWho(spectators = null) {
   const items = state.who.map((p) => {
     const rating = ladder && p.ratings ? p.ratings[ladder] : undefined;
     return el("li", { dataset: { player: p.player, status: p.status } },
-      playerLink(p.player), " ", el("span", { class: `tag ${p.status}` }, p.status),
+      playerLink(p.player), " ", el("span", { class: `tag ${p.status}` }, STATUS_WORDS[p.status] || p.status),
       ladder ? el("span", { class: "online-rating", dataset: { rating: rating === undefined ? "" : String(rating) } },
         ` ${rating === undefined ? "unrated" : fmtValue(column, rating)}`) : null,
-      state.me && !state.match && p.player !== state.me && p.status !== "playing"
+      state.me && !state.match && p.player !== state.me && !NO_INVITE.has(p.status)
         ? [" ", el("button", { type: "button", class: "small", onclick: () => {
           $("invite-name").value = p.player;
           soon("stake", previewStake, 0);
@@ -764,6 +769,7 @@ async function loadInvitations() {
 
 function renderInvitations() {
   alerts.setWaiting(state.invitations.size);
+  play.renderSign();
   const received = [...state.invitations.values()];
   $("invitations").replaceChildren(...(received.length ? [el("h3", {}, "Invitations to you"), el("ul", { class: "plain-list" },
     received.map((inv) => el("li", { class: "invitation", dataset: { from: inv.from } },
@@ -779,12 +785,14 @@ function renderInvitations() {
           state.match = match;
           state.claim = null;
           renderMatch();
+          play.focusMatch();
           say(`Match ${match.match} started: ${match.a} vs ${match.b} on ${match.ladder}.`);
         }) }, `Join ${inv.from}`),
         el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
           await lobby.call("decline", { name: inv.from });
           state.invitations.delete(inv.from);
           renderInvitations();
+          play.focusAfterInvitation();
           say(`Declined ${inv.from}'s invitation.`);
         }) }, `Decline ${inv.from}`)))))] : []));
   const sent = [...state.sent.values()];
@@ -796,6 +804,7 @@ function renderInvitations() {
         await lobby.call("uninvite", { name: inv.to });
         state.sent.delete(inv.to);
         renderInvitations();
+        $("invite-name").focus(); // the button pressed is gone: back to inviting
         say(`Withdrew your invitation to ${inv.to}.`);
       }) }, `Withdraw ${inv.to}`))))] : []));
   watchTables($("play"));
@@ -859,16 +868,21 @@ function renderMatch() {
     el("p", {}, `Match ${m.match}: ${m.a} vs ${m.b} on ${m.ladder}, ${fmtLength(m.length)} — ${MATCH_STATE[m.status] || m.status}.`),
   ];
   if (m.stake !== undefined) parts.push(stakeOf(m.stake, "At stake"));
+  parts.push(play.dropNotice(m));
   const claim = state.claim && state.claim.match === m.match ? state.claim : null;
   if (m.status === "claimed" && claim && claim.by !== state.me) {
     const scores = claim.scores ? ` (${claim.scores[0]}–${claim.scores[1]})` : "";
     parts.push(el("p", { class: "notice" }, `${claim.by} reports a win${scores}.`),
       el("div", { class: "buttons" },
-        el("button", { type: "button", onclick: () => act(async () => showFinished(await lobby.call("confirm", { match: m.match }))) }, "Confirm their win"),
+        el("button", { type: "button", onclick: () => act(async () => {
+          showFinished(await lobby.call("confirm", { match: m.match }));
+          play.focusResult();
+        }) }, "Confirm their win"),
         el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
           const data = await lobby.call("dispute", { match: m.match });
           disputes.disputed(m, data.by);
           renderMatch();
+          play.focusMatch();
           say(`You disputed match ${m.match}; an admin will decide it. You are free to play other matches meanwhile.`);
         }) }, "Dispute")));
   } else if (m.status === "claimed") {
@@ -889,6 +903,7 @@ function renderMatch() {
           const data = await lobby.call("report win", { score_a: mine.value.trim(), score_b: theirs.value.trim() });
           m.status = data.status;
           renderMatch();
+          play.focusMatch();
           say(`You reported a win in match ${m.match}; ${opponent} must confirm it.`);
         });
       } },
@@ -896,17 +911,18 @@ function renderMatch() {
       el("label", {}, "Opponent's score (optional) ", theirs),
       el("button", { type: "submit" }, "Report a win")),
       el("div", { class: "buttons" },
-        el("button", { type: "button", class: "danger", onclick: () => act(async () => showFinished(await lobby.call("resign"))) }, "Resign"),
         el("button", { type: "button", class: "secondary", onclick: () => act(async () => {
           const data = await lobby.call("abort");
           if (data.status === "aborted") {
             state.match = null;
             renderMatch();
+            play.focusMatch();
             say(`Match ${data.match} aborted, unrated.`);
           } else {
             say(`You proposed to abort match ${data.match}; ${opponent} must agree.`);
           }
-        }) }, "Abort (both must agree)")));
+        }) }, "Abort (both must agree)")),
+      play.resignBox(m));
   }
   panel.replaceChildren(el("div", { class: "match" }, parts));
   watchTables(panel);
@@ -1047,6 +1063,9 @@ const { loadEvents, loadBrowse } = setUpEvents({
 });
 
 const seekPanel = setUpSeek({ lobby, act, say, state });
+const play = setUpPlay({
+  lobby, state, act, say, renderMatch, showFinished, fmtLength, ratingColumn, fmtValue, fmtChange,
+});
 
 // ---- connection -----------------------------------------------------------------------------
 
