@@ -187,7 +187,7 @@ async def event_result(call: Call) -> Any:
         effects = Effects()
         new = await new_on_ladder(lobby, tx, ladder.name, [game])
         if new and not args.get("new"):
-            who = " and ".join(new)
+            who = new[0] if len(new) == 1 else f"{', '.join(new[:-1])} and {new[-1]}"
             them = new[0] if len(new) == 1 else "them"
             raise fail("new_player", f"{who} {'has' if len(new) == 1 else 'have'} never played "
                                      f"on {ladder.name}: check the spelling, or confirm {them} "

@@ -49,13 +49,13 @@ async def test_an_event_entry_names_the_event_every_opponent_and_the_record(
     for name in ("alice", "bob", "carol", "dave"):
         await lobby.player(name)
     event = (await admin.call("event create", name="Brno Open", ladder="scrabble"))["id"]
-    await admin.call("event result", event=event, side_a="alice", side_b="bob", score_a=412,
+    await admin.call("event result", new=True, event=event, side_a="alice", side_b="bob", score_a=412,
                      score_b=389)
-    await admin.call("event result", event=event, side_a="carol", side_b="alice", score_a=350,
+    await admin.call("event result", new=True, event=event, side_a="carol", side_b="alice", score_a=350,
                      score_b=300)
-    await admin.call("event result", event=event, side_a="alice", side_b="dave", score_a=380,
+    await admin.call("event result", new=True, event=event, side_a="alice", side_b="dave", score_a=380,
                      score_b=380)
-    voided = (await admin.call("event result", event=event, side_a="bob", side_b="carol",
+    voided = (await admin.call("event result", new=True, event=event, side_a="bob", side_b="carol",
                                score_a=400, score_b=300))["match"]
     await admin.call("void", match=voided, reason="wrong table")
     shown = await admin.call("event show", event=event)
@@ -89,7 +89,7 @@ async def test_a_doubles_entry_names_the_partner_apart_from_the_opponents(
         await lobby.player(name)
     event = (await admin.call("event create", name="League day 3",
                               ladder="foosball-doubles"))["id"]
-    await admin.call("event result", event=event, side_a="alice+bob", side_b="carol+dave",
+    await admin.call("event result", new=True, event=event, side_a="alice+bob", side_b="carol+dave",
                      score_a=10, score_b=7)
     await admin.call("event close", event=event)
     (entry,) = await history(admin, "carol", "foosball-doubles")
@@ -105,7 +105,7 @@ async def test_an_event_game_rated_live_is_a_match_entry_with_its_event(
     for name in ("alice", "bob"):
         await lobby.player(name)
     event = (await admin.call("event create", name="Club night", ladder="backgammon"))["id"]
-    game = (await admin.call("event result", event=event, side_a="bob", side_b="alice",
+    game = (await admin.call("event result", new=True, event=event, side_a="bob", side_b="alice",
                              score_a=5, score_b=2, length=5))["match"]
     (entry,) = await history(admin, "alice", "backgammon")
     assert (entry["match"], entry["opponents"], entry["result"], entry["score"],

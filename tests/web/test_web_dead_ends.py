@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Locator, Page, expect
-from testkit.axe import _axe_source
+from testkit.axe import axe_violations
 from testkit.browser import log_in, open_page
 from testkit.clients import until_offline
 from testkit.constants import PASSWORD
@@ -32,21 +32,10 @@ async def page_at(site: LobbyServer, browser: Browser, width: int, errors: list[
                            errors=errors)
 
 
-# What this file's changes draw: the play panel, the status line and the invitation's sign at
-# the top, who is online. (The whole page's checks are the accessibility tests' own.)
-MINE = ["#play", ".sticky-top", "#online"]
-
-
 async def no_violations(page: Page) -> None:
-    """axe-core finds no violation in :data:`MINE`."""
-    if not await page.evaluate("() => Boolean(window.axe)"):
-        await page.evaluate(_axe_source() + "\n;undefined")  # the page's CSP forbids inline scripts
-    found = await page.evaluate("""async (mine) => {
-        const r = await window.axe.run({ include: mine.map((s) => [s]) }, { resultTypes: ["violations"] });
-        return r.violations.map((v) => ({ id: v.id, impact: v.impact,
-            nodes: v.nodes.map((n) => n.target.join(" ")) }));
-    }""", MINE)
-    assert found == []
+    """axe-core finds no violation anywhere on the page."""
+    found = await axe_violations(page)
+    assert found == [], found
 
 
 async def focused(page: Page) -> str:

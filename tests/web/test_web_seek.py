@@ -4,11 +4,9 @@ opponent's seek starts shown as an invitation's is; axe-core finds nothing to fi
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Browser, Page, expect
+from testkit.axe import axe_violations
 from testkit.browser import log_in, open_page
 from testkit.constants import PASSWORD
 from testkit.server_loop import LobbyServer
@@ -18,17 +16,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 WIDTHS = [1280, 390]
 
 
-LADDER_TABLES = "#ladders"
-"""Left out of the check: each ladder's section and its table's region are named by the same
-heading, which axe-core's best-practice rule ``landmark-unique`` flags on the page as it was
-before automatch (the ladders are not this page's change; their own tests check them)."""
-
-
 async def no_violations(page: Page) -> None:
-    """axe-core's checks of the page (but the ladder tables): none fails."""
-    results = await Axe().run(page, context={"exclude": [[LADDER_TABLES]]})
-    found: list[dict[str, Any]] = results.response["violations"]
-    assert found == [], [(v["id"], [n["target"] for n in v["nodes"]]) for v in found]
+    """axe-core's checks of the whole page: none fails."""
+    found = await axe_violations(page)
+    assert found == [], found
 
 
 async def fits_the_width(page: Page, width: int) -> None:

@@ -67,6 +67,7 @@ async def test_a_dispute_frees_the_players_and_alerts_the_admins(
     await log_in(page, "alice", PASSWORD, register=True)
     desk = await page_at(browser, site.http_url, width, page_errors, notifications=True)
     await log_in(desk, ADMIN, ADMIN_PASSWORD)
+    await desk.get_by_role("link", name="Director's desk").click()
     await expect(desk).to_have_title("matchlobby")
     played = await desk.evaluate("window.matchlobby.alerts.played")
 
@@ -109,7 +110,8 @@ async def test_a_dispute_frees_the_players_and_alerts_the_admins(
     await expect(panel).to_contain_text(f"Match {second}: carol vs alice")
     await no_overflow(page, width)
     assert await axe_violations(page) == []
-    await panel.get_by_role("button", name="Resign").click()
+    await panel.get_by_role("button", name="Resign…").click()
+    await panel.get_by_role("button", name="Yes, resign").click()  # it asks first
     assert (await carol.next_push("match_finished"))["data"]["match"] == second
     await expect(panel).to_be_empty()
     await expect(mine).to_be_visible()  # the disputed one still waits
@@ -132,9 +134,11 @@ async def test_a_dispute_frees_the_players_and_alerts_the_admins(
     assert await axe_violations(desk) == []
 
     # the admin decides the first: alice's page lets it go, the title counts one
-    await desk.locator(f"#disputes li[data-match='{first}']").get_by_role(
-        "button", name="bob wins").click()
-    await expect(desk.locator("#desk-feedback")).to_have_text(f"Match {first} decided: bob wins.")
+    decided = desk.locator(f"#disputes li[data-match='{first}']")
+    await decided.get_by_role("button", name="bob wins", exact=True).click()
+    await decided.get_by_role("button", name="Yes, bob wins").click()  # it asks first
+    await expect(desk.locator("#disputes-feedback")).to_have_text(
+        f"Match {first} decided: bob wins.")
     await expect(desk).to_have_title("(1) Dispute — matchlobby")
     await expect(mine).to_have_count(0)
     assert await axe_violations(page) == []
@@ -152,11 +156,11 @@ async def test_the_history_tells_the_story_of_each_change(
     await bob.next_push("result_claimed")
     await bob.call("confirm", match=mid)
     event = (await admin.call("event create", name="Brno Open", ladder="scrabble"))["id"]
-    await admin.call("event result", event=event, side_a="alice", side_b="bob", score_a=412,
+    await admin.call("event result", new=True, event=event, side_a="alice", side_b="bob", score_a=412,
                      score_b=389)
-    await admin.call("event result", event=event, side_a="carol", side_b="alice", score_a=350,
+    await admin.call("event result", new=True, event=event, side_a="carol", side_b="alice", score_a=350,
                      score_b=300)
-    wrong = (await admin.call("event result", event=event, side_a="bob", side_b="carol",
+    wrong = (await admin.call("event result", new=True, event=event, side_a="bob", side_b="carol",
                               score_a=400, score_b=300))["match"]
     await admin.call("void", match=wrong, reason="wrong table")
     closed = await admin.call("event close", event=event)

@@ -4,11 +4,9 @@ types arriving as text, never as markup. axe-core finds nothing to fault."""
 
 from __future__ import annotations
 
-from importlib.resources import files
-from typing import Any
-
 import pytest
 from playwright.async_api import Browser, Page, expect
+from testkit.axe import axe_violations
 from testkit.browser import log_in, open_page
 from testkit.constants import PASSWORD
 from testkit.server_loop import LobbyServer
@@ -17,20 +15,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 WIDTHS = [1280, 390]
 MARKUP = '<img src=x onerror="window.__hacked = 1"><b>bold</b>'
-
-
-async def axe_violations(page: Page) -> list[dict[str, Any]]:
-    """axe-core's violations on the page as it is now (the copy axe-playwright-python ships),
-    each as its rule, impact and the offending nodes."""
-    if not await page.evaluate("() => Boolean(window.axe)"):
-        source = (files("axe_playwright_python") / "axe.min.js").read_text(encoding="utf-8")
-        await page.evaluate(source + "\n;undefined")  # not a script tag: the page's CSP
-    found: list[dict[str, Any]] = await page.evaluate("""async () => {
-        const r = await window.axe.run(document, { resultTypes: ["violations"] });
-        return r.violations.map((v) => ({ id: v.id, impact: v.impact,
-            nodes: v.nodes.map((n) => n.target.join(" ")) }));
-    }""")
-    return found
 
 
 async def no_sideways_scroll(page: Page) -> None:
