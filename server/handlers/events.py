@@ -116,12 +116,14 @@ async def new_on_ladder(lobby: Lobby, tx: WriteTx, ladder: str, games: Sequence[
     """The names of ``games`` that have never played on ``ladder`` (a new entry, or a
     player of other ladders): in a director's typing, as often a misspelling as a newcomer,
     so the reply names them."""
-    new: list[str] = []
+    found: dict[str, tuple[int, str] | None] = {}
     for name in dict.fromkeys(p for g in games for p in g.players):
         p = lobby.players.get(name.casefold())
-        found = (p.id, p.name) if p is not None else await players.find_in(tx, name)
-        if found is None or not await matches.played_on(tx, found[0], ladder):
-            new.append(name if found is None else found[1])
+        found[name] = (p.id, p.name) if p is not None else await players.find_in(tx, name)
+    played = await matches.played_on_ladder(
+        tx, [f[0] for f in found.values() if f is not None], ladder)
+    new = [name if f is None else f[1] for name, f in found.items()
+           if f is None or f[0] not in played]
     return new
 
 
