@@ -55,7 +55,7 @@ async def seed(site: LobbyServer) -> None:
     admin = await site.admin()
     today = datetime.now(UTC).date().isoformat()
     event = await admin.call("event create", name="Brno Open", ladder="scrabble")
-    await admin.call("event import", event=event["id"],
+    await admin.call("event import", new=True, event=event["id"],
                      csv=HEADER + "\n" + SCRABBLE.format(d=today))
     await admin.call("event close", event=event["id"])
     event = await admin.call("event create", name="League day 1", ladder="foosball-doubles")
