@@ -213,7 +213,7 @@ async def seed_results(url: str, backgammon: Sequence[str], scrabble: Sequence[s
                     else f"Bench backgammon,{day},{a},{b},0,1,1,\n"
                     for a, b in zip(backgammon[0::2], backgammon[1::2], strict=False)]
             for chunk in range(0, len(rows), 4000):
-                await admin.call("event import", event=event["id"],
+                await admin.call("event import", new=True, event=event["id"],
                                  csv=header + "".join(rows[chunk:chunk + 4000]))
             await admin.call("event close", event=event["id"])
             out["backgammon_games"] = len(rows)
@@ -227,7 +227,7 @@ async def seed_results(url: str, backgammon: Sequence[str], scrabble: Sequence[s
                     if a != b:
                         rows.append(f"Bench scrabble,{day},{a},{b},{rng.randint(250, 500)},"
                                     f"{rng.randint(250, 500)},,\n")
-            await admin.call("event import", event=event["id"], csv=header + "".join(rows))
+            await admin.call("event import", new=True, event=event["id"], csv=header + "".join(rows))
             await admin.call("event close", event=event["id"])
             out["scrabble_games"] = len(rows)
     return out

@@ -146,7 +146,7 @@ async def lobby_phase(args: argparse.Namespace, tmp: Path, names: list[str],
             pairs = zip(players[0::2], players[1::2], strict=False)
             rows = "".join(f"Bench close {k + 1},{day},{a},{b},{rng.randint(250, 500)},"
                            f"{rng.randint(250, 500)},,\n" for a, b in pairs)
-            await admin.call("event import", event=event["id"],
+            await admin.call("event import", new=True, event=event["id"],
                              csv="event,date,side_a,side_b,score_a,score_b,length,rated\n" + rows)
             events.append(event["id"])
         await h.settle(lobby)

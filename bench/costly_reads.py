@@ -134,7 +134,7 @@ async def build(url: str, small: int, big: int) -> list[int]:
                 f"{300 + g % 97},{300 + g % 89},,\n" for g in range(games)]
         rows = [r for r in rows if r.split(",")[2] != r.split(",")[3]]
         for chunk in range(0, len(rows), IMPORT_ROWS):
-            await admin.call("event import", event=event["id"],
+            await admin.call("event import", new=True, event=event["id"],
                              csv=HEADER + "".join(rows[chunk:chunk + IMPORT_ROWS]))
         ids.append(event["id"])
     admin.leave()

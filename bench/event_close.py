@@ -251,7 +251,7 @@ async def _closes(args: argparse.Namespace, tmp: Path, config: Path, db: Path, s
             event = await admin.call("event create", name=name, ladder="scrabble", date=day)
             csv, count = event_csv(name, day, args.event_players, args.event_games, args.players,
                                    rng)
-            await admin.call("event import", event=event["id"], csv=csv)
+            await admin.call("event import", new=True, event=event["id"], csv=csv)
             cpu0 = cpu_seconds(proc.pid)
             t = time.perf_counter()
             await admin.request("event close", {"event": event["id"]}, timeout=600)

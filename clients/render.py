@@ -812,7 +812,9 @@ def render_reply(message: dict[str, Any], ladders: Ladders = NO_LADDERS,
     ladders described so far (a ``ladders`` reply), by name; ``viewer``: who reads it."""
     if not message.get("ok"):
         err = message.get("error") or {}
-        again = " Type it again with --new to add them." if err.get("code") == "new_player" else ""
+        again = "" if err.get("code") != "new_player" else \
+            " Import it again with --new to add them." if message.get("cmd") == "event import" \
+            else " Type it again with --new to add them."
         return f"Error ({err.get('code', '?')}): {err.get('message', '')}{again}"
     cmd = message.get("cmd") or ""
     data = message.get("data")

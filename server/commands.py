@@ -106,8 +106,10 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
            Arg("event", "id"), Arg("side_a", "side"), Arg("side_b", "side"),
            Arg("score_a", "score"), Arg("score_b", "score"), Arg("length", "length", True),
            flags=(Flag("unrated", "reason"), Flag("new"))),
-        _c("event import", ADMIN, "Record many games from CSV text (the results-file format).",
-           Arg("event", "id"), Arg("csv", "csv")),
+        _c("event import", ADMIN, "Record many games from CSV text (the results-file format), "
+                                  "all or nothing; names that have never played on the ladder "
+                                  "need --new (a misspelling is refused).",
+           Arg("event", "id"), Arg("csv", "csv"), flags=(Flag("new"),)),
         _c("event close", ADMIN, "Close the event and rate its games; pushes the new ladder.",
            Arg("event", "id")),
         _c("events", ANYONE, "List events, optionally only open or closed ones.",

@@ -12,7 +12,7 @@ from server.api import EventClosed, Game, LadderConfig, MatchFinished, RatedUnit
 from server.api.paging import EVENT_PAGE, Page
 from server.api.results_file import ResultsError, parse_results
 from server.handlers.matches import check_score
-from server.lobby import Call, Effects, Lobby, Player, fail
+from server.lobby import Call, Effects, Lobby, LobbyError, Player, fail
 from server.protocol import MAX_LENGTH, MAX_SCORE
 from server.store import events as stored
 from server.store import matches, now, players, today
@@ -127,6 +127,16 @@ async def new_on_ladder(lobby: Lobby, tx: WriteTx, ladder: str, games: Sequence[
     return new
 
 
+def new_player_refusal(new: Sequence[str], ladder: str) -> LobbyError:
+    """``new_player``, naming ``new`` as a sentence: nothing is recorded until the director
+    confirms them (the request says ``new``), so that a misspelling is not entered."""
+    one = len(new) == 1
+    who = new[0] if one else f"{', '.join(new[:-1])} and {new[-1]}"
+    return fail("new_player", f"{who} {'has' if one else 'have'} never played on {ladder}: "
+                              f"check the spelling, or confirm {new[0] if one else 'them'} "
+                              f"as {'a new player' if one else 'new players'}.")
+
+
 def canonical(lobby: Lobby, side: tuple[str, ...], created: dict[str, Player]) -> tuple[str, ...]:
     out = []
     for n in side:
@@ -189,11 +199,7 @@ async def event_result(call: Call) -> Any:
         effects = Effects()
         new = await new_on_ladder(lobby, tx, ladder.name, [game])
         if new and not args.get("new"):
-            who = new[0] if len(new) == 1 else f"{', '.join(new[:-1])} and {new[-1]}"
-            them = new[0] if len(new) == 1 else "them"
-            raise fail("new_player", f"{who} {'has' if len(new) == 1 else 'have'} never played "
-                                     f"on {ladder.name}: check the spelling, or confirm {them} "
-                                     f"as {'a new player' if len(new) == 1 else 'new players'}.")
+            raise new_player_refusal(new, ladder.name)
         mid, fields, kept = await record(lobby, tx, event, ladder, game, created, effects)
         data = {"event": event.id, **game_data(mid, kept, fields), "new_players": new}
         await call.remember(tx, data)
@@ -237,6 +243,8 @@ async def event_import(call: Call) -> Any:
         created.clear()
         effects = Effects()
         new = await new_on_ladder(lobby, tx, ladder.name, games)
+        if new and not call.args.get("new"):
+            raise new_player_refusal(new, ladder.name)
         results = [await record(lobby, tx, event, ladder, g, created, effects) for g in games]
         data = {"event": event.id, "imported": len(results),
                 "games": [game_data(mid, g, fields) for mid, fields, g in results],

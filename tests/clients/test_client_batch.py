@@ -57,7 +57,7 @@ async def test_a_players_session_line_by_line(lobby: LobbyServer, tmp_path: Path
     for name, ladder, rows in (("Brno Open", "scrabble", scrabble),
                                ("League day", "foosball-doubles", doubles)):
         event = await admin.call("event create", name=name, ladder=ladder)
-        await admin.call("event import", event=event["id"], csv=results_text(rows))
+        await admin.call("event import", new=True, event=event["id"], csv=results_text(rows))
         await admin.call("event close", event=event["id"])
     cas = await rate_file("cas", scrabble, tmp_path / "cas-results.csv")
     p4p = await rate_file("p4p", doubles, tmp_path / "p4p-results.csv")
@@ -224,7 +224,7 @@ async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Pa
     imported = [f"Brno Open,{day},carol,alice,350,351,,", f"Brno Open,{day},alice,dave,300,0,,"
                 "no:forfeit"]
     import_frame = json.dumps({"cmd": "event import", "args": {
-        "event": 1, "csv": results_text(imported)}})
+        "event": 1, "csv": results_text(imported), "new": True}})
     done = await run_batch(lobby.url, [
         f"login {ADMIN} {ADMIN_PASSWORD}",
         f'event create "Brno Open" scrabble {day}',

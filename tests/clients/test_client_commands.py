@@ -856,7 +856,7 @@ async def _event_import(lobby: LobbyServer, tmp: Path) -> None:
     event = await admin.call("event create", name="Kicker Cup", ladder="foosball-singles")
     rows = [f"Kicker Cup,{today()},alice,bob,10,7,,", f"Kicker Cup,{today()},bob,carol,10,3,,",
             f"kicker cup,{today()},carol,alice,2,10,,no:forfeit"]
-    got = await admin.call("event import", event=event["id"], csv=results_text(rows))
+    got = await admin.call("event import", new=True, event=event["id"], csv=results_text(rows))
     assert (got["event"], got["imported"]) == (event["id"], 3)
     assert [(g["side_a"], g["side_b"], g["score_a"], g["score_b"], g["rated"])
             for g in got["games"]] == [("alice", "bob", 10, 7, True),
@@ -867,9 +867,9 @@ async def _event_import(lobby: LobbyServer, tmp: Path) -> None:
     # all or nothing: a bad row records none of the others
     bad = [f"Kicker Cup,{today()},dave,erin,10,7,,", f"Other Cup,{today()},dave,erin,10,7,,"]
     error = await expect_error(
-        admin.call("event import", event=event["id"], csv=results_text(bad)), "bad_request")
+        admin.call("event import", new=True, event=event["id"], csv=results_text(bad)), "bad_request")
     assert "CSV:3" in error.message
-    await expect_error(admin.call("event import", event=event["id"], csv="not,a,header\n"),
+    await expect_error(admin.call("event import", new=True, event=event["id"], csv="not,a,header\n"),
                        "bad_request")
     assert len((await admin.call("event show", event=event["id"]))["games"]) == 3
     await expect_error(admin.whois("dave"), "not_found")
@@ -885,7 +885,7 @@ async def _event_close(lobby: LobbyServer, tmp: Path) -> None:
     rows = [f"League day,{today()},alice+bob,carol+dave,10,7,,",
             f"League day,{today()},carol+dave,erin+frank,10,4,,",
             f"League day,{today()},alice+erin,bob+frank,6,10,,"]
-    await admin.call("event import", event=event["id"], csv=results_text(rows))
+    await admin.call("event import", new=True, event=event["id"], csv=results_text(rows))
     assert (await admin.ladder("foosball-doubles")).total == 0  # rated only on close
     closed = await admin.call("event close", event=event["id"])
     assert {k: closed[k] for k in ("id", "name", "ladder", "status")} == {
@@ -939,7 +939,7 @@ async def _event_show(lobby: LobbyServer, tmp: Path) -> None:
                              date="2026-03-14")
     rows = ["Brno Open,2026-03-14,alice,bob,412,389,,", "Brno Open,2026-03-14,carol,alice,350,350,,",
             "Brno Open,2026-03-14,bob,carol,300,0,,no:forfeit"]
-    games = (await admin.call("event import", event=event["id"], csv=results_text(rows)))["games"]
+    games = (await admin.call("event import", new=True, event=event["id"], csv=results_text(rows)))["games"]
     spectator = await lobby.client()
     shown = await spectator.call("event show", event=event["id"])
     assert {k: shown[k] for k in ("id", "name", "ladder", "date", "status")} == {

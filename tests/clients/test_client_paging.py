@@ -21,7 +21,7 @@ async def test_the_terminal_client_prints_every_page(lobby: LobbyServer) -> None
     eid = (await admin.call("event create", name="Big", ladder="backgammon"))["id"]
     rows = [f"Big,{today()},p{2 * i:04d},p{2 * i + 1:04d},{1 + i % 3},0,1,"
             for i in range(PLAYERS // 2)]
-    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("event import", new=True, event=eid, csv=results_text(rows))
     update = await watcher.ladder_updated("backgammon")
     assert update.total == PLAYERS
     ladder = [r.player for r in (await watcher.ladder("backgammon", count=PLAYERS, all=True)).players]

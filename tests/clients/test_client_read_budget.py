@@ -28,7 +28,7 @@ async def test_call_all_waits_out_the_read_budget(db_path: Path) -> None:
         eid = (await admin.call("event create", name="Open", ladder="scrabble"))["id"]
         rows = [f"Open,{today()},p{g:03d},p{(g + 1) % GAMES:03d},{300 + g % 50},{250},,\n"
                 for g in range(GAMES)]
-        await admin.call("event import", event=eid, csv=HEADER + "".join(rows))
+        await admin.call("event import", new=True, event=eid, csv=HEADER + "".join(rows))
         reader = await lobby.client()
         shown = await reader.call_all("event show", event=eid)
         refused = await reader.request("event show", {"event": eid})  # no waiting: refused

@@ -101,7 +101,7 @@ async def test_the_client_reconnects_logs_in_and_watches_again(
     # ... and an event closed by the director
     admin = await lobby.admin()
     event = await admin.call("event create", name="Cup", ladder="scrabble")
-    await admin.call("event import", event=event["id"], csv=results_text(
+    await admin.call("event import", new=True, event=event["id"], csv=results_text(
         [f"Cup,{today()},bob,carol,400,380,,"]))
     await admin.call("event close", event=event["id"])
     updated = await alice.next_push("ladder_updated")

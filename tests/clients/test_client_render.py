@@ -407,6 +407,12 @@ def test_errors_and_odd_replies() -> None:
     typo = {"ok": False, "cmd": "event result", "error": {"code": "new_player", "message": (
         "eve has never played on scrabble: check the spelling, or confirm eve as a new player.")}}
     assert render_reply(typo).endswith("as a new player. Type it again with --new to add them.")
+    typos = {"ok": False, "cmd": "event import", "error": {"code": "new_player", "message": (
+        "eve and frank have never played on scrabble: check the spelling, or confirm them as "
+        "new players.")}}
+    assert render_reply(typos) == (
+        "Error (new_player): eve and frank have never played on scrabble: check the spelling, "
+        "or confirm them as new players. Import it again with --new to add them.")
     assert render_reply(ok("player remove", {"player": "eve", "removed": True})) == (
         "Removed eve: the name is free again.")
     assert render_reply(ok("invite", {"to": "bob", "ladder": "backgammon", "length": 3})) == (

@@ -314,7 +314,7 @@ async def test_a_cas_close_marks_who_played_and_who_moved(lobby: LobbyServer, sp
     admin = await lobby.admin()
     for name, rows in (("Day 1", first), ("Day 2", second)):
         event = await admin.call("event create", name=name, ladder="scrabble")
-        await admin.call("event import", event=event["id"], csv=results_text(rows))
+        await admin.call("event import", new=True, event=event["id"], csv=results_text(rows))
     await admin.call("event close", event=1)
     before = {p["player"]: p["rating"]
               for p in (await rate_file("cas", first, tmp_path / "one.csv"))["players"]}

@@ -148,7 +148,7 @@ async def test_a_burst_of_pushes_does_not_drop_a_reader(serve: Callable[[Limits]
     eid = (await admin.call("event create", name="Day", ladder="backgammon"))["id"]
     rows = [f"Day,2026-03-14,a{i},b{i},1,0,," for i in range(40)]  # 80 players: one push to watchers
     csv = "\n".join(["event,date,side_a,side_b,score_a,score_b,length,rated", *rows]) + "\n"
-    await admin.call("event import", event=eid, csv=csv)
+    await admin.call("event import", new=True, event=eid, csv=csv)
     try:
         assert (await watcher.call("who"))["spectators"] == 1  # still connected, still served
         updated = [p for p in watcher.pushes if p.get("event") == "ladder_updated"]

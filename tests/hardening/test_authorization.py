@@ -122,7 +122,7 @@ EXPECTED: dict[str, Row] = {
     "event result": Row("event", lambda s: {"event": s.event, "side_a": s.player, "side_b": s.opponent,
                                             "score_a": 5, "score_b": 3, "new": True},
                         NLI, FORBIDDEN, FORBIDDEN, OK),
-    "event import": Row("event", lambda s: {"event": s.event, "csv": csv_for(s)},
+    "event import": Row("event", lambda s: {"event": s.event, "csv": csv_for(s), "new": True},
                         NLI, FORBIDDEN, FORBIDDEN, OK),
     "event close": Row("event", lambda s: {"event": s.event}, NLI, FORBIDDEN, FORBIDDEN, OK),
     "events": Row("event", lambda s: {"status": "open"}, OK, OK, OK, OK),

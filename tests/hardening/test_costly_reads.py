@@ -90,7 +90,7 @@ async def fill(url: str) -> None:
              for g in range(HISTORY)]
     for event, lines in ((1, rows), (2, games)):
         for chunk in range(0, len(lines), IMPORT_ROWS):
-            reply = await admin.request("event import", timeout=120, event=event,
+            reply = await admin.request("event import", timeout=120, event=event, new=True,
                                         csv=HEADER + "".join(lines[chunk:chunk + IMPORT_ROWS]))
             assert reply["ok"], reply
     await admin.close()
@@ -239,7 +239,7 @@ async def ladder_of(lobby: LobbyServer, players: int) -> None:
     await admin.call("event create", name="Day", ladder="backgammon")
     rows = [f"Day,2026-03-14,{name(i)},{name((i + 1) % players)},1,0,1,\n"
             for i in range(players)]
-    await admin.call("event import", event=1, csv=HEADER + "".join(rows))
+    await admin.call("event import", new=True, event=1, csv=HEADER + "".join(rows))
 
 
 RETRY = re.compile(r"try again in (\d+\.\d) s")

@@ -149,7 +149,8 @@ async def test_event_names_are_stored_and_compared_in_nfc(server: ServerThread, 
     # The results file may spell it either way (and in another case): it names the same event.
     rows = [f"{NFD_NAME},{today()},ann,bob,400,300,,",
             f"{composed.upper()},{today()},cid,dee,410,300,,no:{NFD}"]
-    data = await admin.call("event import", event=event["id"], csv="\n".join([HEADER, *rows]) + "\n")
+    data = await admin.call("event import", new=True, event=event["id"],
+                            csv="\n".join([HEADER, *rows]) + "\n")
     assert data["imported"] == 2
     assert data["games"][1]["unrated"] == unicodedata.normalize("NFC", NFD)
     stored = sql(server.db, "SELECT unrated_reason FROM matches WHERE event_id = ? "

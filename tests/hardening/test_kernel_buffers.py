@@ -77,7 +77,7 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             assert (await admin.call("event create", name="Open", ladder="backgammon"))["id"] == 1
             rows = [game(2 * i, 2 * i + 1, i % 2) for i in range(PLAYERS // 2)]
             for start in range(0, len(rows), 500):  # a frame holds at most 64 KiB
-                done = await admin.request("event import", timeout=60, event=1,
+                done = await admin.request("event import", timeout=60, event=1, new=True,
                                            csv="\n".join([HEADER, *rows[start:start + 500]]) + "\n")
                 assert done["ok"], done
             await admin.close()

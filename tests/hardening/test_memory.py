@@ -95,7 +95,7 @@ def big_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             await admin.call("login", name=ADMIN, password=ADMIN_PASSWORD)
             event = await admin.call("event create", name="Open", ladder="backgammon")
             assert event["id"] == 1
-            await admin.request("event import", timeout=60, event=1, csv=results())
+            await admin.request("event import", timeout=60, event=1, new=True, csv=results())
             await admin.close()
         asyncio.run(build())
     finally:
@@ -268,7 +268,7 @@ async def ladder_server(db_path: Path) -> AsyncIterator[Callable[[Limits], Serve
         await admin.call("event create", name="Open", ladder="backgammon")
         rows = [f"Open,2026-03-14,p{i:03d},p{(i + 1) % 400:03d},1,0,1," for i in range(400)]
         csv = "\n".join(["event,date,side_a,side_b,score_a,score_b,length,rated", *rows]) + "\n"
-        await admin.request("event import", timeout=60, event=1, csv=csv)
+        await admin.request("event import", timeout=60, event=1, new=True, csv=csv)
         await admin.close()
         return server
 

@@ -114,7 +114,7 @@ async def test_a_closed_event_counts_its_games_in_order(lobby: LobbyServer) -> N
     admin = await lobby.admin()
     guest = await lobby.client()
     eid = (await admin.call("event create", name="Brno Open", ladder="scrabble"))["id"]
-    await admin.call("event import", event=eid, csv=results_text([
+    await admin.call("event import", new=True, event=eid, csv=results_text([
         f"Brno Open,{today()},alice,bob,400,300,,",
         f"Brno Open,{today()},alice,carol,380,300,,",
         f"Brno Open,{today()},bob,alice,500,100,,no:forfeit",  # unrated: changes nothing

@@ -14,7 +14,7 @@ async def close_event(admin: LobbyClient, ladder: str, name: str,
                       games: list[tuple[str, str, int, int]]) -> dict[str, object]:
     event = (await admin.call("event create", name=name, ladder=ladder))["id"]
     rows = [f"{name},{today()},{a},{b},{sa},{sb},," for a, b, sa, sb in games]
-    await admin.call("event import", event=event, csv=results_text(rows))
+    await admin.call("event import", new=True, event=event, csv=results_text(rows))
     closed: dict[str, object] = await admin.call("event close", event=event)
     return closed
 

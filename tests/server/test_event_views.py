@@ -78,7 +78,7 @@ async def test_event_show_and_events_follow_every_change(lobby: LobbyServer) -> 
     rows = [("bob", "dave", 10, 2, ""), ("erin", "alice", 10, 8, ""),
             ("dave", "erin", 10, 3, "no:forfeit")]
     csv = HEADER + "".join(f"Open,{today()},{a},{b},{sa},{sb},,{r}\n" for a, b, sa, sb, r in rows)
-    imported = await admin.call("event import", event=eid, csv=csv)
+    imported = await admin.call("event import", new=True, event=eid, csv=csv)
     for (a, b, sa, sb, r), g in zip(rows, imported["games"], strict=True):
         games.append(Game(g["match"], a, b, sa, sb, rated=not r))
     await check(viewer, eid, games, "open")

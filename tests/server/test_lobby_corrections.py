@@ -109,7 +109,7 @@ async def test_void_in_a_closed_cas_event_recomputes_the_event(lobby: LobbyServe
     rows = [f"Open,{today()},{a},{b},{sa},{sb},," for a, b, sa, sb in
             (("ann", "ben", 400, 380), ("cid", "dot", 350, 420), ("ann", "cid", 390, 391),
              ("ben", "dot", 300, 300), ("dot", "ann", 280, 410))]
-    games = (await admin.call("event import", event=eid, csv=results_text(rows)))["games"]
+    games = (await admin.call("event import", new=True, event=eid, csv=results_text(rows)))["games"]
     await admin.call("event close", event=eid)
     data = await admin.call("void", match=games[2]["match"], reason="scoresheet lost")
     assert data["recomputed"] is True

@@ -74,7 +74,7 @@ async def test_cas_event_by_result_and_import(lobby: LobbyServer, tmp_path: Path
     imported = [_row("brno open", "dave", "alice", 398, 377), _row("Brno Open", "eve", "bob", 420, 310),
                 _row("Brno Open", "alice", "carol", 380, 402),
                 _row("Brno Open", "eve", "dave", 0, 0, "no:forfeit")]
-    data = await admin.call("event import", event=eid, csv=results_text(imported))
+    data = await admin.call("event import", new=True, event=eid, csv=results_text(imported))
     assert data["imported"] == 4 and data["event"] == eid
     assert [g["rated"] for g in data["games"]] == [True, True, True, False]
     assert data["games"][3]["unrated"] == "forfeit"
@@ -105,7 +105,7 @@ async def test_cas_event_by_result_and_import(lobby: LobbyServer, tmp_path: Path
     # a closed event takes nothing more
     await expect_error(admin.call("event result", new=True, event=eid, side_a="eve", side_b="bob",
                                   score_a=1, score_b=2), "conflict")
-    await expect_error(admin.call("event import", event=eid,
+    await expect_error(admin.call("event import", new=True, event=eid,
                                   csv=results_text([_row("Brno Open", "eve", "bob", 3, 1)])),
                        "conflict")
     await expect_error(admin.call("event close", event=eid), "conflict")
@@ -131,13 +131,14 @@ async def test_p4p_doubles_event(lobby: LobbyServer, tmp_path: Path) -> None:
                                   score_a=5, score_b=3), "bad_request")
     bad_import = [_row("League day 3", "eve+dot", "ann+cid", 10, 2),
                   _row("League day 3", "eve+dot", "ann+cid", 6, 6)]
-    await expect_error(admin.call("event import", event=eid, csv=results_text(bad_import)),
+    await expect_error(admin.call("event import", new=True, event=eid, csv=results_text(bad_import)),
                        "bad_request")
     assert (await admin.call("event show", event=eid))["games"].__len__() == 2  # all or nothing
     imported = [_row("League day 3", "eve+dot", "ann+cid", 10, 2),
                 _row("League day 3", "ben+cid", "dot+ann", 3, 10),
                 _row("League day 3", "eve+ann", "ben+dot", 0, 10, "no:no-show")]
-    assert (await admin.call("event import", event=eid, csv=results_text(imported)))["imported"] == 3
+    data = await admin.call("event import", new=True, event=eid, csv=results_text(imported))
+    assert data["imported"] == 3
     rows += imported
 
     closed = await _close_and_compare(admin, watcher, eid, "foosball-doubles", "p4p", rows, tmp_path)
@@ -203,8 +204,8 @@ async def test_concurrent_results_naming_the_same_new_player(lobby: LobbyServer,
     header = "event,date,side_a,side_b,score_a,score_b\n"
     day = today()
     results = await asyncio.gather(
-        first.call("event import", event=e1, csv=f"{header}Table A,{day},Newbie,xa,400,300\n"),
-        second.call("event import", event=e2, csv=f"{header}Table B,{day},NEWBIE,xb,350,360\n"),
+        first.call("event import", new=True, event=e1, csv=f"{header}Table A,{day},Newbie,xa,400,300\n"),
+        second.call("event import", new=True, event=e2, csv=f"{header}Table B,{day},NEWBIE,xb,350,360\n"),
         first.call("event result", new=True, event=e1, side_a="newbie", side_b="xc", score_a=1, score_b=2),
     )
     assert [r["imported"] for r in results[:2]] == [1, 1]
@@ -233,9 +234,43 @@ async def test_a_name_new_on_the_ladder_is_named_in_the_reply(lobby: LobbyServer
                            score_a=400, score_b=380)
     assert got["new_players"] == []
     second = await _create(admin, "Tuesday", "scrabble")
-    imported = await admin.call("event import", event=second, csv=results_text([
+    imported = await admin.call("event import", new=True, event=second, csv=results_text([
         _row("Tuesday", "anne", "Bob", 400, 300), _row("Tuesday", "anne", "Ane", 410, 300),
         _row("Tuesday", "Ane", "bob", 390, 300)]))
     assert imported["new_players"] == ["bob", "Ane"]
     await alice.close()
     await bob.close()
+
+
+async def test_an_import_naming_someone_new_asks_first(lobby: LobbyServer) -> None:
+    """An import naming someone who has never played on the ladder is refused (new_player,
+    naming them all) and writes nothing, the whole file being one transaction; said again
+    with `new`, it is recorded and its reply still names them."""
+    admin = await lobby.admin()
+    monday = await _create(admin, "Monday", "scrabble")
+    await admin.call("event result", new=True, event=monday, side_a="alice", side_b="bob",
+                     score_a=400, score_b=300)
+    tuesday = await _create(admin, "Tuesday", "scrabble")
+    rows = [_row("Tuesday", "alice", "bob", 380, 360), _row("Tuesday", "eve", "ALICE", 410, 300),
+            _row("Tuesday", "bob", "frank", 390, 300), _row("Tuesday", "Eve", "frank", 1, 2)]
+    written = "SELECT (SELECT count(*) FROM matches), (SELECT count(*) FROM players)"
+    before = sql(lobby.db, written)
+    refused = await admin.request("event import", {"event": tuesday, "csv": results_text(rows)})
+    assert refused["error"] == {"code": "new_player", "message": (
+        "eve and frank have never played on scrabble: check the spelling, or confirm them as "
+        "new players.")}
+    one = await admin.request("event import", {"event": tuesday, "csv": results_text(rows[1:2])})
+    assert one["error"] == {"code": "new_player", "message": (
+        "eve has never played on scrabble: check the spelling, or confirm eve as a new "
+        "player.")}
+    assert sql(lobby.db, written) == before
+    assert (await admin.call("event show", event=tuesday))["games"] == []
+    await expect_error(admin.call("whois", name="eve"), "not_found")
+    # a file naming only players of the ladder needs no `new`
+    known = await admin.call("event import", event=tuesday, csv=results_text(rows[:1]))
+    assert (known["imported"], known["new_players"]) == (1, [])
+    imported = await admin.call("event import", new=True, event=tuesday,
+                                csv=results_text(rows[1:]))
+    assert (imported["imported"], imported["new_players"]) == (3, ["eve", "frank"])
+    assert len((await admin.call("event show", event=tuesday))["games"]) == 4
+    assert (await admin.call("whois", name="EVE"))["player"] == "eve"

@@ -326,7 +326,7 @@ async def test_doubles_are_refused_on_a_glicko2_ladder(glicko: LobbyServer,
     await expect_error(admin.call("event result", new=True, event=eid, side_a="ann+ben", side_b="cat+dan",
                                   score_a=1, score_b=0), "bad_request")
     rows = results_text([f"Pairs,{today()},ann+ben,cat+dan,1,0,,"])
-    error = await expect_error(admin.call("event import", event=eid, csv=rows), "bad_request")
+    error = await expect_error(admin.call("event import", new=True, event=eid, csv=rows), "bad_request")
     assert "CSV:2" in error.message
     closed = await admin.call("event close", event=eid)
     assert closed["changes"] == []

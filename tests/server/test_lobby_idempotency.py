@@ -77,7 +77,7 @@ async def test_retried_event_results_survive_a_restart(harness: LobbyServer) -> 
     assert len(shown["games"]) == 2
     csv = f"event,date,side_a,side_b,score_a,score_b\nCup,{today()},cid,dee,300,200\n"
     for _ in range(2):
-        imported = await admin.request("event import", {"event": event["id"], "csv": csv},
+        imported = await admin.request("event import", {"event": event["id"], "csv": csv, "new": True},
                                        request_id="imp-1")
         assert imported["ok"] and imported["data"]["imported"] == 1
     closes = [await admin.request("event close", {"event": event["id"]}, request_id="close-1")

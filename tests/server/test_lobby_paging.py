@@ -40,7 +40,7 @@ async def test_a_ladder_comes_in_pages_and_next_brings_the_rest(harness: LobbySe
     eid = (await admin.call("event create", name="Big", ladder="backgammon"))["id"]
     rows = [f"Big,{today()},p{2 * i:04d},p{2 * i + 1:04d},{1 + i % 3},0,1,"
             for i in range(PLAYERS // 2)]
-    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("event import", new=True, event=eid, csv=results_text(rows))
     whole = (await rate_file("fibs", rows, tmp_path / "big.csv"))["players"]
     assert len(whole) == PLAYERS
     # the watcher is told that every row moved, the best-placed few of them by name
@@ -113,7 +113,7 @@ async def test_event_show_comes_in_pages_of_games_and_standings(harness: LobbySe
         score_b = 5 if g % 7 == 0 and ladder == "scrabble" else 6 + g % 5 if g % 2 else g % 5
         rated = "no:forfeit" if g % 11 == 0 else ""
         rows.append(f"League,{today()},{sides[0]},{sides[1]},5,{score_b},,{rated}")
-    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("event import", new=True, event=eid, csv=results_text(rows))
 
     first = await admin.call("event show", event=eid)
     assert (first["total"], len(first["games"])) == (len(rows), EVENT_PAGE)
@@ -142,7 +142,7 @@ async def test_a_long_history_comes_in_pages(harness: LobbyServer) -> None:
     games = 2 * HISTORY_PAGE + 100
     eid = (await admin.call("event create", name="Marathon", ladder="backgammon"))["id"]
     rows = [f"Marathon,{today()},hero,rival{i:04d},{i % 2},{1 - i % 2},1," for i in range(games)]
-    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("event import", new=True, event=eid, csv=results_text(rows))
     stored = sql(harness.db, "SELECT h.after FROM history h JOIN players p ON p.id = h.player_id "
                              "WHERE p.name = 'hero' ORDER BY h.id")
     assert len(stored) == games

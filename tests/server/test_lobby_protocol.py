@@ -32,7 +32,7 @@ async def test_plain_lines_and_json_give_the_same_answers(lobby: LobbyServer) ->
     await start_match(alice, bob, length=3)
     await bob.call("resign")
     eid = (await admin.call("event create", name="Brno Open", ladder="scrabble"))["id"]
-    await admin.call("event import", event=eid, csv=results_text(
+    await admin.call("event import", new=True, event=eid, csv=results_text(
         [f"Brno Open,{today()},alice,bob,400,300,,", f"Brno Open,{today()},carol,alice,350,351,,"]))
     await admin.call("event close", event=eid)
 

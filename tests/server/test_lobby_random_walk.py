@@ -182,7 +182,8 @@ class Walk:
             rows = "".join(f"{name},{day},{g['side_a']},{g['side_b']},{g['score_a']},{g['score_b']},"
                            f"{g.get('length', '')},{'no:forfeit' if 'unrated' in g else ''}\n"
                            for g in games)
-            imported = await self.send(self.admin, "event import", event=eid, csv=header + rows)
+            imported = await self.send(self.admin, "event import", event=eid, new=True,
+                                       csv=header + rows)
             if imported["ok"]:
                 self.event_games += [g["match"] for g in imported["data"]["games"]]
         else:

@@ -46,7 +46,7 @@ async def test_restart_keeps_ratings_history_accounts_and_live_matches(harness: 
     model.play("alice", "bob", 3)
     eid = (await admin.call("event create", name="Cup", ladder="scrabble"))["id"]
     rows = [f"Cup,{today()},alice,carol,400,390,,", f"Cup,{today()},dave,alice,350,351,,"]
-    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("event import", new=True, event=eid, csv=results_text(rows))
     await admin.call("event close", event=eid)
     live = await start_match(c["bob"], c["carol"], length=5)  # still being played
     claimed = await start_match(c["dave"], c["erin"], length=3)
@@ -187,13 +187,13 @@ async def test_a_cas_event_closed_after_a_restart_agrees_with_the_log(harness: L
     rows = "".join(f"Spring,{today()},{a},{b},{sa},{sb}\n" for a, b, sa, sb in (
         ("ann", "ben", 420, 380), ("cid", "dee", 300, 300), ("ann", "cid", 350, 390),
         ("ben", "dee", 401, 399)))
-    await admin.call("event import", event=first["id"], csv=header + rows)
+    await admin.call("event import", new=True, event=first["id"], csv=header + rows)
     await admin.call("event close", event=first["id"])
     await harness.stop()
     await harness.start()
     admin = await harness.admin()
     second = await admin.call("event create", name="Summer", ladder="scrabble")
-    await admin.call("event import", event=second["id"],
+    await admin.call("event import", new=True, event=second["id"],
                      csv=header + f"Summer,{today()},ann,dee,500,320\nSummer,{today()},eve,ben,410,412\n")
     await admin.call("event close", event=second["id"])
     done = await run_cli_async(["replay", "--check", "--db", str(harness.db)], harness.db.parent)
@@ -209,7 +209,7 @@ async def test_a_cas_event_with_no_rated_game_keeps_the_ladder(harness: LobbySer
     first = await admin.call("event create", name="Spring", ladder="scrabble")
     rows = "".join(f"Spring,{today()},{a},{b},{sa},{sb},,\n" for a, b, sa, sb in (
         ("ann", "ben", 420, 380), ("cid", "dee", 300, 300), ("ann", "cid", 350, 390)))
-    await admin.call("event import", event=first["id"], csv=header + rows)
+    await admin.call("event import", new=True, event=first["id"], csv=header + rows)
     await admin.call("event close", event=first["id"])
     table = await admin.call("ladder", ladder="scrabble", all=True)
     assert len({p["peklo"] for p in table["players"]}) > 1  # solved, not all the start value

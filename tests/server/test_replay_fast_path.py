@@ -448,7 +448,7 @@ async def test_a_log_written_by_the_lobby(lobby: LobbyServer) -> None:
     eid = (await admin.call("event create", name="club", ladder="backgammon"))["id"]
     rows = [f"club,{today()},{a},{b},{sa},{sb},{n}," for a, b, sa, sb, n in
             (("ann", "cat", 5, 2, 5), ("Dan", "Ben", 0, 3, 3), ("cat", "Dan", 1, 0, 1))]
-    await admin.call("event import", event=eid, csv=results_text(rows))
+    await admin.call("event import", new=True, event=eid, csv=results_text(rows))
     await admin.call("void", match=played[4], reason="wrong players")
     await admin.call("adjudicate", match=played[0], winner="Ben")
     await admin.call("adjudicate", match=played[2], winner="Dan")

@@ -61,7 +61,7 @@ async def spread_ratings(h: LobbyServer, names: list[str]) -> dict[str, float]:
     rows = [f"Seeding,{today()},{name},spar{i},25,0,25,"
             for i, name in enumerate(names) for _ in range(i)]
     if rows:
-        await admin.call("event import", event=eid, csv=results_text(rows))
+        await admin.call("event import", new=True, event=eid, csv=results_text(rows))
     table = await admin.call("ladder", ladder="backgammon", count=1000, all=True)
     got = {r["player"]: float(r["rating"]) for r in table["players"]}
     return {n: got.get(n, 1500.0) for n in names}

@@ -151,7 +151,8 @@ async def test_cas_closes_write_only_the_rows_that_moved_and_replay_check_agrees
         name = f"Open {n}"
         eid = (await admin.call("event create", name=name, ladder="scrabble"))["id"]
         players = rng.sample(field, 10)
-        await admin.call("event import", event=eid, csv=results_text(_event_rows(name, players, rng)))
+        await admin.call("event import", new=True, event=eid,
+                         csv=results_text(_event_rows(name, players, rng)))
         closed = await admin.call("event close", event=eid)
         new = _ladder(db)
         changed = {pid for pid, row in new.items() if old.get(pid) != row}

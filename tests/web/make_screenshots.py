@@ -9,7 +9,8 @@ which would make a dull chart), restarts the server and photographs the page
 in Debian's Chromium: the ladders just after a live match (its rows
 highlighted), alice's profile with her rating chart, bob's play panel with an
 invitation and what it puts at stake, the director's desk (#desk) with an open
-event's results and its close to confirm, and a profile at phone width (390 px).
+event's results and its close to confirm, and bob's play panel in a live match at phone
+width (390 px), Resign set apart from Abort.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ async def seed(site: LobbyServer) -> None:
     admin = await site.admin()
     today = datetime.now(UTC).date().isoformat()
     event = await admin.call("event create", name="Brno Open", ladder="scrabble")
-    await admin.call("event import", event=event["id"],
+    await admin.call("event import", new=True, event=event["id"],
                      csv=HEADER + "\n" + SCRABBLE.format(d=today))
     await admin.call("event close", event=event["id"])
     event = await admin.call("event create", name="League day 1", ladder="foosball-doubles")
@@ -97,8 +98,9 @@ async def main(out: Path) -> None:
                 await page.close()
 
                 # bob on the page, invited by alice: the invitation with what is at stake
-                await site.login("dave")
-                page = await open_page(browser, site.http_url, width=1280, height=900)
+                dave = await site.login("dave")
+                # tall enough for the whole panel: scrolled, the sticky status line would cover it
+                page = await open_page(browser, site.http_url, width=1280, height=1500)
                 await log_in(page, "bob", PASSWORD)
                 await page.fill("#invite-name", "dave")
                 await page.fill("#invite-length", "7")
@@ -128,13 +130,15 @@ async def main(out: Path) -> None:
                 await page.locator("#admin").screenshot(path=str(saved[-1]))
                 await page.close()
 
-                # a phone: alice's profile at 390 px
-                page = await open_page(browser, site.http_url + "#player=alice", width=390,
-                                       height=844)
-                await page.wait_for_selector("figure.history canvas")
-                await page.locator("#profile").scroll_into_view_if_needed()
+                # a phone: bob's play panel at 390 px, in a match he joined from the page
+                page = await open_page(browser, site.http_url, width=390, height=844)
+                await log_in(page, "bob", PASSWORD)
+                await dave.call("invite", name="bob", ladder="backgammon", length=5)
+                await page.get_by_role("button", name="Join dave").click()
+                await page.locator("#match-panel").get_by_role("button", name="Resign…").wait_for()
+                await page.locator("#play-heading").evaluate("h => h.scrollIntoView()")
                 saved.append(out / "screenshot-phone.png")
-                await page.screenshot(path=str(saved[-1]))
+                await page.screenshot(path=str(saved[-1]))  # the screen, as the phone shows it
                 await browser.close()
         finally:
             await site.aclose()

@@ -1,6 +1,7 @@
 """The director's desk as a view of its own (#desk), at a laptop's width and a phone's: its
 room, what it asks before it acts, where its messages and the keyboard focus go, a typo
-that is not a new player; the rating charts' time axis; axe-core on every view."""
+that is not a new player (in a result or an imported file); the rating charts' time axis;
+axe-core on every view."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ async def no_overflow(page: Page, width: int) -> None:
 async def club_night(site: LobbyServer) -> int:
     admin = await site.admin()
     event = (await admin.call("event create", name="Club night", ladder="scrabble"))["id"]
-    await admin.call("event import", event=event, csv=HEADER + "\n" + "".join(
+    await admin.call("event import", new=True, event=event, csv=HEADER + "\n" + "".join(
         f"Club night,2026-03-14,{a},{b},{sa},{sb},,\n" for a, b, sa, sb in (
             ("alice", "bob", 412, 389), ("carol", "dave", 350, 371), ("alice", "carol", 398, 402))))
     await admin.close()
@@ -202,6 +203,49 @@ async def test_messages_sit_by_their_button_and_go_when_the_event_changes(
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+async def test_an_import_naming_someone_new_asks_first_and_imports_after_yes(
+        site: LobbyServer, browser: Browser, page_errors: list[str], width: int) -> None:
+    event = await club_night(site)
+    page = await desk(site, browser, page_errors, width)
+    await expect(page.locator("#event-games tbody tr")).to_have_count(3)
+    form = page.locator("#event-import-form")
+    text = (f"{HEADER}\nClub night,2026-03-14,alice,eve,401,380,,\n"
+            "Club night,2026-03-14,frank,bob,300,333,,\n")
+    await page.set_input_files("#import-file", files=[
+        {"name": "results.csv", "mimeType": "text/csv", "buffer": text.encode()}])
+    await form.get_by_role("button", name="Import").click()
+    ask = form.locator(".new-confirm")
+    await expect(ask).to_contain_text(
+        "eve and frank have never played on scrabble: check the spelling, or confirm them as "
+        "new players.")
+    yes = ask.get_by_role("button", name="Yes, import with the new players")
+    await expect(yes).to_be_focused()
+    await expect(yes).to_be_in_viewport()
+    # the question sits next to the Import button
+    button = await box(page, "#event-import-form button[type=submit]")
+    asked = await box(page, "#event-import-form .new-confirm")
+    assert 0 <= button["y"] - (asked["y"] + asked["height"]) < 60, (asked, button)
+    await ask.get_by_role("button", name="Cancel").click()  # a typo: nothing imported
+    await expect(ask).to_be_empty()
+    assert (await focused(page))["id"] == "import-file"
+    await expect(page.locator("#event-games tbody tr")).to_have_count(3)
+    await expect(form.locator(".feedback")).to_be_empty()
+    reader = await site.client()
+    assert len((await reader.call("event show", event=event))["games"]) == 3
+    # asked again, and this time they are new players
+    await form.get_by_role("button", name="Import").click()
+    await yes.click()
+    await expect(form.locator(".feedback")).to_have_text(
+        f"Imported 2 games into event #{event}. New on this ladder: eve, frank (check the "
+        "spelling: a misspelt name becomes a new player).")
+    await expect(ask).to_be_empty()
+    await expect(page.locator("#event-games tbody tr")).to_have_count(5)
+    assert (await focused(page))["tag"] != "BODY"
+    assert (await reader.call("whois", name="frank"))["player"] == "frank"
+    await no_overflow(page, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 async def test_decisions_on_disputes_ask_first_and_keep_the_focus_on_the_desk(
         site: LobbyServer, browser: Browser, page_errors: list[str], width: int) -> None:
     bob, carol = await site.player("bob"), await site.player("carol")
@@ -251,7 +295,7 @@ async def test_charts_place_events_at_their_date_and_spread_quick_matches(
     admin = await site.admin()
     event = (await admin.call("event create", name="Spring", ladder="scrabble",
                               date="2026-03-07"))["id"]
-    await admin.call("event import", event=event, csv=HEADER + "\n"
+    await admin.call("event import", new=True, event=event, csv=HEADER + "\n"
                      "Spring,2026-03-07,alice,bob,412,389,,\n")
     await admin.call("event close", event=event)
     for _ in range(12):  # a dozen matches within a few seconds

@@ -40,7 +40,7 @@ async def test_a_cas_close_lists_everyone_who_moved_played_or_not(
     admin = await site.admin()
     first = await admin.call("event create", name="Club night", ladder="scrabble",
                              date="2026-03-07")
-    await admin.call("event import", event=first["id"], csv=HEADER + "\n" + FIRST)
+    await admin.call("event import", new=True, event=first["id"], csv=HEADER + "\n" + FIRST)
     await admin.call("event close", event=first["id"])
     await admin.close()
     await log_in(page, ADMIN, ADMIN_PASSWORD)
@@ -91,7 +91,7 @@ async def test_closed_events_browsed_and_exported(
     event = await admin.call("event create", name="Club night, \"spring\"", ladder="scrabble",
                              date="2026-03-07")
     rows = FIRST.replace("Club night", '"Club night, ""spring"""')
-    await admin.call("event import", event=event["id"], csv=HEADER + "\n" + rows
+    await admin.call("event import", new=True, event=event["id"], csv=HEADER + "\n" + rows
                      + '"Club night, ""spring""",2026-03-07,erik,bob,0,10,,no:forfeit\n')
     wrong = (await admin.call("event result", new=True, event=event["id"], side_a="erik", side_b="alice",
                               score_a=1, score_b=2))["match"]
@@ -175,7 +175,7 @@ async def test_exported_csv_files_escape_formulas_and_read_back(
     rows = [f"{quoted(FORMULA_NAME)},2026-03-07,-A1-B1x,bob,412,389,,",
             f"{quoted(FORMULA_NAME)},2026-03-07,-2,-A1-B1x,350,371,,",
             f"{quoted(FORMULA_NAME)},2026-03-07,bob,-2,398,402,,no:=1+1"]
-    await admin.call("event import", event=event["id"], csv=HEADER + "\n" + "\n".join(rows))
+    await admin.call("event import", new=True, event=event["id"], csv=HEADER + "\n" + "\n".join(rows))
     await admin.call("event close", event=event["id"])
     shown = await admin.call("event show", event=event["id"])
 

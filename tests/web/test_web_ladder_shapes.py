@@ -47,7 +47,7 @@ async def test_each_ladder_follows_its_description_and_explains_its_columns(
     await play(alice, bob, 3)
     admin = await site.admin()
     event = await admin.call("event create", name="Club night", ladder="scrabble")
-    await admin.call("event import", event=event["id"], csv=(
+    await admin.call("event import", new=True, event=event["id"], csv=(
         f"{HEADER}\nClub night,2026-03-14,alice,bob,412,389,,\n"
         "Club night,2026-03-14,bob,carol,350,371,,\n"))
     await admin.call("event close", event=event["id"])

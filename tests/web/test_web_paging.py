@@ -21,7 +21,7 @@ async def test_a_ladder_longer_than_a_page_is_shown_whole_and_followed_live(
     await watcher.watch("backgammon")
     eid = (await admin.call("event create", name="Big", ladder="backgammon"))["id"]
     rows = [f"Big,{today()},p{2 * i:04d},p{2 * i + 1:04d},{1 + i % 3},0,1," for i in range(PLAYERS // 2)]
-    await admin.call("event import", event=eid, csv="\n".join([HEADER, *rows]) + "\n")
+    await admin.call("event import", new=True, event=eid, csv="\n".join([HEADER, *rows]) + "\n")
     whole = (await watcher.ladder("backgammon", count=PLAYERS, all=True)).players
 
     page = await open_page(browser, site.http_url, errors=page_errors)
@@ -54,7 +54,7 @@ async def test_a_history_longer_than_a_page_is_charted_whole(
     games = HISTORY_PAGE + 100
     eid = (await admin.call("event create", name="Marathon", ladder="backgammon"))["id"]
     rows = [f"Marathon,{today()},hero,rival{i:04d},{i % 2},{1 - i % 2},1," for i in range(games)]
-    await admin.call("event import", event=eid, csv="\n".join([HEADER, *rows]) + "\n")
+    await admin.call("event import", new=True, event=eid, csv="\n".join([HEADER, *rows]) + "\n")
 
     page = await open_page(browser, site.http_url + "#player=hero", errors=page_errors)
     figure = page.locator("figure.history[data-ladder='backgammon']")

@@ -58,7 +58,7 @@ async def seeded_lobby(site: LobbyServer) -> None:
         await play(players[w], players[lost], n)
     admin = await site.admin()
     event = await admin.call("event create", name="A rather long event name", ladder="scrabble")
-    await admin.call("event import", event=event["id"], csv=(
+    await admin.call("event import", new=True, event=event["id"], csv=(
         f"{HEADER}\nA rather long event name,2026-03-14,Maximilian_Longname,alice,412,389,,\n"
         "A rather long event name,2026-03-14,carol,dave,350,371,,\n"))
     await admin.call("event close", event=event["id"])
@@ -243,7 +243,7 @@ async def test_phone_width_play_panel_and_desk_fit(
     await play(bob, carol, 5)
     admin = await site.admin()
     closed = await admin.call("event create", name="A rather long event name", ladder="scrabble")
-    await admin.call("event import", event=closed["id"], csv=(
+    await admin.call("event import", new=True, event=closed["id"], csv=(
         f"{HEADER}\nA rather long event name,2026-03-14,Maximilian_Longname,bob,412,389,,\n"
         "A rather long event name,2026-03-14,carol,dave,350,371,,\n"))
     await admin.call("event close", event=closed["id"])

@@ -227,10 +227,32 @@ export function setUpEvents(ctx) {
     act(async () => enterResult(form, { event: selectedEvent(), ...formArgs(form) }, false), { where: feedbackOf(form) });
   });
 
+  // A file naming someone who has never played on the ladder is asked about too, as a
+  // whole: the server refuses all of it with `new_player` unless the request says `new`.
+  function importFile(form, event, csv, isNew) {
+    const ask = form.querySelector(".new-confirm");
+    ask.replaceChildren();
+    return act(async () => {
+      let data;
+      try {
+        data = await lobby.call("event import", { event, csv, ...(isNew ? { new: true } : {}) });
+      } catch (err) {
+        if (!(err instanceof LobbyError) || err.code !== "new_player") throw err;
+        confirmStep(ask, err.message, "Yes, import with the new players", () => importFile(form, event, csv, true),
+          { back: $("import-file"), label: "New players" });
+        return;
+      }
+      form.reset();
+      await loadEvents();
+      say(`Imported ${plural(data.imported, "game")} into event #${data.event}.${newPlayers(data)}`, "info", feedbackOf(form));
+    }, { where: feedbackOf(form) });
+  }
+
   $("event-import-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const form = ev.target;
     const file = $("import-file").files[0];
+    form.querySelector(".new-confirm").replaceChildren();
     act(async () => {
       const event = selectedEvent();
       if (!file) throw new LobbyError("bad_request", "Choose a CSV file to import.");
@@ -240,12 +262,11 @@ export function setUpEvents(ctx) {
         reader.onerror = () => reject(new LobbyError("bad_request", `Could not read ${file.name}.`));
         reader.readAsText(file);
       });
-      const data = await lobby.call("event import", { event, csv });
-      form.reset();
-      await loadEvents();
-      say(`Imported ${plural(data.imported, "game")} into event #${data.event}.${newPlayers(data)}`, "info", feedbackOf(form));
+      await importFile(form, event, csv, false);
     }, { where: feedbackOf(form) });
   });
+  // another file chosen: the question was about the last one
+  $("import-file").addEventListener("change", () => $("event-import-form").querySelector(".new-confirm").replaceChildren());
 
   // Closing asks first, showing what will be rated: the rated games and their players.
   $("event-close").addEventListener("click", () => act(async () => {
