@@ -37,6 +37,8 @@ async def seek(call: Call) -> Any:
     async def job(tx: WriteTx) -> None:
         old = await stored.put(tx, me.id, ladder.name, length, points, since,
                                lobby.seeking.node)
+        if await stored.playing(tx, [me.id]):  # a pass (on any node) paired you a moment ago
+            raise fail("conflict", "You started a match a moment ago.")
         data["replaced"] = None if old is None else {"ladder": old["ladder"],
                                                      "length": _shown(old["length"])}
         await call.remember(tx, data)
@@ -51,7 +53,7 @@ async def unseek(call: Call) -> Any:
     data: dict[str, Any] = {}
 
     async def job(tx: WriteTx) -> None:
-        old = await stored.drop(tx, me.id)
+        old = await stored.withdraw(tx, me.id)
         if old is None:
             raise fail("not_found", "You are not looking for a match.")
         data.update(ladder=old["ladder"], length=_shown(old["length"]))

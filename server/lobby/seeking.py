@@ -170,6 +170,17 @@ class Seeking:
         apart = await stored.blocked(self.lobby.db, [s.id for s in pool])
         return bool(pair(pool, time.time(), self.widening, self.chance, apart))
 
+    def _drop_invitations(self, m: LiveMatch) -> None:
+        """Two players paired take no other match: the invitations they sent are withdrawn
+        (their invitees are told, as after ``uninvite``), those they received lapse."""
+        lobby = self.lobby
+        for name in (m.a, m.b):
+            for inv in list(lobby.invitations.sent.get(name.casefold(), {}).values()):
+                if not inv.expired:
+                    lobby.publish(to_players(inv.invitee), push("invitation_withdrawn", {
+                        "from": inv.inviter, "ladder": inv.ladder}))
+            lobby.drop_invitations(name.casefold())
+
     async def run_pass(self) -> list[LiveMatch]:
         """Pair whom the pool allows now and start their matches; the matches started."""
         lobby = self.lobby
@@ -210,6 +221,7 @@ class Seeking:
         try:
             for m in formed:
                 lobby.begin_live(m)
+                self._drop_invitations(m)
                 self.formed += 1
                 lobby.publish(to_players(m.a, m.b), push("match_started", lobby.match_summary(m)))
                 lobby.presence.changed([n for n in (m.a, m.b) if lobby.session_of(n)])

@@ -30,9 +30,9 @@ async def find_in(tx: WriteTx, name: str, hold: bool = False) -> tuple[int, str]
 
 async def remove_entry(tx: WriteTx, name: str) -> tuple[int, str] | str:
     """Delete a password-less ladder entry that no result but voided ones names, with its
-    links to those voided matches; its id and name, or why not (a sentence). The row is
-    held first (FOR UPDATE on PostgreSQL): a result naming it on another server waits, or
-    is waited for and then seen."""
+    links to those voided matches and the blocks and mute naming it; its id and name, or why
+    not (a sentence). The row is held first (FOR UPDATE on PostgreSQL): a result naming it
+    on another server waits, or is waited for and then seen."""
     row = await tx.fetchone("SELECT id, name, password_hash, role FROM players WHERE name_key = ?"
                             + (" FOR UPDATE" if tx.backend == "postgresql" else ""),
                             (name.casefold(),))
@@ -52,6 +52,8 @@ async def remove_entry(tx: WriteTx, name: str) -> tuple[int, str] | str:
     if rated is not None and int(rated[0]):
         return f"{shown} has a rating history; only a name that was never rated can be removed."
     await tx.execute("DELETE FROM match_players WHERE player_id = ?", (pid,))
+    await tx.execute("DELETE FROM blocks WHERE blocker_id = ? OR blocked_id = ?", (pid, pid))
+    await tx.execute("DELETE FROM mutes WHERE player_id = ?", (pid,))
     await tx.execute("DELETE FROM players WHERE id = ?", (pid,))
     return pid, shown
 

@@ -13,7 +13,7 @@ from typing import Any
 from server.store.handle import Reads, WriteTx
 
 POOL_LOCK = 0x6D6C736B  # "mlsk": one pairing pass at a time, whatever the node
-LIVE = "('playing', 'claimed', 'disputed')"
+LIVE = "('playing', 'claimed')"  # a disputed match waits for an admin and holds nobody
 POOL = """SELECT s.player_id, p.name, s.ladder, s.length, s.points, s.since, s.node
     FROM seeks s JOIN players p ON p.id = s.player_id"""
 
@@ -40,14 +40,29 @@ async def hold_player(tx: WriteTx, player_id: int) -> None:
         await tx.fetchall("SELECT id FROM players WHERE id = ? FOR UPDATE", (player_id,))
 
 
+async def hold_pool_lock(tx: WriteTx) -> None:
+    """The pool's lock (PostgreSQL), until the commit: a seek made, replaced or withdrawn
+    waits for a pass under way, and a pass that starts later reads it."""
+    if tx.backend == "postgresql":
+        await tx.execute(f"SELECT pg_advisory_xact_lock({POOL_LOCK})")
+
+
 async def put(tx: WriteTx, player_id: int, ladder: str, length: int | None, points: int,
               since: str, node: str) -> Any | None:
-    """The player's seek, replacing theirs if they had one; the one it replaced."""
+    """The player's seek, replacing theirs if they had one; the one it replaced. The pool's
+    lock first, then the player's row: a pass's order."""
+    await hold_pool_lock(tx)
     await hold_player(tx, player_id)
     old = await drop(tx, player_id)
     await tx.execute("INSERT INTO seeks (player_id, ladder, length, points, since, node) "
                      "VALUES (?, ?, ?, ?, ?, ?)", (player_id, ladder, length, points, since, node))
     return old
+
+
+async def withdraw(tx: WriteTx, player_id: int) -> Any | None:
+    """The player leaves the pool (``unseek``), under the pool's lock; what they sought."""
+    await hold_pool_lock(tx)
+    return await drop(tx, player_id)
 
 
 async def drop(tx: WriteTx, player_id: int, node: str | None = None) -> Any | None:
@@ -73,8 +88,7 @@ async def drop_node(tx: WriteTx, node: str | None) -> None:
 
 async def hold_pool(tx: WriteTx) -> list[Any]:
     """The whole pool, held until the commit: no other pass pairs from it meanwhile."""
-    if tx.backend == "postgresql":
-        await tx.execute(f"SELECT pg_advisory_xact_lock({POOL_LOCK})")
+    await hold_pool_lock(tx)
     return await tx.fetchall(POOL + " ORDER BY s.since, s.player_id")
 
 

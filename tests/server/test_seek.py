@@ -21,6 +21,7 @@ from testkit.server_loop import LobbyServer, with_ladders
 
 from clients import LobbyError
 from server.lobby import Lobby
+from server.store import seeks as seeks_store
 
 NO_WIDENING = {"seek_widen_points": 0.0}
 
@@ -365,8 +366,9 @@ async def test_two_nodes_never_pair_one_player_twice(
 
 async def test_a_join_and_a_pairing_racing_start_one_match(lobby: LobbyServer) -> None:
     """alice has invited bob and is seeking; bob joins as carol seeks. Whichever commits first,
-    alice plays one match: with bob (her seek is dropped) or with carol (the join is refused
-    with conflict). Every other round bob joins once the pairing is done."""
+    alice plays one match: with bob (her seek is dropped) or with carol (the join is refused:
+    alice is playing, or her invitation was withdrawn). Every other round bob joins once the
+    pairing is done."""
     outcomes = set()
     for n in range(8):
         alice, bob, carol = await lobby.players(f"a{n}", f"b{n}", f"c{n}")
@@ -390,7 +392,9 @@ async def test_a_join_and_a_pairing_racing_start_one_match(lobby: LobbyServer) -
         if joined["ok"]:
             assert opponent == bob.name and got[carol.name] == []
         else:
-            assert joined["error"]["code"] == "conflict" and opponent == carol.name
+            # refused as alice is playing, or as the pairing withdrew her invitation
+            assert joined["error"]["code"] in ("conflict", "not_found")
+            assert opponent == carol.name
         live = await lobby_of(lobby).db.fetchall(
             "SELECT m.id FROM matches m JOIN match_players mp ON mp.match_id = m.id "
             "WHERE mp.player_id = ? AND m.status = 'playing'",
@@ -400,3 +404,72 @@ async def test_a_join_and_a_pairing_racing_start_one_match(lobby: LobbyServer) -
         if opponent == bob.name:
             await carol.call("unseek")
     assert "c" in outcomes  # (the joins after the pairing were refused)
+
+
+async def test_a_disputed_match_does_not_keep_its_players_out_of_the_pool(
+        lobby: LobbyServer) -> None:
+    """A disputed match waits for an admin and holds neither player: both may seek, and are
+    paired."""
+    alice, bob = await lobby.players("alice", "bob")
+    disputed = await start_match(alice, bob)
+    await alice.call("report win")
+    await bob.next_push("result_claimed")
+    await bob.call("dispute", match=disputed)
+    await alice.call("seek", ladder="backgammon")
+    await bob.call("seek", ladder="backgammon")
+    started = (await alice.next_push("match_started"))["data"]
+    assert started["match"] != disputed and {started["a"], started["b"]} == {"alice", "bob"}
+
+
+async def test_a_paired_player_s_invitations_are_withdrawn(lobby: LobbyServer) -> None:
+    """hal invited ivy; hal and jan are paired by their seeks: ivy is told the invitation is
+    withdrawn, and it is no longer there to join."""
+    hal, ivy, jan = await lobby.players("hal", "ivy", "jan")
+    await hal.call("invite", name="ivy", ladder="backgammon")
+    await ivy.next_push("invited")
+    await hal.call("seek", ladder="backgammon", range=500)
+    await jan.call("seek", ladder="backgammon", range=500)
+    await hal.next_push("match_started")
+    assert (await ivy.next_push("invitation_withdrawn"))["data"]["from"] == "hal"
+    assert (await ivy.call("invitations"))["received"] == []
+
+
+@pytest.mark.parametrize("change", ["unseek", "seek again"])
+async def test_a_seek_changed_on_one_node_as_the_other_pairs_is_one_or_the_other(
+        nodes: tuple[LobbyServer, LobbyServer], monkeypatch: pytest.MonkeyPatch,
+        change: str) -> None:
+    """Node a's pass has read the pool (both seekers in it) when bob, on node b, withdraws his
+    seek or replaces it with another length. Whichever commits first decides: bob's change
+    waits for the pass; he is paired and his change is refused, never both paired and told
+    his change was made."""
+    a, b = nodes
+    await a.start()
+    await b.start()
+    entered, release = asyncio.Event(), asyncio.Event()
+    original = seeks_store.hold_players
+
+    async def paused(tx: Any, ids: Any) -> None:  # the pass, between the pool and the players
+        if not entered.is_set():
+            entered.set()
+            await release.wait()
+        await original(tx, ids)
+
+    async def never() -> bool:
+        return False
+
+    monkeypatch.setattr(lobby_of(b).seeking, "_worth_a_pass", never)  # node a pairs
+    monkeypatch.setattr(seeks_store, "hold_players", paused)
+    alice, bob = await a.player("alice"), await b.player("bob")
+    await alice.call("seek", ladder="backgammon", range=500)
+    await bob.call("seek", ladder="backgammon", range=500)
+    await asyncio.wait_for(entered.wait(), 10)
+    args = {} if change == "unseek" else {"ladder": "backgammon", "length": 5, "range": 500}
+    changed = asyncio.create_task(bob.request("unseek" if change == "unseek" else "seek", args))
+    await asyncio.sleep(0.3)  # bob's change reaches the database while the pass holds the pool
+    release.set()
+    reply = await changed
+    started = (await bob.next_push("match_started"))["data"]  # the pass went first
+    assert started["length"] == 1
+    assert not reply["ok"], reply
+    assert reply["error"]["code"] == ("not_found" if change == "unseek" else "conflict")
+    assert (await bob.call("seeks"))["seeks"] == []

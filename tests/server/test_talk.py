@@ -6,6 +6,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+import pytest
 from testkit.clients import expect_error, settle, start_match
 from testkit.constants import PLAY_FREELY
 from testkit.db import execute, sql
@@ -245,3 +246,22 @@ async def test_a_shout_sent_again_with_its_id_is_not_shouted_twice(lobby: LobbyS
     for _ in range(2):
         assert (await alice.request("tell", {"name": "bob", "text": "hi"}, request_id="t1"))["ok"]
     assert [t["text"] for t in pushed(await settle(bob), "told")] == ["hi", "hi"]
+
+
+@pytest.mark.parametrize("how", ["blocked", "muted"])
+async def test_a_name_entered_by_mistake_is_removed_with_its_blocks_and_mute(
+        lobby: LobbyServer, how: str) -> None:
+    """zed, a typo entered with a result, was blocked by alice or muted by an admin before the
+    result was voided: removing zed removes the block and the mute with it."""
+    alice = await lobby.player("alice")
+    admin = await lobby.admin()
+    event = (await admin.call("event create", name="Open", ladder="scrabble"))["id"]
+    entered = await admin.call("event result", event=event, side_a="alice", side_b="zed",
+                               score_a=400, score_b=300, new=True)
+    if how == "blocked":
+        await alice.call("block", name="zed")
+    else:
+        await admin.call("mute", name="zed")
+    await admin.call("void", match=entered["match"], reason="typo")
+    assert (await admin.call("player remove", name="zed"))["removed"] is True
+    assert (await alice.call("block"))["blocking"] == []
