@@ -317,7 +317,13 @@ async def test_each_reply_precedes_the_pushes_it_caused_under_concurrency(lobby:
         while (msg := json.loads(await ws.recv())).get("id") != "p":
             assert msg.get("event") != "match_finished", msg
         await ws.send(json.dumps({"id": "x", "cmd": "resign"}))
-        return dict(json.loads(await ws.recv()))
+        while True:
+            msg = json.loads(await ws.recv())
+            # presence is sent in coalesced batches, so the join's "playing" may still come
+            # late; anything the resign caused must follow its reply
+            if msg.get("event") != "presence" or any(
+                    p["status"] != "playing" for p in msg["data"]["players"]):
+                return dict(msg)
 
     firsts = await asyncio.gather(*(resign_and_read_next(ws) for ws in resigners))
     assert all(f.get("id") == "x" and f.get("ok") for f in firsts), firsts
