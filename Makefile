@@ -62,8 +62,8 @@ postgres:
 	fi
 
 # The suite spread over two workers a core (pytest-xdist): most tests wait on sockets, child
-# processes and timers, not on the CPU, so a second worker a core fills those waits (on 2 cores:
-# 4 m 30 s of tests against 5 m 22 s with one a core). TEST_WORKERS=0 runs it in one process.
+# processes and timers, not on the CPU, so a second worker a core fills those waits.
+# TEST_WORKERS=0 runs it in one process.
 # One PostgreSQL cluster serves the whole run (tests/kit/testkit/session.py).
 TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 1) )))
 
