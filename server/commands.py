@@ -81,7 +81,7 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
                            "points; --range POINTS from your rating, widening while you wait); "
                            "the match starts once one is found. A new seek replaces yours.",
            Arg("ladder", "ladder"), Arg("length", "length", True),
-           flags=(Flag("range", "count"),)),
+           flags=(Flag("range", "count", value="points"),)),
         _c("unseek", PLAYER, "Stop looking for an opponent."),
         _c("seeks", ANYONE, "Who is looking for an opponent, on every ladder or one.",
            Arg("ladder", "ladder", True), read_only=True),

@@ -248,7 +248,7 @@ def bind(spec: CommandSpec, positional: list[Any], named: dict[str, Any]) -> dic
                 raise bad(f"--{flag.name} is a flag: true or false.")
             args[flag.name] = bool(value)
         elif value is not None:
-            args[flag.name] = convert(Arg(flag.name, flag.kind), value)
+            args[flag.name] = convert(Arg(flag.value or flag.name, flag.kind), value)
     return args
 
 

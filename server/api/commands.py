@@ -41,10 +41,12 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Flag:
-    """``--name`` alone (boolean) or ``--name VALUE`` when ``kind`` is set."""
+    """``--name`` alone (boolean) or ``--name VALUE`` when ``kind`` is set; ``value``: what
+    the usage line and refusals call the value (default: the kind), as the help text does."""
 
     name: str
     kind: str | None = None
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ class CommandSpec:
         for a in self.args:
             parts.append(f"[{a.name.upper()}]" if a.optional else a.name.upper())
         for f in self.flags:
-            parts.append(f"[--{f.name}{' ' + f.kind.upper() if f.kind else ''}]")
+            parts.append(f"[--{f.name}{' ' + (f.value or f.kind).upper() if f.kind else ''}]")
         return " ".join(parts)
 
 

@@ -343,3 +343,12 @@ def test_the_router_refuses_a_command_handled_twice(tmp_path: Path) -> None:
         router(tmp_path, {**HANDLERS, name: HANDLERS["who"]})
     # without the plugins loaded, the lobby's own handlers are the whole table
     assert set(router(tmp_path, HANDLERS, plugins=False).table) == set(COMMANDS)
+
+
+def test_a_flag_s_value_is_named_as_its_help_names_it() -> None:
+    """``seek``'s ``--range`` takes a count, which the usage line and a refusal call POINTS."""
+    spec = COMMANDS["seek"]
+    assert spec.usage == "seek LADDER [LENGTH] [--range POINTS]"
+    with pytest.raises(ProtocolError) as refused:
+        bind(spec, ["backgammon"], {"range": "lots"})
+    assert refused.value.code == "bad_request" and "POINTS" in refused.value.message
