@@ -92,6 +92,19 @@ async def shouts(call: Call) -> Any:
     return {"shouts": await stored.latest_shouts(call.lobby.db, count) if count else []}
 
 
+async def _blocking(call: Call, target: Player, blocked: bool) -> Any:
+    """Block or unblock ``target`` (idempotent either way), the reply stored for retries."""
+    me = call.me
+
+    async def job(tx: WriteTx) -> dict[str, Any]:
+        await (stored.block if blocked else stored.unblock)(tx, me.id, target.id)
+        data = {"player": target.name, "blocked": blocked}
+        await call.remember(tx, data)
+        return data
+
+    return await call.write(job)
+
+
 async def block(call: Call) -> Any:
     lobby, me = call.lobby, call.me
     if call.args.get("name") is None:
@@ -99,27 +112,11 @@ async def block(call: Call) -> Any:
     target = lobby.player(call.args["name"])
     if target.key == me.key:
         raise fail("bad_request", "You cannot block yourself.")
-
-    async def job(tx: WriteTx) -> dict[str, Any]:
-        await stored.block(tx, me.id, target.id)
-        data = {"player": target.name, "blocked": True}
-        await call.remember(tx, data)
-        return data
-
-    return await call.write(job)
+    return await _blocking(call, target, True)
 
 
 async def unblock(call: Call) -> Any:
-    lobby, me = call.lobby, call.me
-    target = lobby.player(call.args["name"])
-
-    async def job(tx: WriteTx) -> dict[str, Any]:
-        await stored.unblock(tx, me.id, target.id)
-        data = {"player": target.name, "blocked": False}
-        await call.remember(tx, data)
-        return data
-
-    return await call.write(job)
+    return await _blocking(call, call.lobby.player(call.args["name"]), False)
 
 
 async def mute(call: Call) -> Any:
