@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import mimetypes
+from importlib import resources
 from pathlib import Path
 
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
-WEB_ROOT = Path(__file__).resolve().parents[2] / "clients" / "web"
+
+def web_root() -> Path:
+    """The page's folder inside the ``clients`` package: the repository's ``clients/web`` in a
+    checkout or an editable install, ``site-packages/clients/web`` from the wheel."""
+    return Path(str(resources.files("clients").joinpath("web"))).resolve()
+
+
+WEB_ROOT = web_root()
 
 
 def static_response(connection: ServerConnection, method: str, path: str) -> Response:
