@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean browser compiler postgres balancer
+.PHONY: serve test lint bench clean browser compiler postgres balancer systemd
 
 # Plugins only the tests load (tests/plugins/*, each a package of its own): installed apart, in
 # $(TEST_SITE), which conftest.py puts on the path of the tests and of the processes they start.
@@ -78,7 +78,18 @@ balancer:
 	  fi; \
 	fi
 
-test: lint browser compiler postgres balancer
+# The packaging tests check deploy/matchlobby.service with systemd-analyze verify: install it
+# on a clean machine (as root).
+systemd:
+	@if ! command -v systemd-analyze >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd; \
+	  else \
+	    echo "note: systemd-analyze is missing (as root: apt-get install systemd); the unit's check will be skipped"; \
+	  fi; \
+	fi
+
+test: lint browser compiler postgres balancer systemd
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.
