@@ -2,10 +2,10 @@
 
 - **Wheel.** ``python -m build`` makes the sdist and, from it, the wheel, out of the files the
   Dockerfile's build stage copies (nothing else of the checkout). The wheel goes into a fresh
-  virtual environment (its dependencies from the package index, through pip's cache; the
-  repository is on no path), and its ``matchlobby serve``, run from a folder outside the
-  repository on a new SQLite file, serves the page and every file it loads and registers and
-  logs in a player over the WebSocket.
+  virtual environment with the PostgreSQL extra, as the image installs it (its dependencies
+  from the package index, through pip's cache; the repository is on no path), and its
+  ``matchlobby serve``, run from a folder outside the repository on a new SQLite file, serves
+  the page and every file it loads and registers and logs in a player over the WebSocket.
 - **Image.** No image can be built here (no base image can be pulled, no container engine
   runs), so the Dockerfile's ``ENV``, ``ENTRYPOINT``, ``CMD`` and ``HEALTHCHECK`` run against
   that environment with the image's files in place (testkit/dockerfile.py): the server serves,
@@ -82,7 +82,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     [wheel], [sdist] = sorted(dist.glob("*.whl")), sorted(dist.glob("*.tar.gz"))
     venv = base / "venv"
     run([sys.executable, "-m", "venv", venv], cwd=outside)
-    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", wheel], cwd=outside)
+    # as the image installs it: with the PostgreSQL driver
+    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", f"{wheel}[postgresql]"],
+        cwd=outside)
     return Installed(wheel, sdist, venv, outside)
 
 
@@ -102,7 +104,8 @@ def test_the_wheel_and_sdist_carry_every_file_of_the_page(installed: Installed) 
 
 def test_the_installed_lobby_is_the_wheels(installed: Installed) -> None:
     where = run([installed.venv / "bin" / "python", "-c",
-                 "import clients, server; print(server.__file__); print(clients.__file__)"],
+                 "import asyncpg, clients, server; print(server.__file__); print(clients.__file__);"
+                 "print(asyncpg.__file__)"],
                 cwd=installed.outside)
     site = installed.venv / "lib"
     for line in where.splitlines():
