@@ -3,9 +3,10 @@
 - **systemd.** ``systemd-analyze verify`` on the unit, its ``ExecStart`` pointed at this
   environment's ``matchlobby`` (the unit's own ``/opt/matchlobby`` does not exist here), with
   no warning about the unit; and the settings an operator relies on.
-- **Compose.** Both files are read as YAML: the services, the image's health check, the mounted
-  files, distinct node names behind the balancer. ``docker compose config`` validates them too
-  where Docker's compose plugin is installed (it needs no daemon).
+- **Compose.** Both files are read as YAML: only keys compose knows, the services, the image's
+  health check, the mounted files, distinct node names behind the balancer. ``docker compose
+  config`` validates them too where Docker's compose plugin is installed (it needs no daemon).
+- **Health check.** The address it asks, from the server's configuration.
 - **Image.** The Dockerfile's user, port and volume agree with the configuration it copies, and
   the build context (.dockerignore) lets through everything it copies.
 """
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import configparser
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -147,6 +149,30 @@ def test_the_postgres_compose_file_runs_named_nodes_behind_the_balancer() -> Non
     assert balancer["healthcheck"]["test"]
 
 
+TOP_KEYS = {"name", "services", "volumes", "networks", "configs", "secrets"}
+SERVICE_KEYS = {"build", "image", "command", "entrypoint", "environment", "env_file", "ports",
+                "expose", "volumes", "restart", "stop_grace_period", "stop_signal", "ulimits",
+                "healthcheck", "depends_on", "user", "working_dir", "networks", "hostname",
+                "labels", "logging", "read_only", "tmpfs", "cap_drop", "security_opt"}
+HEALTHCHECK_KEYS = {"test", "interval", "timeout", "start_period", "start_interval", "retries",
+                    "disable"}
+
+
+@pytest.mark.parametrize("name", ["compose.sqlite.yml", "compose.postgres.yml"])
+def test_the_compose_files_use_only_keys_compose_knows(name: str) -> None:
+    """Compose refuses a key it does not know; its plugin is not here to say so (below)."""
+    data = compose(name)
+    assert {k for k in data if not k.startswith("x-")} <= TOP_KEYS
+    for service_name, svc in data["services"].items():
+        assert set(svc) <= SERVICE_KEYS, (service_name, set(svc) - SERVICE_KEYS)
+        assert set(svc.get("healthcheck", {})) <= HEALTHCHECK_KEYS, service_name
+        for dependency in svc.get("depends_on", {}):
+            assert dependency in data["services"], (service_name, dependency)
+        for volume in svc.get("volumes", []):
+            source = volume.split(":")[0]
+            assert source.startswith((".", "/")) or source in data.get("volumes", {}), volume
+
+
 @pytest.mark.parametrize("name", ["compose.sqlite.yml", "compose.postgres.yml"])
 def test_docker_compose_accepts_the_file(name: str) -> None:
     docker = shutil.which("docker")
@@ -156,6 +182,28 @@ def test_docker_compose_accepts_the_file(name: str) -> None:
     done = subprocess.run([docker, "compose", "-f", str(DEPLOY / name), "config", "--quiet"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def load_healthcheck() -> Any:
+    spec = importlib.util.spec_from_file_location("healthcheck", DEPLOY / "healthcheck.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("config", "url"), [
+    ("", "http://127.0.0.1:8765/healthz"),
+    ('[server]\nhost = "0.0.0.0"\nport = 9000\n', "http://127.0.0.1:9000/healthz"),
+    ('[server]\nhost = "::"\n', "http://[::1]:8765/healthz"),
+    ('[server]\nhost = "10.1.2.3"\nport = 443\n[tls]\ncertificate = "c.pem"\nkey = "k.pem"\n',
+     "https://10.1.2.3:443/healthz"),
+])
+def test_the_health_check_asks_the_servers_own_address(tmp_path: Path, config: str,
+                                                       url: str) -> None:
+    path = tmp_path / "matchlobby.toml"
+    path.write_text(config)
+    assert load_healthcheck().health_url(str(path), "/healthz") == url
 
 
 def test_the_image_runs_unprivileged_with_its_database_on_the_volume() -> None:
