@@ -36,8 +36,8 @@ USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8765
-# SIGTERM lets the lobby finish what it is doing; give it `docker stop -t 40` (the compose
-# files' stop_grace_period) to do so.
+# SIGTERM stops the lobby; give it `docker stop -t 40` (the compose files'
+# stop_grace_period) before SIGKILL.
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
     CMD ["matchlobby-healthcheck"]
