@@ -141,17 +141,22 @@ def use_json(node: str | None = None) -> None:
 def configure(settings: LogSettings, node: str | None = None) -> None:
     """Apply ``[logging]`` (at start and at each reload): the format (unless the command line
     chose it), the root level, each named logger's. Loggers no longer named get back the
-    level they had before."""
+    level they had before; those of :data:`QUIET_BELOW_INFO` follow the root, never under
+    INFO."""
     _set_format(_format_override or settings.format, node)
-    logging.getLogger().setLevel(settings.level.upper())
-    wanted = dict(settings.levels)
+    root = _number(settings.level)
+    logging.getLogger().setLevel(root)
+    wanted = {name: root for name in QUIET_BELOW_INFO} | {n: _number(v) for n, v in settings.levels}
     for name in [n for n in _set_levels if n not in wanted]:
         logging.getLogger(name).setLevel(_set_levels.pop(name))
     for name, level in wanted.items():
         logger = logging.getLogger(name)
         _set_levels.setdefault(name, logger.level)
-        number = logging.getLevelNamesMapping()[level.upper()]
-        logger.setLevel(max(number, logging.INFO) if _quiet(name) else number)
+        logger.setLevel(max(level, logging.INFO) if _quiet(name) else level)
+
+
+def _number(level: str) -> int:
+    return logging.getLevelNamesMapping()[level.upper()]
 
 
 def _set_format(form: str, node: str | None) -> None:
