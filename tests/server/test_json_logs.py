@@ -4,17 +4,22 @@ configuration, and what never reaches the log: passwords, session tokens, what f
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import websockets.asyncio.client
 from testkit.cli import run_cli_async
 from testkit.clients import expect_error
 from testkit.logged_serve import LoggedServe, config_file, grep
+from websockets.exceptions import InvalidStatus
 
 from clients.lobby_client import LobbyClient
 from server.config import ConfigError, load_config
+from server.logsetup import JsonFormatter
 
 FIRST_PASSWORD = "first-Secret-pw-7713"
 NEW_PASSWORD = "second-Secret-pw-5521"
@@ -127,3 +132,30 @@ def test_a_level_that_does_not_exist_is_a_clear_error(tmp_path: Path) -> None:
                            if "level" in said else "not 'xml'") as raised:
             load_config(path)
         assert said in str(raised.value)
+
+
+async def test_repeated_lines_are_held_back_in_json_too(serve: LoggedServe) -> None:
+    """What clients can make the server log often is let through ten times a minute, the
+    tenth saying so (server/logfilter.py), in JSON as in text."""
+    await serve.start()
+    for _ in range(14):
+        with pytest.raises(InvalidStatus):
+            await websockets.asyncio.client.connect(serve.url, origin="http://elsewhere.test")
+    assert serve.stop() == 0
+    entries = [json.loads(line) for line in serve.lines()]
+    refused = [e for e in entries if e["event"].startswith("refused a connection from origin")]
+    assert len(refused) == 10 and all(e["level"] == "warning" for e in refused)
+    assert "(more like this in the next" in refused[-1]["event"]
+
+
+def test_a_json_line_names_its_node_and_carries_its_exception() -> None:
+    try:
+        raise ValueError("broken")
+    except ValueError:
+        record = logging.getLogger("matchlobby").makeRecord(
+            "matchlobby", logging.ERROR, __file__, 1, "failed %s", ("here",), sys.exc_info(),
+            extra={"command": "who", "code": "internal", "player": None})
+    entry = json.loads(JsonFormatter("node-a").format(record))
+    assert entry["event"] == "failed here" and entry["node"] == "node-a"
+    assert (entry["command"], entry["code"], "player" in entry) == ("who", "internal", False)
+    assert entry["exception"].startswith("Traceback") and "ValueError: broken" in entry["exception"]
