@@ -141,18 +141,29 @@ def use_json(node: str | None = None) -> None:
 def configure(settings: LogSettings, node: str | None = None) -> None:
     """Apply ``[logging]`` (at start and at each reload): the format (unless the command line
     chose it), the root level, each named logger's. Loggers no longer named get back the
-    level they had before; those of :data:`QUIET_BELOW_INFO` follow the root, never under
-    INFO."""
+    level they had before; those of :data:`QUIET_BELOW_INFO` follow the logger above them
+    (set here, so that they are never under INFO)."""
     _set_format(_format_override or settings.format, node)
     root = _number(settings.level)
     logging.getLogger().setLevel(root)
-    wanted = {name: root for name in QUIET_BELOW_INFO} | {n: _number(v) for n, v in settings.levels}
+    named = {n: _number(v) for n, v in settings.levels}
+    wanted = {name: _inherited(name, named, root) for name in QUIET_BELOW_INFO} | named
     for name in [n for n in _set_levels if n not in wanted]:
         logging.getLogger(name).setLevel(_set_levels.pop(name))
     for name, level in wanted.items():
         logger = logging.getLogger(name)
         _set_levels.setdefault(name, logger.level)
         logger.setLevel(max(level, logging.INFO) if _quiet(name) else level)
+
+
+def _inherited(name: str, named: dict[str, int], root: int) -> int:
+    """The level ``name`` would have from the nearest logger above it that is named."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        above = ".".join(parts[:end])
+        if above in named:
+            return named[above]
+    return root
 
 
 def _number(level: str) -> int:

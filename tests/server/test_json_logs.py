@@ -106,7 +106,8 @@ async def test_every_line_is_json_and_no_secret_is_logged(serve: LoggedServe,
 async def test_each_loggers_level_comes_from_the_configuration(tmp_path: Path) -> None:
     config = config_file(tmp_path / "lobby.toml", '[logging]\nlevel = "warning"\n'
                                                   '[logging.levels]\n'
-                                                  '"matchlobby.commands" = "debug"\n')
+                                                  '"matchlobby.commands" = "debug"\n'
+                                                  '"server.net" = "info"\n')
     serve = LoggedServe(tmp_path, config)
     try:
         await serve.start()
@@ -117,8 +118,12 @@ async def test_each_loggers_level_comes_from_the_configuration(tmp_path: Path) -
         assert serve.stop() == 0
     lines = serve.lines()
     assert grep(lines, "DEBUG matchlobby.commands: who from 127.0.0.1: ok in")  # text, by default
-    # the root's level is warning: the transport's INFO lines at start are not there
-    assert not grep(lines, "INFO")
+    # server.net's level holds for the loggers under it, websockets' own lines among them
+    assert grep(lines, "INFO server.net.transport: browsers may connect from")
+    assert grep(lines, "INFO server.net.transport.websockets: connection open")
+    # the root's level, warning, for the others: nothing else at INFO (such as "stopping")
+    assert grep(lines, "INFO ") == grep(lines, "INFO server.net.")
+    assert not grep(lines, "matchlobby: stopping")
 
 
 def test_a_level_that_does_not_exist_is_a_clear_error(tmp_path: Path) -> None:
