@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 import ssl
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +42,12 @@ _database: str | None = None  # --db, which stands instead of the file's databas
 
 
 def prepare(path: str | None, database: str | None) -> None:
-    """The file ``serve`` was started with, and its ``--db`` if given."""
+    """The file ``serve`` was started with, and its ``--db`` if given. Until the server
+    listens (and :func:`on_hangup` is the handler), a SIGHUP is ignored rather than ending
+    the process, as it would by default."""
     global _path, _database
     _path, _database = path, database
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def node_shown(config: Config) -> str | None:
@@ -56,15 +60,21 @@ def on_hangup(server: RunningServer) -> None:
     if _path is None:
         log.warning("SIGHUP: the server was started without --config; nothing to reload")
         return
+    reload_file(server, _path, _database)
+
+
+def reload_file(server: RunningServer, path: str, database: str | None = None) -> None:
+    """Read ``path`` (its database replaced by ``database`` if given), check it whole, and
+    apply it; a file that does not pass changes nothing."""
     try:
-        new = load_config(_path)
-        if _database is not None:
-            new = dataclasses.replace(new, database=_database)
+        new = load_config(path)
+        if database is not None:
+            new = dataclasses.replace(new, database=database)
         _check_tls(new.tls)
     except ConfigError as e:
         log.error("SIGHUP: %s; nothing was changed", e)
         return
-    apply(server, new)
+    apply(server, new, path)
 
 
 def _check_tls(tls: Tls) -> None:
@@ -79,7 +89,7 @@ def _check_tls(tls: Tls) -> None:
                           f"{' '.join(str(e).split())}") from None
 
 
-def apply(server: RunningServer, new: Config) -> None:
+def apply(server: RunningServer, new: Config, path: str) -> None:
     """Apply ``new`` (already checked) to the running server, as far as it can be."""
     old = server.config
     live: dict[str, Any] = {key: getattr(new, key) for key in LIVE_SERVER_KEYS}
@@ -111,7 +121,7 @@ def apply(server: RunningServer, new: Config) -> None:
                         CONFIG_NAMES.get(name, name))
     changed = [k for k, v in live.items() if v != getattr(old, k)]
     server.config = server.lobby.config = dataclasses.replace(old, **live)
-    log.info("SIGHUP: configuration %s read again%s", _path,
+    log.info("SIGHUP: configuration %s read again%s", path,
              f"; applied: {', '.join(changed)}" if changed else "; nothing to apply")
 
 

@@ -27,8 +27,8 @@ def answered(session: Session, command: str, message: dict[str, Any], started: f
 
 
 def unreadable(session: Session, command: object, code: str, known: Container[str]) -> None:
-    """A frame refused before it was a command (its command named only if ``known``: a name
-    is what a client sent)."""
+    """A frame refused before it ran: not a command, or a read past its address's budget (its
+    command named only if ``known``: a name is what a client sent)."""
     if log.isEnabledFor(logging.DEBUG):
         command = command if isinstance(command, str) and command in known else None
         player = session.player.name if session.player is not None else None

@@ -66,6 +66,7 @@ class Router:
             if wait > 0:
                 refused = error("rate_limited", refusal(wait), request.id, request.cmd)
                 refused["error"]["retry_after"] = retry_after(wait)  # for clients that page
+                command_log.unreadable(session, request.cmd, "rate_limited", self.table)
                 session.send(refused)
                 return wait
         call = Call(self.lobby, session, request.args)

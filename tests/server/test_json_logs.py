@@ -18,8 +18,9 @@ from testkit.logged_serve import LoggedServe, config_file, grep
 from websockets.exceptions import InvalidStatus
 
 from clients.lobby_client import LobbyClient
-from server.config import ConfigError, load_config
+from server.config import Config, ConfigError, load_config
 from server.logsetup import JsonFormatter
+from server.reload import node_shown
 
 FIRST_PASSWORD = "first-Secret-pw-7713"
 NEW_PASSWORD = "second-Secret-pw-5521"
@@ -164,3 +165,8 @@ def test_a_json_line_names_its_node_and_carries_its_exception() -> None:
     assert entry["event"] == "failed here" and entry["node"] == "node-a"
     assert (entry["command"], entry["code"], "player" in entry) == ("who", "internal", False)
     assert entry["exception"].startswith("Traceback") and "ValueError: broken" in entry["exception"]
+
+
+def test_the_node_is_named_where_several_may_share_the_database() -> None:
+    assert node_shown(Config(database="postgresql://lobby@db/lobby", node="lobby-1")) == "lobby-1"
+    assert node_shown(Config(database="lobby.db", node="lobby-1")) is None

@@ -83,16 +83,14 @@ async def test_a_reload_serves_the_new_certificate_to_new_connections(tmp_path: 
     try:
         assert await served_name(server.port) == "first.test"
         make_certificate(cert, key, "second.test")
-        reload.prepare(str(path), None)
-        reload.on_hangup(server)
+        reload.reload_file(server, str(path))
         assert await served_name(server.port) == "second.test"
         # a key that does not go with the certificate: the old pair stays in use
         make_certificate(tmp_path / "other.pem", tmp_path / "other-key.pem", "third.test")
         shutil.copy(tmp_path / "other-key.pem", key)
-        reload.on_hangup(server)
+        reload.reload_file(server, str(path))
         assert await served_name(server.port) == "second.test"
     finally:
-        reload.prepare(None, None)
         await server.stop()
 
 
