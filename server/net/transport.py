@@ -346,6 +346,9 @@ class Transport:
             ports = {int(sock.getsockname()[1]) for sock in self.server.sockets}
             self.origins = OriginPolicy(limits.origins, self.host, ports, self.tls.enabled)
             log.info("%s", self.origins.describe())
+            if self.origins.malformed():
+                log.warning("limits.origins: %s are not origins such as \"https://lobby.example.org\"; "
+                            "they allow nothing", ", ".join(map(repr, self.origins.malformed())))
         if self.gate is not None and limits.connections_per_address != old.connections_per_address:
             self.gate.per_address = limits.connections_per_address
             self.gate.max_sockets_per_address = (limits.connections_per_address
