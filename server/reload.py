@@ -119,7 +119,11 @@ def apply(server: RunningServer, new: Config, path: str) -> None:
         if name not in live and getattr(new, name) != getattr(old, name):
             log.warning("SIGHUP: %s changed; it takes effect at the next restart",
                         CONFIG_NAMES.get(name, name))
-    changed = [k for k, v in live.items() if v != getattr(old, k)]
+    changed = [k for k, v in live.items() if v != getattr(old, k) and k != "limits"]
+    changed += [f"limits.{f.name}" for f in dataclasses.fields(Limits)
+                if getattr(limits, f.name) != getattr(old.limits, f.name)]
+    if "tls" in live:
+        changed.append("the TLS certificate")
     server.config = server.lobby.config = dataclasses.replace(old, **live)
     log.info("SIGHUP: configuration %s read again%s", path,
              f"; applied: {', '.join(changed)}" if changed else "; nothing to apply")

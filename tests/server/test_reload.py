@@ -4,6 +4,7 @@ a restart is said."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import ssl
 import subprocess
@@ -50,7 +51,8 @@ async def test_sighup_applies_new_limits_to_the_running_server(tmp_path: Path) -
         config_file(path, f'[server]\nport = {serve.port + 1}',
                     f'[limits]\nmax_message = 1024\norigins = ["{origin}"]',
                     '[logging.levels]\n"matchlobby.commands" = "debug"')
-        said = await serve.reload("read again; applied: limits, logging")
+        said = await serve.reload("read again; applied: logging, limits.max_message, "
+                                  "limits.origins")
         assert grep(said, "WARNING matchlobby.reload: SIGHUP: port changed; it takes effect at "
                           "the next restart")
         assert grep(said, f"browsers may connect from {origin} (limits.origins)")
@@ -73,7 +75,9 @@ async def test_sighup_applies_new_limits_to_the_running_server(tmp_path: Path) -
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl tool")
-async def test_a_reload_serves_the_new_certificate_to_new_connections(tmp_path: Path) -> None:
+async def test_a_reload_serves_the_new_certificate_to_new_connections(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="matchlobby.reload")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     make_certificate(cert, key, "first.test")
     path = tmp_path / "lobby.toml"
@@ -85,11 +89,13 @@ async def test_a_reload_serves_the_new_certificate_to_new_connections(tmp_path: 
         make_certificate(cert, key, "second.test")
         reload.reload_file(server, str(path))
         assert await served_name(server.port) == "second.test"
+        assert "applied: the TLS certificate" in caplog.text
         # a key that does not go with the certificate: the old pair stays in use
         make_certificate(tmp_path / "other.pem", tmp_path / "other-key.pem", "third.test")
         shutil.copy(tmp_path / "other-key.pem", key)
         reload.reload_file(server, str(path))
         assert await served_name(server.port) == "second.test"
+        assert "key values mismatch" in caplog.text and "nothing was changed" in caplog.text
     finally:
         await server.stop()
 
