@@ -4,6 +4,7 @@ a restart is said."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import ssl
@@ -47,15 +48,19 @@ async def test_sighup_applies_new_limits_to_the_running_server(tmp_path: Path) -
         assert (await c.send_line(FRAME))["error"]["code"] == "bad_request"
         assert not grep(serve.lines(), "matchlobby.commands")
 
-        # lower the limit, allow an origin, log each command, move the port (needs a restart)
+        # lower the limit, allow an origin, log each command as JSON, move the port (which
+        # needs a restart)
         config_file(path, f'[server]\nport = {serve.port + 1}',
                     f'[limits]\nmax_message = 1024\norigins = ["{origin}"]',
-                    '[logging.levels]\n"matchlobby.commands" = "debug"')
+                    '[logging]\nformat = "json"\n[logging.levels]\n"matchlobby.commands" = "debug"')
         said = await serve.reload("read again; applied: logging, limits.max_message, "
                                   "limits.origins")
-        assert grep(said, "WARNING matchlobby.reload: SIGHUP: port changed; it takes effect at "
-                          "the next restart")
-        assert grep(said, f"browsers may connect from {origin} (limits.origins)")
+        entries = [json.loads(line) for line in said]
+        assert {"level": "warning", "logger": "matchlobby.reload",
+                "event": "SIGHUP: port changed; it takes effect at the next restart"} in [
+            {k: e[k] for k in ("level", "logger", "event")} for e in entries]
+        assert f"browsers may connect from {origin} (limits.origins)" in [
+            e["event"] for e in entries]
         # the same connection, on the same process: the frame it sent before is now too large
         refused = await c.send_line(FRAME)
         assert refused["error"]["code"] == "too_large"
@@ -67,7 +72,7 @@ async def test_sighup_applies_new_limits_to_the_running_server(tmp_path: Path) -
         await c.connect()
         await c.call("who")
         await c.close()
-        await serve.until(lambda: grep(serve.lines(), "DEBUG matchlobby.commands: who from"),
+        await serve.until(lambda: grep(serve.lines(), '"command": "who"', '"level": "debug"'),
                           "the command is logged")
         assert serve.proc is not None and serve.proc.pid == pid and serve.proc.poll() is None
     finally:
