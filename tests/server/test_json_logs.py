@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 import websockets.asyncio.client
+from testkit import postgres
 from testkit.cli import run_cli_async
 from testkit.clients import expect_error
 from testkit.logged_serve import LoggedServe, config_file, grep
 from websockets.exceptions import InvalidStatus
 
 from clients.lobby_client import LobbyClient
-from server.config import Config, ConfigError, load_config
+from server.config import ConfigError, load_config
 from server.logsetup import JsonFormatter
-from server.reload import node_shown
 
 FIRST_PASSWORD = "first-Secret-pw-7713"
 NEW_PASSWORD = "second-Secret-pw-5521"
@@ -167,6 +167,15 @@ def test_a_json_line_names_its_node_and_carries_its_exception() -> None:
     assert entry["exception"].startswith("Traceback") and "ValueError: broken" in entry["exception"]
 
 
-def test_the_node_is_named_where_several_may_share_the_database() -> None:
-    assert node_shown(Config(database="postgresql://lobby@db/lobby", node="lobby-1")) == "lobby-1"
-    assert node_shown(Config(database="lobby.db", node="lobby-1")) is None
+async def test_each_line_names_its_node_on_postgresql(tmp_path: Path) -> None:
+    server = postgres.server_url()
+    if server is None:
+        pytest.skip("needs PostgreSQL")
+    config = config_file(tmp_path / "lobby.toml", '[server]\nnode = "lobby-7"')
+    serve = LoggedServe(tmp_path, config, "--log-format", "json", db=postgres.new_database(server))
+    try:
+        await serve.start()
+    finally:
+        assert serve.stop() == 0
+    entries = [json.loads(line) for line in serve.lines()]
+    assert entries and all(e["node"] == "lobby-7" for e in entries)

@@ -16,8 +16,9 @@ from testkit.server_process import ANNOUNCEMENT, free_port
 
 
 class LoggedServe:
-    def __init__(self, folder: Path, config: Path, *flags: str) -> None:
+    def __init__(self, folder: Path, config: Path, *flags: str, db: str | None = None) -> None:
         self.folder, self.config, self.flags = folder, config, flags
+        self.db = db or str(folder / "lobby.db")
         self.port = free_port()
         self.out, self.err = folder / "serve.out", folder / "serve.err"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -29,7 +30,7 @@ class LoggedServe:
     async def start(self) -> LoggedServe:
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
             self.proc = subprocess.Popen(
-                [*matchlobby_command(), "serve", "--db", str(self.folder / "lobby.db"),
+                [*matchlobby_command(), "serve", "--db", self.db,
                  "--config", str(self.config), "--port", str(self.port), *self.flags],
                 cwd=self.folder, env=cli_env(), stdout=out, stderr=err,
                 preexec_fn=die_with_parent())
