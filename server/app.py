@@ -11,6 +11,7 @@ import ssl
 import sys
 from dataclasses import dataclass
 
+from server import reload
 from server.config import Config
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
@@ -140,6 +141,7 @@ async def _serve(config: Config, host: str | None, port: int | None) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, reload.on_hangup, server)
     scheme = "wss" if config.tls.enabled else "ws"
     print(f"matchlobby listening on {scheme}://{host or config.host}:{server.port}/ws "
           f"(database {shown(config.database)}; {len(config.ladders)} ladders)", flush=True)

@@ -34,6 +34,9 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     _db_options(serve)
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8765)")
+    serve.add_argument("--log-format", choices=("text", "json"),
+                       help="log lines as text or one JSON object each (default: the "
+                            "configuration's [logging] format, else text)")
 
     user = sub.add_parser("user", help="manage accounts offline")
     user_sub = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
@@ -148,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          and not plugin_command.needs_config)
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if getattr(args, "log_format", None) == "json":
+        from server import logsetup
+
+        logsetup.use_json()
     if args.command == "client":
         from clients.terminal import main as client_main
 
@@ -250,9 +257,11 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
     """``serve``, ``migrate`` or ``user add``: a database it cannot use raises
     ``DatabaseProblem``."""
     if args.command == "serve":
-        from server import logfilter
+        from server import logfilter, logsetup, reload
         from server.app import CannotListen, serve_forever
 
+        logsetup.configure(config.logging, reload.node_shown(config))
+        reload.prepare(args.config, args.db)
         logfilter.install()  # what clients make the server log, they can make it log often
         try:
             return asyncio.run(serve_forever(config, args.host, args.port))

@@ -144,6 +144,7 @@ class Config:
     startup_check: str = "quick"
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
+    logging: LogSettings = field(default_factory=lambda: LogSettings())
 
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -177,7 +178,8 @@ def load_config(path: str | Path | None) -> Config:
         raise ConfigError(f"{path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
-    unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls", "plugins"}
+    unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls", "plugins",
+                           "logging"}
     if unknown:
         raise ConfigError(f"{path}: unknown section(s) {sorted(unknown)}")
     server = data.get("server", {})
@@ -234,6 +236,8 @@ def load_config(path: str | Path | None) -> Config:
         if bad or not tls.get("certificate") or not tls.get("key"):
             raise ConfigError(f"{path}: [tls] needs exactly 'certificate' and 'key'")
         kwargs["tls"] = Tls(str(tls["certificate"]), str(tls["key"]))
+    if "logging" in data:
+        kwargs["logging"] = log_settings(data["logging"], str(path))
     return Config(**kwargs)
 
 
@@ -269,3 +273,45 @@ def _limits(table: dict[str, Any], path: str) -> Limits:
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{path}: [limits] {key}: expected {e}") from None
     return Limits(**values)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+LOG_FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    """``[logging]``: the format of the server's log lines, the root level and each named
+    logger's own (``[logging.levels]``)."""
+
+    format: str = "text"
+    level: str = "info"
+    levels: tuple[tuple[str, str], ...] = ()
+
+
+def log_settings(table: Any, path: str) -> LogSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [logging] must be a table")
+    bad = set(table) - {"format", "level", "levels"}
+    if bad:
+        raise ConfigError(f"{path}: [logging] has unknown key(s) {sorted(bad)}")
+    form = table.get("format", "text")
+    if form not in LOG_FORMATS:
+        raise ConfigError(f"{path}: [logging] format must be one of {', '.join(LOG_FORMATS)}, "
+                          f"not {form!r}")
+    levels = table.get("levels", {})
+    if not isinstance(levels, dict):
+        raise ConfigError(f"{path}: [logging.levels] maps logger names to levels, such as "
+                          "\"server.net.transport\" = \"debug\"")
+    return LogSettings(form, _log_level(table.get("level", "info"), "[logging] level", path),
+                       tuple(sorted((str(name), _log_level(level, f"[logging.levels] {name!r}",
+                                                           path))
+                                    for name, level in levels.items())))
+
+
+def _log_level(value: Any, where: str, path: str) -> str:
+    level = value.lower() if isinstance(value, str) else value
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"{path}: {where}: {value!r} is not a log level; use one of "
+                          f"{', '.join(LOG_LEVELS)}")
+    return str(level)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from server.api import PluginCommand
 from server.commands import ADMIN, COMMANDS, PLAYER, CommandTable
+from server.lobby import command_log
 from server.lobby.call import Call, LobbyError
 from server.lobby.context import plugin_handler
 from server.lobby.lobby import Lobby
@@ -53,6 +55,7 @@ class Router:
         try:
             request = parse_frame(text, self.table)
         except ProtocolError as e:
+            command_log.unreadable(session, e.cmd, e.code, self.table)
             session.send(error(e.code, e.message, e.id, e.cmd))
             return 0.0
         reading = request.spec.read_only
@@ -63,14 +66,17 @@ class Router:
             if wait > 0:
                 refused = error("rate_limited", refusal(wait), request.id, request.cmd)
                 refused["error"]["retry_after"] = retry_after(wait)  # for clients that page
+                command_log.unreadable(session, request.cmd, "rate_limited", self.table)
                 session.send(refused)
                 return wait
         call = Call(self.lobby, session, request.args)
         # Named in the log line of a storage fault (server/writer.py).
         token = current_command.set(request.cmd if session.player is None
                                     else f"{request.cmd} ({session.player.name})")
+        started = time.perf_counter()
         try:
             message = await self.run(call, request)
+            command_log.answered(session, request.cmd, message, started)
             if reading:
                 self.lobby.reads.pay(session.address, read_cost(message, call.read))
             if not session.closed:
@@ -130,7 +136,10 @@ class Router:
             return error("internal", "The server could not save this; nothing was changed. "
                                      "Please try again.", request.id, request.cmd)
         except Exception:
-            log.exception("command %s failed", request.cmd)
+            player = call.session.player
+            log.exception("command %s failed", request.cmd,
+                          extra={"command": request.cmd, "code": "internal",
+                                 "player": None if player is None else player.name})
             return error("internal", "Something went wrong on the server; nothing was changed.",
                          request.id, request.cmd)
         return reply(request, data)

@@ -30,7 +30,7 @@ from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Router, Session
 from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
-from server.net.descriptors import connection_budget, open_file_limit
+from server.net.descriptors import connection_budget, handshake_room, open_file_limit
 from server.net.gate import Gate
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
@@ -78,6 +78,8 @@ class Transport:
         self._closing: set[asyncio.Task[None]] = set()
         self.cork = Cork()
         self.origins: OriginPolicy | None = None  # known once listening (the port may be 0)
+        self.host = ""
+        self.ssl_context: ssl.SSLContext | None = None  # its certificate reloaded in place
 
     @property
     def max_message(self) -> int:
@@ -112,6 +114,7 @@ class Transport:
         # out of descriptors.RESERVE).
         gate = self.gate = Gate(connection_budget(lim.max_connections),
                                 lim.connections_per_address)
+        self.host, self.ssl_context = host, self._ssl_context()
         self.server = await serve(
             self.handler, host, port,
             process_request=self.process_request,
@@ -122,7 +125,7 @@ class Transport:
             server_header="matchlobby",
             create_connection=capped(gate.connection_class(), lim.send_buffer),
             logger=WS_LOG,
-            ssl=self._ssl_context(),
+            ssl=self.ssl_context,
             # Off by default: lobby frames are a few hundred bytes, where deflate
             # costs ~30 µs a frame and a zlib context per connection for nothing.
             compression="deflate" if self.compression else None,
@@ -245,6 +248,9 @@ class Transport:
                 if session.closed:
                     break
                 session.last_seen = time.monotonic()
+                if self.limits is not lim:  # reloaded (SIGHUP): its allowances from now on
+                    lim = self.limits
+                    bucket.rate, bucket.capacity = lim.messages_per_second, lim.burst
                 # the limit is in bytes; a character takes 1 to 4 of them in UTF-8
                 if len(frame) > lim.max_message or (
                         isinstance(frame, str) and 4 * len(frame) > lim.max_message
@@ -327,6 +333,33 @@ class Transport:
             writer.cancel()
         except ConnectionClosed:
             pass
+
+    def reconfigure(self, limits: Limits) -> None:
+        """New limits (a reload): open connections take them at their next frame, new ones at
+        once; the origins allowed are checked anew. What websockets was given at start
+        (``ping_*``, ``send_buffer``, the hard cap on a frame's size) and
+        ``max_connections`` stay until a restart."""
+        old, self.limits = self.limits, limits
+        if self.server is None:
+            return
+        if limits.origins != old.origins:
+            ports = {int(sock.getsockname()[1]) for sock in self.server.sockets}
+            self.origins = OriginPolicy(limits.origins, self.host, ports, self.tls.enabled)
+            log.info("%s", self.origins.describe())
+            if self.origins.malformed():
+                log.warning("limits.origins: %s are not origins such as \"https://lobby.example.org\"; "
+                            "they allow nothing", ", ".join(map(repr, self.origins.malformed())))
+        if self.gate is not None and limits.connections_per_address != old.connections_per_address:
+            self.gate.per_address = limits.connections_per_address
+            self.gate.max_sockets_per_address = (limits.connections_per_address
+                                                 + handshake_room(limits.connections_per_address))
+        if limits.idle_timeout != old.idle_timeout:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+                self._watchdog = None
+            if limits.idle_timeout:
+                self._watchdog = asyncio.get_running_loop().create_task(
+                    self._close_idle(limits.idle_timeout))
 
     async def close(self) -> None:
         """Stop accepting, tell every client we are going away, and wait for them."""
