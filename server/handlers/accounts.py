@@ -155,7 +155,10 @@ def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
     account's changes up to ``seen``); login's reply. Refused with ``refusal`` when a change
     made after ``seen`` has already been applied here (it would miss this login)."""
     lobby = call.lobby
-    if lobby.account_watch.missed(player.key, seen) is not None:
+    missed = lobby.account_watch.missed(player.key, seen)
+    if missed == changes.BAN:
+        raise fail("banned", f"The account {player.name} has just been banned.")
+    if missed is not None:
         raise fail("forbidden", refusal)
     player.last_login = when
     lobby.sign_in(call.session, player, seen)
