@@ -83,7 +83,7 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8765)")
 
-    user = sub.add_parser("user", help="manage accounts offline")
+    user = sub.add_parser("user", help="manage accounts (a running lobby follows within a second)")
     user_sub = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
     add = user_sub.add_parser("add", help="create an account (password from standard input)",
                               description="Create an account, or set the password of an "
