@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from clients import talk_lines
+from clients import ban_lines, talk_lines
 from clients.models import Column, LadderInfo, columns_from, guess_columns
 
 Ladders = Mapping[str, LadderInfo]
@@ -803,6 +803,7 @@ REPLIES: dict[str, Renderer] = {
     "void": corrected, "player remove": player_removed,
     "adjudicate": adjudicated,
     **talk_lines.REPLIES,
+    **ban_lines.REPLIES,
 }
 
 

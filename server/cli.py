@@ -9,6 +9,7 @@ import getpass
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from server.api import CliCommand, LadderConfig, Store
 from server.config import Config, ConfigError, load_config
@@ -19,6 +20,53 @@ def _db_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML configuration file")
     p.add_argument("--db", metavar="DATABASE",
                    help="an SQLite file or a postgresql:// URL (overrides the config's)")
+
+
+def _user_admin_options(user_sub: Any) -> None:
+    """``user passwd``, ``role``, ``ban``, ``unban``, ``list`` and ``log`` (server/users.py)."""
+    passwd = user_sub.add_parser("passwd", help="set an account's password (from standard "
+                                 "input); ends its sessions",
+                                 description="Set an account's password, read from standard "
+                                 "input (prompted twice on a terminal). Its open logins, on "
+                                 "every running server, end within a second.")
+    passwd.add_argument("name", metavar="NAME")
+    _db_options(passwd)
+    role = user_sub.add_parser("role", help="make an account an admin or a player",
+                               description="Give an account the role admin or player. Its "
+                               "open logins end within a second; it logs in again with the "
+                               "new role.")
+    role.add_argument("name", metavar="NAME")
+    role.add_argument("role", metavar="ROLE", help="admin or player")
+    _db_options(role)
+    ban = user_sub.add_parser("ban", help="keep an account from logging in",
+                              description="Ban an account until DATE (YYYY-MM-DD: as that day "
+                              "begins, UTC; or a full ISO 8601 time), or with no end. Its "
+                              "open connections are told and closed within a second; its "
+                              "logins are refused, saying until when and why. Banning again "
+                              "replaces the ban.")
+    ban.add_argument("name", metavar="NAME")
+    ban.add_argument("--until", metavar="DATE", help="when the ban ends (default: never)")
+    ban.add_argument("--reason", metavar="TEXT", help="why (up to 200 characters), shown to "
+                     "the player")
+    _db_options(ban)
+    unban = user_sub.add_parser("unban", help="lift an account's ban",
+                                description="Lift an account's ban: it can log in again.")
+    unban.add_argument("name", metavar="NAME")
+    _db_options(unban)
+    listing = user_sub.add_parser("list", help="the accounts, their roles and bans",
+                                  description="Every account in name order: its role, when "
+                                  "it was made and last logged in, and its ban in force.")
+    listing.add_argument("--role", metavar="ROLE", help="only admins or only players")
+    listing.add_argument("--banned", action="store_true", help="only banned accounts")
+    _db_options(listing)
+    log = user_sub.add_parser("log", help="what was done to the accounts, and by whom",
+                              description="The latest changes to the accounts (or to NAME's), "
+                              "oldest first: when, what, and who made it (an admin's name, "
+                              "or cli:USER for the command line run by USER).")
+    log.add_argument("name", metavar="NAME", nargs="?")
+    log.add_argument("--limit", metavar="N", type=int, default=50,
+                     help="how many of the latest changes (default 50)")
+    _db_options(log)
 
 
 def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser:
@@ -38,7 +86,7 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
                        help="log lines as text or one JSON object each (default: the "
                             "configuration's [logging] format, else text)")
 
-    user = sub.add_parser("user", help="manage accounts offline")
+    user = sub.add_parser("user", help="manage accounts (a running lobby follows within a second)")
     user_sub = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
     add = user_sub.add_parser("add", help="create an account (password from standard input)",
                               description="Create an account, or set the password of an "
@@ -47,6 +95,7 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     add.add_argument("name", metavar="NAME")
     add.add_argument("--admin", action="store_true", help="give the account the admin role")
     _db_options(add)
+    _user_admin_options(user_sub)
 
     migrate = sub.add_parser("migrate", help="bring the database's tables up to date",
                              description="Create the database's tables, or bring them up to "
@@ -96,11 +145,11 @@ def _config(args: argparse.Namespace) -> Config:
     return config
 
 
-def _read_password() -> str:
+def _read_password(action: str = "add") -> str:
     if sys.stdin.isatty():
         first = getpass.getpass("Password: ")
         if first != getpass.getpass("Again: "):
-            raise SystemExit("matchlobby user add: the passwords differ")
+            raise SystemExit(f"matchlobby user {action}: the passwords differ")
         return first
     return sys.stdin.readline().rstrip("\r\n")
 
@@ -273,9 +322,10 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
     if args.command == "copy":
         return asyncio.run(_copy(config, args.source, args.destination))
     if args.command == "user":
-        from server.users import add_user
+        from server import users
 
-        return asyncio.run(add_user(config, args.name, _read_password(), args.admin))
+        return asyncio.run(users.run(config, args.user_command, args,
+                                     lambda: _read_password(args.user_command)))
     return 2
 
 

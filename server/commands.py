@@ -129,6 +129,11 @@ COMMANDS: dict[str, CommandSpec] = {  # the lobby's own, in help's order
         _c("player remove", ADMIN, "Remove a name entered with results by mistake; refused "
                                    "while a result that is not voided names it.",
            Arg("name", "name")),
+        _c("ban", ADMIN, "Keep a player out: their connection is closed and their logins are "
+                         "refused until DATE begins (UTC), or until unbanned. REASON, the "
+                         "rest of the line (up to 200 characters), is shown to them.",
+           Arg("name", "name"), Arg("reason", "text", True), flags=(Flag("until", "date"),)),
+        _c("unban", ADMIN, "Let a banned player log in again.", Arg("name", "name")),
     )
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from server.handlers import accounts, corrections, disputes, events, matches, players, queries, seeks, talk
+from server.handlers import bans as account_bans
 from server.lobby.router import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -15,4 +16,5 @@ HANDLERS: dict[str, Handler] = {
     **talk.HANDLERS,
     **players.HANDLERS,
     **seeks.HANDLERS,
+    **account_bans.HANDLERS,
 }

@@ -14,7 +14,7 @@ from server.lobby.drops import own_match
 from server.protocol import help_text
 from server.session_tokens import expiry, new_token, token_hash
 from server.store import account_changes as changes
-from server.store import now, sessions
+from server.store import bans, now, sessions
 from server.store import players as stored
 from server.store.handle import WriteTx
 
@@ -84,6 +84,13 @@ async def refresh_player(call: Call, name: str) -> Player | None:
     return player
 
 
+async def refuse_banned(tx: WriteTx, name: str, player_id: int, when: str) -> None:
+    """``banned``, saying until when and why, for an account banned at ``when``."""
+    ban = await bans.active(tx, player_id, when)
+    if ban is not None:
+        raise fail("banned", bans.refusal(name, *ban))
+
+
 def too_many_logins(wait: float) -> LobbyError:
     return fail("rate_limited", f"Too many logins for this account or from your address; "
                                 f"try again in {math.ceil(wait)} s.")
@@ -126,6 +133,7 @@ async def login(call: Call) -> Any:
         stored_now = await changes.account_in(tx, player.id)
         if stored_now is None or stored_now[0] != verified:  # a new password meanwhile
             raise fail("forbidden", WRONG)
+        await refuse_banned(tx, player.name, player.id, when)
         await stored.logged_in(tx, player.id, when)
         others = await sessions.create(tx, token_hash(token), player.id, when, expires_at,
                                        lobby.config.limits.sessions_per_account)
@@ -147,7 +155,10 @@ def signed_in(call: Call, player: Player, when: str, digest: str, seen: int,
     account's changes up to ``seen``); login's reply. Refused with ``refusal`` when a change
     made after ``seen`` has already been applied here (it would miss this login)."""
     lobby = call.lobby
-    if lobby.account_watch.missed(player.key, seen) is not None:
+    missed = lobby.account_watch.missed(player.key, seen)
+    if missed == changes.BAN:
+        raise fail("banned", f"The account {player.name} has just been banned.")
+    if missed is not None:
         raise fail("forbidden", refusal)
     player.last_login = when
     lobby.sign_in(call.session, player, seen)
@@ -177,6 +188,7 @@ async def resume(call: Call) -> Any:
         stored_now = await changes.account_in(tx, player.id)
         if again is None or again[1] <= when or stored_now is None:
             raise fail("forbidden", ENDED)
+        await refuse_banned(tx, player.name, player.id, when)
         await stored.logged_in(tx, player.id, when)
         return stored_now[1], stored_now[2], await coming_back.told(tx, player.id)
 

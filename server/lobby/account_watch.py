@@ -1,7 +1,8 @@
-"""Following the accounts other processes make and change: a new password, a new role or a
-logout everywhere (the account_changes table), made by any process sharing the database,
-ends the account's open login here within a second; an account made elsewhere (another
-node's ``register``, ``matchlobby user add``) is known here as soon, so it can be invited.
+"""Following the accounts other processes make and change: a new password, a new role, a
+ban or a logout everywhere (the account_changes table), made by any process sharing the
+database, ends the account's open login here within a second (a ban closes its
+connection); an account made elsewhere (another node's ``register``, ``matchlobby user
+add``) is known here as soon, so it can be invited.
 
 The change's process cannot reach this server's connections; the database is what every
 server shares, so each one reads the rows appended since the last it saw, every
@@ -101,11 +102,16 @@ class AccountWatch:
         player = lobby.players.get(name.casefold())
         if player is not None:
             player.role, player.password_hash = role, password_hash
+        self.last = max(self.last, change)
+        if kind not in stored.ENDS_LOGINS:
+            return
         session = lobby.online.get(name.casefold())
         if session is not None and session.changes_seen < change:
-            lobby.end_login(session, kind)
+            if kind == stored.BAN:
+                lobby.banned(session, row[6], row[7])
+            else:
+                lobby.end_login(session, kind)
         self.applied[name.casefold()] = (change, kind)
-        self.last = max(self.last, change)
 
     def missed(self, account: str, seen: int) -> str | None:
         """The kind of a change to ``account`` applied here after ``seen``, if one was: a login

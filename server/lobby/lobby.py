@@ -31,6 +31,7 @@ from server.lobby.state import HOLDING, LIVE, Elsewhere, Invitation, LiveMatch, 
 from server.lobby.talk_limit import TalkLimit
 from server.protocol import push
 from server.store import account_changes as stored_changes
+from server.store import bans as stored_bans
 from server.store import invitations as stored_invitations
 from server.store import matches as stored_matches
 from server.store import now as timestamp
@@ -41,6 +42,8 @@ from server.store.storage import LobbyDatabase
 
 ENDED_KEPT = 10_000  # live matches ended lately, remembered (see ``Lobby.ended``)
 REPLACED = "replaced"
+BANNED = "banned"
+BANNED_CLOSE = 4001  # the close code of a banned account's connection
 LOGGED_OUT = {
     REPLACED: "You logged in from another connection; this one has been closed.",
     stored_changes.PASSWORD: "Your password was changed; log in again with the new one.",
@@ -283,6 +286,13 @@ class Lobby:
         The connection stays open as a spectator's (a replaced one is closed next)."""
         fan_out([session], push("logged_out", {"reason": LOGGED_OUT[cause], "cause": cause}))
         self.sign_out(session)
+
+    def banned(self, session: Session, until: str | None, reason: str | None) -> None:
+        """The account was banned: the connection is told why and until when, then closed."""
+        fan_out([session], push("logged_out", {"reason": stored_bans.told(until, reason),
+                                               "cause": BANNED, "until": until}))
+        self.sign_out(session)
+        session.close(BANNED_CLOSE, "banned")
 
     def invitations_changed(self, *ops: list[Any]) -> None:
         """The invitations changed here (``ops``: :meth:`Invitations.follow`'s): the other

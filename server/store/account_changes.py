@@ -20,11 +20,18 @@ PASSWORD = "password"
 ROLE = "role"
 LOGOUT_ALL = "logout_all"
 LOGOUT_OTHERS = "logout_others"
-KINDS = (PASSWORD, ROLE, LOGOUT_ALL, LOGOUT_OTHERS)
+BAN = "ban"
+UNBAN = "unban"
+CREATED = "created"
+KINDS = (PASSWORD, ROLE, LOGOUT_ALL, LOGOUT_OTHERS, BAN, UNBAN, CREATED)
+ENDS_LOGINS = frozenset({PASSWORD, ROLE, LOGOUT_ALL, LOGOUT_OTHERS, BAN})
+"""The kinds of change that end the account's open logins (an unban or a new account has
+none to end)."""
 
 
 async def changed(tx: Tx, player_id: int, kinds: Sequence[str], by: int | None, at: str,
-                  keep: str | None = None) -> tuple[int, int]:
+                  keep: str | None = None, by_name: str | None = None,
+                  detail: str | None = None) -> tuple[int, int]:
     """Record ``kinds`` of change to an account and end its session tokens (all of them, or all
     but the token hash ``keep``): every one of its logins must authenticate again. Returns the
     last change's id and how many tokens ended."""
@@ -35,14 +42,25 @@ async def changed(tx: Tx, player_id: int, kinds: Sequence[str], by: int | None, 
         ended = await tx.fetchall("DELETE FROM sessions WHERE player_id = ? AND token_hash <> ? "
                                   "RETURNING 1", (player_id, keep))
     last = 0
-    await in_id_order(tx, "account_changes")
     for kind in kinds:
-        assert kind in KINDS, kind
-        row = await tx.fetchone("INSERT INTO account_changes (player_id, kind, by_player, at) "
-                                "VALUES (?, ?, ?, ?) RETURNING id", (player_id, kind, by, at))
-        assert row is not None
-        last = int(row[0])
+        last = await record(tx, player_id, kind, by, at, by_name,
+                            detail if kind == ROLE else None)
     return last, len(ended)
+
+
+async def record(tx: Tx, player_id: int, kind: str, by: int | None, at: str,
+                 by_name: str | None = None, detail: str | None = None,
+                 reason: str | None = None) -> int:
+    """Append one change (``by``: the admin's account, ``by_name``: who, in words; ``detail``:
+    the new role or the ban's end); its id. Tokens are the caller's business."""
+    assert kind in KINDS, kind
+    await in_id_order(tx, "account_changes")
+    row = await tx.fetchone(
+        "INSERT INTO account_changes (player_id, kind, by_player, at, by_name, detail, reason) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (player_id, kind, by, at, by_name, detail, reason))
+    assert row is not None
+    return int(row[0])
 
 
 async def account_in(tx: Tx, player_id: int) -> tuple[str | None, str, int] | None:
@@ -62,8 +80,8 @@ async def latest(db: Reads) -> int:
 
 async def since(db: Reads, last: int) -> list[Any]:
     """The changes after ``last``, oldest first: id, player_id, kind, and the account's
-    name, role and password hash as they are now."""
+    name, role and password hash as they are now, then the change's detail and reason."""
     return await db.fetchall(
-        "SELECT c.id, c.player_id, c.kind, p.name, p.role, p.password_hash "
+        "SELECT c.id, c.player_id, c.kind, p.name, p.role, p.password_hash, c.detail, c.reason "
         "FROM account_changes c JOIN players p ON p.id = c.player_id "
         "WHERE c.id > ? ORDER BY c.id", (last,))

@@ -19,7 +19,7 @@ from server.store.pg.schema import LOG_SEQUENCE
 
 CORE_TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
                "requests", "sessions", "account_changes", "shouts", "blocks", "mutes",
-               "while_away")
+               "while_away", "bans")
 SQLITE_PREFIX = "sqlite:///"
 CHUNK_ROWS = 50_000  # rows held in memory at a time
 

@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 MIGRATIONS: dict[int, str] = {
@@ -243,6 +243,22 @@ MIGRATIONS: dict[int, str] = {
         body TEXT NOT NULL
     );
     CREATE INDEX while_away_player ON while_away (player_id);
+    """,
+    # Account administration: who made each account change (``by_name``: an admin's name, or
+    # ``cli:`` and the operating-system user for the command line), the new role or the ban's
+    # end (``detail``) and its reason; and the bans themselves (``until`` NULL: no end).
+    15: """
+    ALTER TABLE account_changes ADD COLUMN by_name TEXT;
+    ALTER TABLE account_changes ADD COLUMN detail TEXT;
+    ALTER TABLE account_changes ADD COLUMN reason TEXT;
+    CREATE TABLE bans (
+        player_id INTEGER NOT NULL PRIMARY KEY REFERENCES players (id),
+        until TEXT,
+        reason TEXT,
+        by_player INTEGER REFERENCES players (id),
+        by_name TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
     """,
 }
 

@@ -524,6 +524,28 @@ async def _unmute(lobby: LobbyServer, tmp: Path) -> None:
     await alice.call("shout", text="back")
 
 
+@case("ban")
+async def _ban(lobby: LobbyServer, tmp: Path) -> None:
+    alice = await lobby.player("alice")
+    admin = await lobby.admin()
+    banned = await admin.call("ban", name="alice", until="2099-01-15", reason="spam")
+    assert banned == {"player": "alice", "banned": True, "until": "2099-01-15T00:00:00Z",
+                      "reason": "spam"}
+    told = (await alice.next_push("logged_out", timeout=10))["data"]
+    assert told["cause"] == "banned" and told["until"] == "2099-01-15T00:00:00Z"
+    await expect_error((await lobby.client()).login("alice", PASSWORD), "banned")
+
+
+@case("unban")
+async def _unban(lobby: LobbyServer, tmp: Path) -> None:
+    await lobby.player("alice")
+    admin = await lobby.admin()
+    await admin.send_line("ban alice no end to it")
+    assert await admin.call("unban", name="alice") == {"player": "alice", "banned": False,
+                                                       "lifted": True}
+    assert (await (await lobby.client()).login("alice", PASSWORD))["player"] == "alice"
+
+
 @case("seek")
 async def _seek(lobby: LobbyServer, tmp: Path) -> None:
     """Two seekers of the same ladder and length are paired: both hear match_started with the

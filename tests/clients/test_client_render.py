@@ -513,6 +513,13 @@ ALICE_READS = render.Viewer("alice", "player")
     ("login", {"player": "alice", "role": "player", "match": None, "other_sessions": 2},
      "Logged in as alice.\nYou have 2 other sessions open (other devices or browsers); "
      "'logout --others' ends them."),
+    ("ban", {"player": "alice", "banned": True, "until": "2099-01-15T00:00:00Z",
+             "reason": "spam"},
+     "Banned alice until 2099-01-15 (spam): their connection is closed, their logins refused."),
+    ("ban", {"player": "alice", "banned": True, "until": None, "reason": None},
+     "Banned alice with no end date: their connection is closed, their logins refused."),
+    ("unban", {"player": "alice", "banned": False, "lifted": True}, "alice may log in again."),
+    ("unban", {"player": "alice", "banned": False, "lifted": False}, "alice was not banned."),
     ("watch", {"ladder": "scrabble", "watching": True},
      "Watching scrabble: its results and rating changes are shown here."),
     ("unwatch", {"ladder": "scrabble", "watching": False}, "No longer watching scrabble."),

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from testkit import sizes
 from testkit.constants import ADMIN, ADMIN_PASSWORD, ERROR_CODES, PASSWORD, PLAY_FREELY
-from testkit.db import dump_db
+from testkit.db import dump_db, sql
 from testkit.figures import group
 from testkit.logs import Capture, captured_logs
 from testkit.server_thread import ServerThread
@@ -504,6 +504,17 @@ def setup_state(server: ServerThread) -> None:
         conn.close()
 
 
+def lift_bans(server: ServerThread) -> None:
+    """An admin's frames may have banned the players the other batches log in as: lifted."""
+    admin = Conn(server.url)
+    try:
+        login_as(admin, "admin")
+        for name in PLAYERS:
+            assert admin.call({"cmd": "unban", "args": {"name": name}})["ok"]
+    finally:
+        admin.close()
+
+
 def login_as(conn: Conn, role: str) -> None:
     if role == "guest":
         return
@@ -584,6 +595,8 @@ def run_batch(fuzzed: Fuzzed, role: str, frames: list[Frame]) -> None:
             FIGURES["batches: database unchanged"] += 1
     finally:
         conn.close()
+    if role == "admin" and sql(server.db, "SELECT count(*) FROM bans")[0][0]:
+        lift_bans(server)
 
 
 # ---- the properties ------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from server.store.schema import SCHEMA_VERSION
 
 TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
           "requests", "sessions", "ratings", "history", "shared_values", "streaks", "shouts",
-          "blocks", "mutes")
+          "blocks", "mutes", "bans", "account_changes")
 
 
 def _rows(db: Path) -> dict[str, Any]:
@@ -69,6 +69,7 @@ async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
         await bob.call("shout", text="who plays?")  # talk: a shout, a block, a mute
         await alice.call("block", name="carol")
         await admin.call("mute", name="carol", minutes=60)
+        await admin.call("ban", name="bob", until="2099-01-15", reason="spam")  # and a ban
     finally:
         await lobby.aclose()
     target = PgDb(postgres.new_database(server), tmp_path)

@@ -93,3 +93,28 @@ async def test_a_new_password_logs_the_page_out(site: LobbyServer, page: Page,
     assert await saved_token(page) is None
     await expect(page.locator("#connection")).to_have_class("connection ok")  # still connected
     await log_in(page, "alice", "a-new-secret")
+
+
+async def test_a_ban_logs_the_page_out_and_keeps_saying_why(site: LobbyServer, page: Page,
+                                                            fast_config: Path) -> None:
+    """The ban's connection is closed; the page reconnects as a spectator's and the reason
+    stays on screen (not "Reconnected."), and a login there is refused saying why."""
+    await log_in(page, "dora", PASSWORD, register=True)
+    await page.evaluate("() => { delete document.body.dataset.loaded; }")
+    done = await run_cli_async(["user", "ban", "dora", "--until", "2099-01-15", "--reason",
+                                "spam in shouts", "--db", str(site.db), "--config",
+                                str(fast_config)], site.db.parent)
+    assert done.returncode == 0, done.stderr
+    why = "You have been banned until 2099-01-15: spam in shouts"
+    await expect(page.locator("#status")).to_have_text(why)
+    await expect(page.locator("#login-form")).to_be_visible()
+    await page.wait_for_selector("body[data-loaded]", state="attached")  # reconnected
+    await expect(page.locator("#connection")).to_have_class("connection ok")
+    await expect(page.locator("#status")).to_have_text(why)
+    assert await saved_token(page) is None
+    await page.fill("#login-name", "dora")
+    await page.fill("#login-password", PASSWORD)
+    await page.click("#login-form button[value=login]")
+    await expect(page.locator("#status")).to_contain_text(
+        "The account dora is banned until 2099-01-15: spam in shouts")
+    await expect(page.locator("#login-form")).to_be_visible()

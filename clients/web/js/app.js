@@ -643,9 +643,9 @@ $("keep-others").addEventListener("click", () => {
 
 lobby.on("logged_out", (data) => {
   forgetSession(state.token); // unless another tab has saved its own since
-  // replaced: the server closes this connection next; keep the reason on screen. Otherwise
-  // (a new password or role, a logout everywhere) it stays open, as a spectator's.
-  state.replaced = data.cause === "replaced";
+  // replaced or banned: the server closes this connection next; keep the reason on screen.
+  // Otherwise (a new password or role, a logout everywhere) it stays open, as a spectator's.
+  state.replaced = data.cause === "replaced" || data.cause === "banned";
   signedOut();
   say(data.reason, "error");
 });

@@ -27,7 +27,7 @@ HELLO = {"server": "matchlobby", "version": __version__, "protocol": PROTOCOL_VE
 
 ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "forbidden",
                          "not_found", "conflict", "new_player", "rate_limited", "too_large",
-                         "internal"})
+                         "internal", "banned"})
 """The stable error codes of a refusal: nothing else may ever come back."""
 
 PLAY_FREELY = {"registrations_per_hour": 0, "invitations_per_minute": 0,
