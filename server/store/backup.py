@@ -1,0 +1,224 @@
+"""``matchlobby backup`` and ``restore`` of an SQLite database.
+
+The backup is SQLite's online backup (``sqlite3.Connection.backup``) taken
+inside one read transaction on the source: in WAL mode a reader never blocks
+the server's writer, and the snapshot it holds keeps the copy consistent (the
+backup never starts over because the server committed meanwhile: the pages
+it copies are those of the snapshot). It is copied a few pages a step into a
+temporary file beside the destination, made a standalone file (rollback
+journal, not WAL), checked with ``PRAGMA quick_check``, synced and renamed
+into place: a crash never leaves half a backup under the name asked for.
+
+A restore holds the serve lock (:mod:`server.store.serve_lock`) of the
+target for its whole length, so it refuses while a ``serve`` runs there and
+no ``serve`` can start during it. The backup is checked first (header, schema
+version, tables, ``PRAGMA integrity_check`` and ``foreign_key_check``), then
+copied into the target with the backup API in one step: one write
+transaction of SQLite's, so an interrupted restore leaves the target as it
+was, and the target's own WAL, if any, is used rather than left behind to
+be replayed over a file swapped in under it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from server.store.dbcheck import DatabaseProblem, check_database, problem
+
+PAGES_A_STEP = 1024  # 4 MiB of the usual 4 KiB pages a step
+PAUSE = 0.001  # seconds between steps: the server's reader and writer get their turn
+PROBLEMS_SHOWN = 10  # integrity_check's lines shown at most
+
+
+class Refused(Exception):
+    """The command will not do what was asked (the reason is the message, one line)."""
+
+
+def temporary_beside(path: Path) -> Path:
+    """A name in ``path``'s folder (the rename into place stays on one file system)."""
+    return path.with_name(f".{path.name}.partial-{os.getpid()}")
+
+
+def check_destination(path: Path, force: bool) -> None:
+    """A backup goes to a new file unless ``force``; never into a folder."""
+    if path.is_dir():
+        raise Refused(f"{path}: is a folder; give the backup file's name")
+    if not path.parent.is_dir():
+        raise Refused(f"{path}: the folder {path.parent} does not exist")
+    if path.exists() and not force:
+        raise Refused(f"{path}: the file exists; give another name, or --force to replace it")
+
+
+def private_file(partial: Path) -> None:
+    """A new, empty ``partial`` only its owner can read: a backup holds the accounts' password
+    hashes and session tokens."""
+    partial.unlink(missing_ok=True)
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+
+
+def sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def move_into_place(partial: Path, path: Path) -> None:
+    with open(partial, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(partial, path)
+    sync_folder(path.parent)
+
+
+@contextlib.contextmanager
+def removed_unless_done(partial: Path) -> Iterator[None]:
+    """Remove ``partial`` (and SQLite's files beside it) if the block fails."""
+    try:
+        yield
+    except BaseException:
+        for leftover in (partial, Path(f"{partial}-journal"), Path(f"{partial}-wal"),
+                         Path(f"{partial}-shm")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+        raise
+
+
+async def backup_sqlite(source: str, destination: Path, force: bool) -> int:
+    """Copy the database ``source`` (a server may be running on it) to ``destination``; its
+    size in bytes."""
+    if source in ("", ":memory:") or not Path(source).is_file():
+        raise Refused(f"{source}: no such database file")
+    if Path(source).resolve() == destination.resolve():
+        raise Refused(f"{destination}: is the database itself; give another file")
+    check_destination(destination, force)
+    await check_database(source, quick_check=False, writable=False)
+    partial = temporary_beside(destination)
+    with removed_unless_done(partial):
+        private_file(partial)
+        src = sqlite3.connect(source, isolation_level=None)
+        try:
+            src.execute("PRAGMA busy_timeout = 10000")
+            dst = sqlite3.connect(partial, isolation_level=None)
+            try:
+                try:
+                    src.execute("BEGIN")
+                    src.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot
+                    src.backup(dst, pages=PAGES_A_STEP, sleep=PAUSE)
+                    src.execute("COMMIT")
+                except sqlite3.Error as e:
+                    raise problem(source, e, "copying it") from None
+                dst.execute("PRAGMA journal_mode = DELETE")  # one file, no WAL beside it
+                verdict = [str(r[0]) for r in dst.execute("PRAGMA quick_check")]
+                if verdict != ["ok"]:
+                    raise DatabaseProblem(f"{destination}: the copy does not read back whole "
+                                          f"(PRAGMA quick_check: {verdict[0]})")
+            finally:
+                dst.close()
+        finally:
+            src.close()
+        move_into_place(partial, destination)
+    return destination.stat().st_size
+
+
+def _verdict(conn: sqlite3.Connection, pragma: str) -> list[str]:
+    return [" ".join(str(r[0]).split()) for r in conn.execute(f"PRAGMA {pragma}")]
+
+
+def _foreign_keys(conn: sqlite3.Connection) -> list[str]:
+    """``PRAGMA foreign_key_check``'s rows as sentences."""
+    return [f"table {table!r} row {rowid} refers to a missing row of {parent!r}"
+            for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")]
+
+
+def integrity_problems(path: str | Path) -> list[str]:
+    """What ``PRAGMA integrity_check`` and ``foreign_key_check`` find wrong in the (existing,
+    matchlobby) database ``path``, each a line; none for a sound one."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        try:
+            found = _verdict(conn, "integrity_check")
+        except sqlite3.Error as e:
+            return [str(problem(path, e, "running PRAGMA integrity_check"))]
+        problems = [] if found == ["ok"] else [
+            f"{path}: the database is damaged (PRAGMA integrity_check: {line})"
+            for line in found[:PROBLEMS_SHOWN]]
+        if len(found) > PROBLEMS_SHOWN:
+            problems.append(f"{path}: and {len(found) - PROBLEMS_SHOWN} more problems of "
+                            "PRAGMA integrity_check")
+        if problems:
+            return problems
+        try:
+            return [f"{path}: {line}" for line in _foreign_keys(conn)[:PROBLEMS_SHOWN]]
+        except sqlite3.Error as e:
+            return [str(problem(path, e, "running PRAGMA foreign_key_check"))]
+    finally:
+        conn.close()
+
+
+def players_in(path: Path) -> int | None:
+    """The target's players: 0 for a missing or empty file or a lobby without any; ``None``
+    when it cannot tell (not a matchlobby database, or unreadable)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            if not tables:
+                return 0
+            if "players" not in tables:
+                return None
+            return int(conn.execute("SELECT count(*) FROM players").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+async def check_backup_file(backup: Path) -> int:
+    """Refuse a backup that is not a whole matchlobby database this version can use; its
+    schema version."""
+    if not backup.is_file():
+        raise Refused(f"{backup}: no such backup file")
+    await check_database(str(backup), quick_check=False, writable=False)
+    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+    if version == 0:
+        raise Refused(f"{backup}: an empty database, not a matchlobby backup")
+    problems = integrity_problems(backup)
+    if problems:
+        raise Refused(f"{backup}: the backup is not sound, nothing was restored: {problems[0]}")
+    return version
+
+
+def restore_sqlite(backup: Path, target: Path) -> None:
+    """Replace the contents of ``target`` (whose serve lock the caller holds) with ``backup``'s,
+    in one write transaction."""
+    src = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(target, isolation_level=None)
+        try:
+            dst.execute("PRAGMA busy_timeout = 10000")
+            try:
+                src.backup(dst)  # one step: one transaction on the target
+            except sqlite3.Error as e:
+                raise problem(target, e, f"restoring {backup} into it") from None
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def elapsed(since: float) -> str:
+    return f"{time.monotonic() - since:.1f} s"
