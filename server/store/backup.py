@@ -28,11 +28,24 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from server.store.dbcheck import DatabaseProblem, check_database, problem
+from server.store.dbcheck import SQLITE_HEADER, DatabaseProblem, check_database, problem
 
 PAGES_A_STEP = 1024  # 4 MiB of the usual 4 KiB pages a step
 PAUSE = 0.001  # seconds between steps: the server's reader and writer get their turn
 PROBLEMS_SHOWN = 10  # integrity_check's lines shown at most
+
+
+PG_DUMP_HEADER = b"PGDMP"  # how pg_dump's custom format begins
+MOVE = "`matchlobby copy` it to move the lobby"
+
+
+def kind_of(backup: Path) -> str | None:
+    """``sqlite`` or ``postgresql``, as the file begins; ``None`` for anything else."""
+    with open(backup, "rb") as f:
+        head = f.read(len(SQLITE_HEADER))
+    if head == SQLITE_HEADER:
+        return "sqlite"
+    return "postgresql" if head.startswith(PG_DUMP_HEADER) else None
 
 
 class Refused(Exception):
@@ -188,6 +201,9 @@ async def check_backup_file(backup: Path) -> int:
     schema version."""
     if not backup.is_file():
         raise Refused(f"{backup}: no such backup file")
+    if kind_of(backup) == "postgresql":
+        raise Refused(f"{backup}: a PostgreSQL backup (pg_dump's); restore it into a "
+                      f"PostgreSQL database (--db postgresql://…), then {MOVE}")
     await check_database(str(backup), quick_check=False, writable=False)
     conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
     try:

@@ -228,3 +228,27 @@ async def test_check_names_the_damage_of_an_sqlite_file(db_path: Path, fast_conf
     status, out, err = await cli(*check, cwd=db_path.parent)
     assert status == 1, out + err
     assert "not an SQLite database" in out, out
+
+
+def test_a_missing_pg_dump_is_named_with_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.store.backup import Refused
+    from server.store.pg import backup as pg
+
+    monkeypatch.setattr(pg.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pg.glob, "glob", lambda pattern: [])
+    with pytest.raises(Refused, match=r"pg_dump is not installed: .*apt-get install "
+                                      r"postgresql-client"):
+        pg.program("pg_dump")
+    monkeypatch.setattr(pg.glob, "glob", lambda pattern: [
+        "/usr/lib/postgresql/9/bin/pg_dump", "/usr/lib/postgresql/16/bin/pg_dump",
+        "/usr/lib/postgresql/15/bin/pg_dump"])
+    assert pg.program("pg_dump") == "/usr/lib/postgresql/16/bin/pg_dump"  # the newest
+
+
+def test_the_programs_get_the_url_without_its_password() -> None:
+    from server.store.pg.backup import Target
+
+    target = Target.of("postgresql://lobby:Sekrit-99@db.example:5433/lobby?sslmode=require")
+    assert target.url == "postgresql://lobby@db.example:5433/lobby?sslmode=require"
+    assert target.env["PGPASSWORD"] == "Sekrit-99"

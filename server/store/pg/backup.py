@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from server.store.backends import shown
-from server.store.backup import Refused
+from server.store.backup import MOVE, Refused, kind_of
 from server.store.pg.nodes import DEAD_AFTER
 from server.store.serve_lock import SERVE_LOCK
 
@@ -93,6 +93,9 @@ def backup_version(backup: Path) -> int:
     version."""
     if not backup.is_file():
         raise Refused(f"{backup}: no such backup file")
+    if kind_of(backup) == "sqlite":
+        raise Refused(f"{backup}: an SQLite backup; restore it into an SQLite file (--db "
+                      f"FILE), then {MOVE}")
     target = Target.of("")
     listed = _run([program("pg_restore"), "--list", str(backup)], target)
     if listed.returncode != 0:
