@@ -23,7 +23,6 @@ from server.store.backup import (
     backup_sqlite,
     check_backup_file,
     check_destination,
-    elapsed,
     move_into_place,
     players_in,
     private_file,
@@ -40,6 +39,10 @@ NOT_EMPTY = ("{where}: it holds a lobby with {players} player(s); restore into a
              "database, or add --force to replace it (nothing was restored)")
 NOT_LOBBY = ("{where}: it holds something other than an empty matchlobby database; add --force "
              "to replace it (nothing was restored)")
+
+
+def elapsed(since: float) -> str:
+    return f"{time.monotonic() - since:.1f} s"
 
 
 def backup(config: Config, file: str, force: bool) -> int:

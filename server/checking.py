@@ -30,7 +30,7 @@ from typing import TextIO
 from server.api import CliCommand, CliEnvironment
 from server.config import Config
 from server.store.backends import is_postgres, shown
-from server.store.backup import Refused, integrity_problems
+from server.store.backup import Refused, integrity
 from server.store.dbcheck import DatabaseProblem, check_database, pg_problem
 
 REPLAY = "replay"
@@ -54,8 +54,8 @@ async def _sqlite(path: str) -> Findings:
         await check_database(path, quick_check=False, writable=False)
     except DatabaseProblem as e:
         return Findings([str(e)], readable=False)
-    found.problems = integrity_problems(path)
-    found.readable = not any("damaged" in p or "could not be read" in p for p in found.problems)
+    checked = integrity(path)
+    found.problems, found.readable = checked.problems, not checked.damage
     found.checked.append("integrity_check and foreign_key_check ok")
     return found
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.store.dbcheck import SQLITE_HEADER, DatabaseProblem, check_database, problem
@@ -70,8 +70,12 @@ def check_destination(path: Path, force: bool) -> None:
 def private_file(partial: Path) -> None:
     """A new, empty ``partial`` only its owner can read: a backup holds the accounts' password
     hashes and session tokens."""
-    partial.unlink(missing_ok=True)
-    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    try:
+        partial.unlink(missing_ok=True)
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError as e:
+        raise Refused(f"{partial.parent}: cannot write the backup there: "
+                      f"{e.strerror or e}") from None
 
 
 def sync_folder(folder: Path) -> None:
@@ -150,28 +154,41 @@ def _foreign_keys(conn: sqlite3.Connection) -> list[str]:
             for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")]
 
 
-def integrity_problems(path: str | Path) -> list[str]:
-    """What ``PRAGMA integrity_check`` and ``foreign_key_check`` find wrong in the (existing,
-    matchlobby) database ``path``, each a line; none for a sound one."""
+@dataclass
+class Integrity:
+    """What ``PRAGMA integrity_check`` (``damage``: pages, indexes) and ``foreign_key_check``
+    (``references``) found, each a line."""
+
+    damage: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        return self.damage + self.references
+
+
+def integrity(path: str | Path) -> Integrity:
+    """Check the (existing, matchlobby) database ``path``; the references only when its pages
+    are whole."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA query_only = ON")
         try:
             found = _verdict(conn, "integrity_check")
         except sqlite3.Error as e:
-            return [str(problem(path, e, "running PRAGMA integrity_check"))]
-        problems = [] if found == ["ok"] else [
-            f"{path}: the database is damaged (PRAGMA integrity_check: {line})"
-            for line in found[:PROBLEMS_SHOWN]]
-        if len(found) > PROBLEMS_SHOWN:
-            problems.append(f"{path}: and {len(found) - PROBLEMS_SHOWN} more problems of "
-                            "PRAGMA integrity_check")
-        if problems:
-            return problems
+            return Integrity([str(problem(path, e, "running PRAGMA integrity_check"))])
+        if found != ["ok"]:
+            damage = [f"{path}: the database is damaged (PRAGMA integrity_check: {line})"
+                      for line in found[:PROBLEMS_SHOWN]]
+            if len(found) > PROBLEMS_SHOWN:
+                damage.append(f"{path}: and {len(found) - PROBLEMS_SHOWN} more problems of "
+                              "PRAGMA integrity_check")
+            return Integrity(damage)
         try:
-            return [f"{path}: {line}" for line in _foreign_keys(conn)[:PROBLEMS_SHOWN]]
+            return Integrity(references=[f"{path}: {line}"
+                                         for line in _foreign_keys(conn)[:PROBLEMS_SHOWN]])
         except sqlite3.Error as e:
-            return [str(problem(path, e, "running PRAGMA foreign_key_check"))]
+            return Integrity([str(problem(path, e, "running PRAGMA foreign_key_check"))])
     finally:
         conn.close()
 
@@ -212,7 +229,7 @@ async def check_backup_file(backup: Path) -> int:
         conn.close()
     if version == 0:
         raise Refused(f"{backup}: an empty database, not a matchlobby backup")
-    problems = integrity_problems(backup)
+    problems = integrity(backup).problems
     if problems:
         raise Refused(f"{backup}: the backup is not sound, nothing was restored: {problems[0]}")
     return version
@@ -234,7 +251,3 @@ def restore_sqlite(backup: Path, target: Path) -> None:
             dst.close()
     finally:
         src.close()
-
-
-def elapsed(since: float) -> str:
-    return f"{time.monotonic() - since:.1f} s"
