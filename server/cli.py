@@ -282,10 +282,10 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
             return 2
     if args.command == "migrate":
         return asyncio.run(_migrate(config))
-    if args.command == "copy":
-        return asyncio.run(_copy(config, args.source, args.destination))
     if args.command in ("backup", "restore", "check"):
         return _backup_command(args, config)
+    if args.command == "copy":
+        return asyncio.run(_copy(config, args.source, args.destination))
     if args.command == "user":
         from server.users import add_user
 

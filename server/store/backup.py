@@ -221,7 +221,10 @@ async def check_backup_file(backup: Path) -> int:
     if kind_of(backup) == "postgresql":
         raise Refused(f"{backup}: a PostgreSQL backup (pg_dump's); restore it into a "
                       f"PostgreSQL database (--db postgresql://…), then {MOVE}")
-    await check_database(str(backup), quick_check=False, writable=False)
+    try:
+        await check_database(str(backup), quick_check=False, writable=False)
+    except DatabaseProblem as e:
+        raise Refused(f"{e} (nothing was restored)") from None
     conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -231,7 +234,7 @@ async def check_backup_file(backup: Path) -> int:
         raise Refused(f"{backup}: an empty database, not a matchlobby backup")
     problems = integrity(backup).problems
     if problems:
-        raise Refused(f"{backup}: the backup is not sound, nothing was restored: {problems[0]}")
+        raise Refused(f"{problems[0]} (the backup is not sound: nothing was restored)")
     return version
 
 

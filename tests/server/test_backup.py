@@ -3,8 +3,8 @@
 A backup is taken from a running ``matchlobby serve`` while two players keep finishing
 rated matches; restored into a fresh database it holds every result acknowledged before the
 backup began, and exactly the first results of the run (one consistent moment), and passes
-``replay --check``. A restore is refused while a server runs on the target and over a
-lobby without ``--force``, the target left as it was. ``check`` says ``ok`` on a sound
+``replay --check``. A restore is refused from a backup cut short, while a server runs on the
+target and over a lobby without ``--force``, the target left as it was. ``check`` says ``ok`` on a sound
 database and names the problem on one whose stored rating or history was changed behind
 the log's back, and on a damaged SQLite file.
 """
@@ -131,6 +131,14 @@ async def test_restore_is_refused_while_a_server_runs_on_the_target_and_over_a_l
     status, _, err = await cli("backup", str(backup), "--db", str(db_path), "--config",
                                str(config), cwd=tmp_path)  # no server: a backup all the same
     assert status == 0, err
+    damaged = tmp_path / "damaged.backup"  # cut short, as by a full disk: refused first
+    damaged.write_bytes(backup.read_bytes()[:backup.stat().st_size * 2 // 3])
+    players = sql(db_path, "SELECT * FROM players")
+    status, out, err = await cli("restore", str(damaged), "--db", str(db_path), "--force",
+                                 "--config", str(config), cwd=tmp_path)
+    assert status == 2 and str(damaged) in err and "nothing was restored" in err, out + err
+    assert sql(db_path, "SELECT * FROM players") == players
+
     server = ServerProcess(db_path, config, log=tmp_path / "serve.log").start()
     try:
         await server.ready()

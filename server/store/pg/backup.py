@@ -100,7 +100,8 @@ def backup_version(backup: Path) -> int:
     listed = _run([program("pg_restore"), "--list", str(backup)], target)
     if listed.returncode != 0:
         said = " ".join(listed.stderr.split())
-        raise Refused(f"{backup}: not a PostgreSQL backup that pg_restore can read ({said})")
+        raise Refused(f"{backup}: not a PostgreSQL backup that pg_restore can read ({said}; "
+                      "nothing was restored)")
     if not re.search(r"TABLE DATA \S+ players ", listed.stdout):
         raise Refused(f"{backup}: a PostgreSQL backup, but not of a matchlobby database (it "
                       "has no players table)")
