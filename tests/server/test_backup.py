@@ -156,6 +156,17 @@ async def test_restore_is_refused_while_a_server_runs_on_the_target_and_over_a_l
 
     players = sql(db_path, "SELECT name FROM players ORDER BY id")
     assert players[-1] == ("carol",)
+    if backend == "postgresql":  # any other client: pg_restore --clean would drop its tables
+        import asyncpg
+
+        other = await asyncpg.connect(str(db_path), server_settings={"application_name": "psql"})
+        try:
+            status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--force",
+                                         "--config", str(config), cwd=tmp_path)
+        finally:
+            await other.close()
+        assert status == 2 and "other clients are connected to it: psql (1)" in err, out + err
+        assert sql(db_path, "SELECT name FROM players ORDER BY id") == players
     status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--config",
                                  str(config), cwd=tmp_path)
     assert status == 2, out + err
