@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,9 +107,11 @@ def removed_unless_done(partial: Path) -> Iterator[None]:
         raise
 
 
-async def backup_sqlite(source: str, destination: Path, force: bool) -> int:
-    """Copy the database ``source`` (a server may be running on it) to ``destination``; its
-    size in bytes."""
+async def backup_sqlite(source: str, destination: Path, force: bool,
+                        pages: int = PAGES_A_STEP,
+                        progress: Callable[[int, int], object] | None = None) -> int:
+    """Copy the database ``source`` (a server may be running on it) to ``destination``,
+    ``pages`` a step, ``progress(remaining, total)`` called after each; its size in bytes."""
     if source in ("", ":memory:") or not Path(source).is_file():
         raise Refused(f"{source}: no such database file")
     if Path(source).resolve() == destination.resolve():
@@ -127,7 +129,8 @@ async def backup_sqlite(source: str, destination: Path, force: bool) -> int:
                 try:
                     src.execute("BEGIN")
                     src.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot
-                    src.backup(dst, pages=PAGES_A_STEP, sleep=PAUSE)
+                    src.backup(dst, pages=pages, sleep=PAUSE, progress=(
+                        None if progress is None else lambda _, left, total: progress(left, total)))
                     src.execute("COMMIT")
                 except sqlite3.Error as e:
                     raise problem(source, e, "copying it") from None

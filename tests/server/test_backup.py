@@ -271,3 +271,35 @@ def test_the_programs_get_the_url_without_its_password() -> None:
     target = Target.of("postgresql://lobby:Sekrit-99@db.example:5433/lobby?sslmode=require")
     assert target.url == "postgresql://lobby@db.example:5433/lobby?sslmode=require"
     assert target.env["PGPASSWORD"] == "Sekrit-99"
+
+
+@pytest.mark.sqlite_only("SQLite's backup API, step by step; pg_dump's snapshot is PostgreSQL's")
+async def test_an_sqlite_backup_copies_one_snapshot_while_writes_commit_between_its_steps(
+        db_path: Path, tmp_path: Path, backend: str) -> None:
+    """Another connection commits a new player between every two steps of the copy, as the
+    server's writer would: none of them waits (a write blocked by the backup would time out in
+    the same thread), and the copy is the moment the backup began, whole."""
+    from server.store.backup import backup_sqlite
+
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("PRAGMA busy_timeout = 2000")
+    before = sql(db_path, "SELECT * FROM players ORDER BY id")
+    steps: list[int] = []
+
+    def between_steps(remaining: int, total: int) -> None:
+        steps.append(remaining)
+        if len(steps) > 100:  # a copy that starts over at each commit would never end
+            return
+        writer.execute("INSERT INTO players (name, name_key, password_hash, role, created_at) "
+                       "VALUES (?, ?, 'x', 'player', '2026-01-01T00:00:00Z')",
+                       (f"p{len(steps)}", f"p{len(steps)}"))
+
+    copy = tmp_path / "copy.db"
+    try:
+        await backup_sqlite(str(db_path), copy, force=False, pages=8, progress=between_steps)
+    finally:
+        writer.close()
+    assert 3 < len(steps) < 100 and steps[-1] == 0, steps
+    assert len(sql(db_path, "SELECT * FROM players")) == len(before) + len(steps)
+    assert sql(copy, "SELECT * FROM players ORDER BY id") == before
+    assert sql(copy, "PRAGMA integrity_check") == [("ok",)]
