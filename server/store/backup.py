@@ -31,10 +31,8 @@ from pathlib import Path
 from server.store.dbcheck import SQLITE_HEADER, DatabaseProblem, check_database, problem
 
 PAGES_A_STEP = 1024  # 4 MiB of the usual 4 KiB pages a step
-PAUSE = 0.001  # seconds between steps: the server's reader and writer get their turn
+PAUSE = 0.001  # seconds before a step is tried again when the source is busy
 PROBLEMS_SHOWN = 10  # integrity_check's lines shown at most
-
-
 PG_DUMP_HEADER = b"PGDMP"  # how pg_dump's custom format begins
 MOVE = "`matchlobby copy` it to move the lobby"
 
@@ -147,6 +145,13 @@ async def backup_sqlite(source: str, destination: Path, force: bool,
     return destination.stat().st_size
 
 
+def reader(path: str | Path) -> sqlite3.Connection:
+    """A connection that only reads (a file marked for WAL opens without its ``-shm``)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
 def _verdict(conn: sqlite3.Connection, pragma: str) -> list[str]:
     return [" ".join(str(r[0]).split()) for r in conn.execute(f"PRAGMA {pragma}")]
 
@@ -173,9 +178,8 @@ class Integrity:
 def integrity(path: str | Path) -> Integrity:
     """Check the (existing, matchlobby) database ``path``; the references only when its pages
     are whole."""
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = reader(path)
     try:
-        conn.execute("PRAGMA query_only = ON")
         try:
             found = _verdict(conn, "integrity_check")
         except sqlite3.Error as e:
@@ -202,7 +206,7 @@ def players_in(path: Path) -> int | None:
     if not path.exists() or path.stat().st_size == 0:
         return 0
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = reader(path)
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
             if not tables:
@@ -228,7 +232,7 @@ async def check_backup_file(backup: Path) -> int:
         await check_database(str(backup), quick_check=False, writable=False)
     except DatabaseProblem as e:
         raise Refused(f"{e} (nothing was restored)") from None
-    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    conn = reader(backup)
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     finally:
@@ -244,7 +248,7 @@ async def check_backup_file(backup: Path) -> int:
 def restore_sqlite(backup: Path, target: Path) -> None:
     """Replace the contents of ``target`` (whose serve lock the caller holds) with ``backup``'s,
     in one write transaction."""
-    src = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    src = reader(backup)
     try:
         dst = sqlite3.connect(target, isolation_level=None)
         try:
