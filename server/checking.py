@@ -67,10 +67,12 @@ async def _postgres(url: str) -> Findings:
     conn = await connect(url)
     try:
         version, problems = await check.problems(conn)
+        amcheck = await check.amcheck_installed(conn)
     finally:
         await conn.close()
     found = Findings([f"{shown(url)}: {p}" for p in problems], readable=version is not None)
-    found.checked.append(f"schema {version}, tables, constraints and foreign keys ok")
+    found.checked.append(f"schema {version}, tables, constraints and foreign keys ok"
+                         + ("; indexes whole (amcheck)" if amcheck else ""))
     return found
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from server.store.dbcheck import Schema, _missing, expected_schema
 from server.store.schema import SCHEMA_VERSION
 
-__all__ = ["problems"]
+__all__ = ["amcheck_installed", "problems"]
 
 FOREIGN_KEYS = """
 SELECT c.conname, c.conrelid::regclass::text, c.confrelid::regclass::text,
@@ -62,9 +62,13 @@ async def _orphans(conn: Any) -> list[str]:
     return out
 
 
+async def amcheck_installed(conn: Any) -> bool:
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension "
+                                    "WHERE extname = 'amcheck')"))
+
+
 async def _indexes(conn: Any) -> list[str]:
-    if not await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension "
-                               "WHERE extname = 'amcheck')"):
+    if not await amcheck_installed(conn):
         return []
     out = []
     rows = await conn.fetch(
