@@ -121,6 +121,14 @@ async def test_a_backup_of_a_running_lobby_restores_whole_and_passes_the_replay(
     assert sql(target, "SELECT name FROM players ORDER BY id")[1:] == [("alice",), ("bob",)]
     code, said = await replay_check(target, config)
     assert code == 0, said
+    restored_lobby = LobbyServer(target)  # the restored lobby serves, its results counted
+    try:
+        await restored_lobby.start()
+        alice = await restored_lobby.login("alice", PASSWORD)
+        row = (await alice.call("rating", ladder="backgammon"))["ratings"][0]
+        assert row["games"] == len(restored), row
+    finally:
+        await restored_lobby.aclose()
 
 
 async def test_restore_is_refused_while_a_server_runs_on_the_target_and_over_a_lobby(
