@@ -115,6 +115,27 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     copy.add_argument("--config", metavar="FILE", help="TOML configuration file (its ladders "
                       "and plugins)")
 
+    backup = sub.add_parser("backup", help="copy the database while the server runs",
+                            description="Make a consistent copy of the database while the "
+                            "server runs: an SQLite file, or a pg_dump custom-format file "
+                            "(PostgreSQL's pg_dump must be installed).")
+    backup.add_argument("file", metavar="FILE", help="the backup file to write")
+    backup.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    _db_options(backup)
+    restore = sub.add_parser("restore", help="restore a backup into the database",
+                             description="Check a backup made by `matchlobby backup` and "
+                             "restore it into the database (stop the server first), then "
+                             "check the result as `matchlobby check` does.")
+    restore.add_argument("file", metavar="FILE", help="the backup file")
+    restore.add_argument("--force", action="store_true",
+                         help="replace a database that already holds a lobby")
+    _db_options(restore)
+    check = sub.add_parser("check", help="check the database and its ratings",
+                           description="Run the database's integrity check and `replay "
+                           "--check`; print each problem and exit 1, or one ok line. Safe "
+                           "while the server runs.")
+    _db_options(check)
+
     for command in commands:
         p = sub.add_parser(command.name, help=command.help, description=command.description)
         command.configure(p)
@@ -319,6 +340,8 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
             return 2
     if args.command == "migrate":
         return asyncio.run(_migrate(config))
+    if args.command in ("backup", "restore", "check"):
+        return _backup_command(args, config)
     if args.command == "copy":
         return asyncio.run(_copy(config, args.source, args.destination))
     if args.command == "user":
@@ -327,6 +350,26 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
         return asyncio.run(users.run(config, args.user_command, args,
                                      lambda: _read_password(args.user_command)))
     return 2
+
+
+def _backup_command(args: argparse.Namespace, config: Config) -> int:
+    """``backup``, ``restore`` or ``check``; a refusal is one line and status 2."""
+    from server.backups import backup, restore
+    from server.checking import run_check
+    from server.store.backup import Refused
+
+    def check() -> int:
+        return run_check(config, plugin_cli_commands(), Environment(config, writable=False))
+
+    try:
+        if args.command == "backup":
+            return backup(config, args.file, args.force)
+        if args.command == "restore":
+            return restore(config, args.file, args.force, check)
+        return check()
+    except Refused as e:
+        print(f"matchlobby {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
