@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from server.api import CliCommand, LadderConfig, Store
-from server.config import Config, ConfigError, load_config
+from server.config import Config, ConfigError, MetricsSettings, load_config, split_address
 from server.store.schema import SCHEMA_VERSION
 
 
@@ -34,6 +34,9 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     _db_options(serve)
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8765)")
+    serve.add_argument("--metrics-address", metavar="HOST:PORT",
+                       help="serve Prometheus metrics at http://HOST:PORT/metrics (overrides "
+                            "the config's [metrics] address; default: not served)")
 
     user = sub.add_parser("user", help="manage accounts offline")
     user_sub = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
@@ -90,6 +93,12 @@ def _config(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
     if getattr(args, "db", None):
         config = dataclasses.replace(config, database=args.db)
+    if getattr(args, "metrics_address", None):
+        try:
+            split_address(args.metrics_address)
+        except ValueError as e:
+            raise ConfigError(f"--metrics-address: {e}") from None
+        config = dataclasses.replace(config, metrics=MetricsSettings(args.metrics_address))
     return config
 
 

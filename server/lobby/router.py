@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -40,6 +41,7 @@ class Router:
                 f"handlers without a command: {sorted(handled - set(self.table))}; "
                 f"handled twice: {sorted(set(handlers) & set(self.added))}")
         lobby.commands = self.table
+        lobby.metrics.name_commands(self.table)
 
     async def answer(self, session: Session, text: str, listening: bool = True) -> float:
         """Answer one frame: the reply first, then the pushes it caused.
@@ -50,10 +52,13 @@ class Router:
         seconds the connection should wait before its next frame are returned (else 0): what
         it sends meanwhile waits in the network, not in the server.
         """
+        metrics = self.lobby.metrics
+        started = time.perf_counter()
         try:
             request = parse_frame(text, self.table)
         except ProtocolError as e:
             session.send(error(e.code, e.message, e.id, e.cmd))
+            metrics.command(e.cmd, e.code, time.perf_counter() - started)
             return 0.0
         reading = request.spec.read_only
         if reading:
@@ -64,6 +69,8 @@ class Router:
                 refused = error("rate_limited", refusal(wait), request.id, request.cmd)
                 refused["error"]["retry_after"] = retry_after(wait)  # for clients that page
                 session.send(refused)
+                metrics.command(request.cmd, "rate_limited", time.perf_counter() - started,
+                                limit="reads")
                 return wait
         call = Call(self.lobby, session, request.args)
         # Named in the log line of a storage fault (server/writer.py).
@@ -75,6 +82,8 @@ class Router:
                 self.lobby.reads.pay(session.address, read_cost(message, call.read))
             if not session.closed:
                 session.send(message)
+            metrics.command(request.cmd, "ok" if message.get("ok") else message["error"]["code"],
+                            time.perf_counter() - started)
             call.pushes.send()
         finally:
             current_command.reset(token)
