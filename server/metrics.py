@@ -91,7 +91,8 @@ class Metrics:
                                 "after another node's change (other_writer)", ["cause"],
                                 buckets=LONG_BUCKETS, registry=registry)
         self.known: frozenset[str] = frozenset()
-        self._answered: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._answered: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
     def name_commands(self, names: Iterable[str]) -> None:
         """The commands the server answers (the router's table): any other name counts as
@@ -105,30 +106,37 @@ class Metrics:
         key = (name if name in self.known else UNKNOWN, outcome)
         children = self._answered.get(key)
         if children is None:
-            children = self._children(*key)
-        counter, histogram = children
+            children = self._answered[key] = self._command_children(*key)
+        counter, histogram, logins = children
         counter.inc()
         histogram.observe(seconds)
+        if logins is not None:
+            logins.inc()
         if outcome == "rate_limited":
-            self.refusals.labels(limit).inc()
-        if key[0] in LOGIN_METHODS:
-            self.logins.labels(LOGIN_METHODS[key[0]], outcome if CODE.fullmatch(outcome)
-                               else OTHER).inc()
+            self._child(self.refusals, limit).inc()
 
-    def _children(self, name: str, outcome: str) -> tuple[Any, Any]:
+    def _command_children(self, name: str, outcome: str) -> tuple[Any, Any, Any]:
+        """The series a command's answer moves (made once: ``labels`` takes a lock)."""
         code = outcome if CODE.fullmatch(outcome) else OTHER
-        children = (self.commands.labels(name, code), self.command_seconds.labels(name))
-        if len(self._answered) < 10_000:  # known commands × error codes: a few hundred
-            self._answered[(name, outcome)] = children
-        return children
+        method = LOGIN_METHODS.get(name)
+        return (self.commands.labels(name, code), self.command_seconds.labels(name),
+                None if method is None else self.logins.labels(method, code))
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, kept (every label here has a few values at most)."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def messages_refused(self) -> None:
         """A frame was refused for its connection's message rate."""
-        self.refusals.labels("messages").inc()
+        self._child(self.refusals, "messages").inc()
 
     def dropped(self, limit: str) -> None:
         """A connection was closed for not reading (``limit``: ``messages`` or ``bytes``)."""
-        self.drops.labels(limit).inc()
+        self._child(self.drops, limit).inc()
 
     def committed(self, seconds: float, jobs: int) -> None:
         """The store committed a batch of ``jobs`` in ``seconds``."""
@@ -137,7 +145,7 @@ class Metrics:
 
     def results_rated(self, ladder: str, results: int) -> None:
         if results:
-            self.rated.labels(ladder).inc(results)
+            self._child(self.rated, ladder).inc(results)
 
     def event_closed(self, ladder: str, seconds: float) -> None:
         self.event_close.labels(ladder).observe(seconds)
