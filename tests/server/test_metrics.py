@@ -8,6 +8,7 @@ import asyncio
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -126,7 +127,8 @@ async def test_a_session_moves_each_counter_by_what_it_did(metered: LobbyServer,
 
     # a connection past its message rate: each frame refused is one refusal, not a command
     flood = await metered.client()
-    replies = await asyncio.gather(*(flood.send_line("unwatch backgammon") for _ in range(70)))
+    # 80 at once: the burst of 60 passes, then at most 20 refusals in a row (a 21st would close)
+    replies = await asyncio.gather(*(flood.send_line("unwatch backgammon") for _ in range(80)))
     refused = sum(1 for r in replies if not r["ok"])
     assert refused > 0 and all(r["error"]["code"] == "rate_limited" for r in replies if not r["ok"])
     expected["unwatch", "ok"] += len(replies) - refused
@@ -186,6 +188,33 @@ async def test_one_live_match_is_a_live_match_until_it_ends(metered: LobbyServer
     assert value(await scrape(port, node_name), "matchlobby_live_matches", status="playing") == 1
     await bob.call("resign")
     assert value(await scrape(port, node_name), "matchlobby_live_matches", status="playing") == 0
+
+
+async def test_each_node_counts_its_own_under_its_name(
+        nodes: tuple[LobbyServer, LobbyServer]) -> None:
+    ports = []
+    for node in nodes:
+        named = node.configure
+        assert named is not None
+
+        def metered(config: Config, named: Callable[[Config], Config] = named) -> Config:
+            return replace(named(config), metrics=MetricsSettings("127.0.0.1:0"))
+
+        node.configure = metered
+        server = await node.start()
+        assert server.metrics_listener is not None
+        ports.append(server.metrics_listener.port)
+    a, b = nodes
+    before = [await scrape(port, name) for port, name in zip(ports, ("node-a", "node-b"), strict=True)]
+    await a.player("alice")
+    await b.player("bob")
+    await expect_error(b.login("alice", "not the password"), "forbidden")
+    after = [await scrape(port, name) for port, name in zip(ports, ("node-a", "node-b"), strict=True)]
+    assert moved(before[0], after[0], "matchlobby_commands_total") == {
+        (("command", "register"), ("outcome", "ok")): 1}
+    assert moved(before[1], after[1], "matchlobby_commands_total") == {
+        (("command", "register"), ("outcome", "ok")): 1,
+        (("command", "login"), ("outcome", "forbidden")): 1}
 
 
 async def test_the_listener_answers_metrics_only(metered: LobbyServer) -> None:
