@@ -187,7 +187,8 @@ class Lobby:
         return followed
 
     async def reload_plugins(self, cause: str = "recovery") -> None:
-        """Rebuild plugin state from committed data (after start or a failed commit)."""
+        """Rebuild plugin state from committed data (after start or a failed commit); ``cause``
+        names it in the replay metric."""
         started = time.perf_counter()
         for plugin in self.plugins:
             await plugin.load(self.db.writer_tx(), committed=True)
