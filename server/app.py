@@ -16,7 +16,9 @@ from server.config import Config
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
 from server.lobby.sharing import SharedPushes
+from server.metrics import Metrics
 from server.net.descriptors import raise_open_file_limit
+from server.net.metrics_listener import MetricsListener
 from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.store.backends import is_postgres, lobby_database, shown
@@ -33,6 +35,7 @@ class RunningServer:
     db: LobbyDatabase
     lobby: Lobby
     transport: Transport
+    metrics_listener: MetricsListener | None = None  # [metrics] address: where they are read
 
     @property
     def port(self) -> int:
@@ -40,6 +43,8 @@ class RunningServer:
 
     async def stop(self) -> None:
         """Close connections, then let the writer finish every queued job and close the file."""
+        if self.metrics_listener is not None:
+            await self.metrics_listener.close()
         await self.transport.close()
         if self.lobby.sharing is not None:
             await self.lobby.sharing.stop()
@@ -64,7 +69,7 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     lobby: Lobby | None = None
     try:
         await db.open()
-        lobby = Lobby(config, db, plugins)
+        lobby = Lobby(config, db, plugins, Metrics(node if is_postgres(config.database) else None))
         await lobby.start()
         if is_postgres(config.database):
             lobby.follow_other_writers()
@@ -88,17 +93,38 @@ async def start_server(config: Config, host: str | None = None, port: int | None
             raise DatabaseProblem(f"{config.database}: the database failed while loading it "
                                   f"({fault})") from None
         raise
+    transport: Transport | None = None
     try:
         transport = Transport(Router(lobby, HANDLERS), config.limits, config.tls,
                               config.compression)
         await transport.start(host or config.host, config.port if port is None else port)
+        listener = await _metrics_listener(config, lobby, transport)
     except BaseException:
+        if transport is not None:
+            await transport.close()
         if lobby.sharing is not None:
             await lobby.sharing.stop()
         await lobby.stop()
         await db.close()
         raise
-    return RunningServer(config, db, lobby, transport)
+    return RunningServer(config, db, lobby, transport, listener)
+
+
+async def _metrics_listener(config: Config, lobby: Lobby, transport: Transport
+                            ) -> MetricsListener | None:
+    """The metrics' gauges follow the lobby and the transport; served only where
+    ``[metrics] address`` says."""
+    lobby.metrics.follow(lambda: len(transport.connections), lambda: len(lobby.online),
+                         lambda: [m.status for m in lobby.matches.values()])
+    if config.metrics.address is None:
+        return None
+    listener = MetricsListener(lobby.metrics.exposition)
+    try:
+        await listener.start(*config.metrics.host_port)
+    except OSError as e:
+        raise OSError(e.errno, f"metrics: {e.strerror or e}") from None
+    log.info("metrics at http://%s/metrics", config.metrics.address)
+    return listener
 
 
 def tune_gc() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from server.api import CliCommand, LadderConfig, Store
-from server.config import Config, ConfigError, load_config
+from server.config import Config, ConfigError, MetricsSettings, load_config, split_address
 from server.store.schema import SCHEMA_VERSION
 
 
@@ -85,6 +85,9 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     serve.add_argument("--log-format", choices=("text", "json"),
                        help="log lines as text or one JSON object each (default: the "
                             "configuration's [logging] format, else text)")
+    serve.add_argument("--metrics-address", metavar="HOST:PORT",
+                       help="serve Prometheus metrics at http://HOST:PORT/metrics (overrides "
+                            "the config's [metrics] address; default: not served)")
 
     user = sub.add_parser("user", help="manage accounts (a running lobby follows within a second)")
     user_sub = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
@@ -163,6 +166,12 @@ def _config(args: argparse.Namespace) -> Config:
     config = load_config(args.config)
     if getattr(args, "db", None):
         config = dataclasses.replace(config, database=args.db)
+    if getattr(args, "metrics_address", None):
+        try:
+            split_address(args.metrics_address)
+        except ValueError as e:
+            raise ConfigError(f"--metrics-address: {e}") from None
+        config = dataclasses.replace(config, metrics=MetricsSettings(args.metrics_address))
     return config
 
 

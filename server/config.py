@@ -122,6 +122,30 @@ class Tls:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: where Prometheus reads the metrics (``None``: nowhere, the default)."""
+
+    address: str | None = None
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        assert self.address is not None
+        return split_address(self.address)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as host and port; ``ValueError`` if it is not."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{address!r} is not HOST:PORT")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"{address!r}: write an IPv6 address in brackets, [::1]:PORT")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
 class Config:
     host: str = "127.0.0.1"
     port: int = 8765
@@ -145,6 +169,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
     logging: LogSettings = field(default_factory=lambda: LogSettings())
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -179,7 +204,7 @@ def load_config(path: str | Path | None) -> Config:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
     unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls", "plugins",
-                           "logging"}
+                           "logging", "metrics"}
     if unknown:
         raise ConfigError(f"{path}: unknown section(s) {sorted(unknown)}")
     server = data.get("server", {})
@@ -238,7 +263,24 @@ def load_config(path: str | Path | None) -> Config:
         kwargs["tls"] = Tls(str(tls["certificate"]), str(tls["key"]))
     if "logging" in data:
         kwargs["logging"] = log_settings(data["logging"], str(path))
+    if "metrics" in data:
+        kwargs["metrics"] = _metrics(data["metrics"], str(path))
     return Config(**kwargs)
+
+
+def _metrics(table: Any, path: str) -> MetricsSettings:
+    if not isinstance(table, dict) or set(table) - {"address"}:
+        raise ConfigError(f"{path}: [metrics] takes only address = \"HOST:PORT\"")
+    address = table.get("address")
+    if address is None:
+        return MetricsSettings()
+    if not isinstance(address, str):
+        raise ConfigError(f"{path}: [metrics] address must be a string, \"HOST:PORT\"")
+    try:
+        split_address(address)
+    except ValueError as e:
+        raise ConfigError(f"{path}: [metrics] address: {e}") from None
+    return MetricsSettings(address)
 
 
 def _seconds_or_days(value: Any, key: str, path: str) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from server.api import LadderCorrected
@@ -30,6 +31,7 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
     can know that.
     """
     lobby, admin = call.lobby, call.me
+    started = time.perf_counter()
     row = await stored.with_event(lobby.db, match_id)
     if row is None:
         raise fail("not_found", f"No match {match_id}.")
@@ -66,6 +68,7 @@ async def correct(call: Call, match_id: int, kind: str, new_status: str,
     call.push(to_players(*names), push("match_corrected",
                                    {**data, "recomputed": full["recomputed"]}))
     call.committed(effects)
+    lobby.metrics.corrected(kind, time.perf_counter() - started)
     return full
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -261,6 +262,7 @@ async def event_import(call: Call) -> Any:
 
 async def event_close(call: Call) -> Any:
     lobby = call.lobby
+    started = time.perf_counter()
     event, ladder = await open_event(lobby, call.args["event"])
 
     async def job(tx: WriteTx) -> tuple[Effects, dict[str, Any]]:
@@ -282,6 +284,7 @@ async def event_close(call: Call) -> Any:
 
     effects, data = await call.write(job)
     call.committed(effects)
+    lobby.metrics.event_closed(ladder.name, time.perf_counter() - started)
     return data
 
 

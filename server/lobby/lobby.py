@@ -12,7 +12,15 @@ from typing import Any
 
 from server import PROTOCOL_VERSION, __version__
 from server.accounts import PasswordHasher
-from server.api import DomainEvent, LadderConfig, LadderCorrected, LobbyPlugin, Publisher
+from server.api import (
+    DomainEvent,
+    EventClosed,
+    LadderConfig,
+    LadderCorrected,
+    LobbyPlugin,
+    MatchFinished,
+    Publisher,
+)
 from server.commands import COMMANDS, CommandTable
 from server.config import Config
 from server.limits import LoginRate, LoginThrottle, ReadBudget, RegistrationLimit
@@ -29,6 +37,7 @@ from server.lobby.seeking import Seeking
 from server.lobby.sharing import SharedPushes
 from server.lobby.state import HOLDING, LIVE, Elsewhere, Invitation, LiveMatch, Player, Session
 from server.lobby.talk_limit import TalkLimit
+from server.metrics import Metrics
 from server.protocol import push
 from server.store import account_changes as stored_changes
 from server.store import bans as stored_bans
@@ -63,9 +72,10 @@ class Effects:
 
 class Lobby:
     def __init__(self, config: Config, db: LobbyDatabase,
-                 plugins: Iterable[LobbyPlugin] = ()) -> None:
+                 plugins: Iterable[LobbyPlugin] = (), metrics: Metrics | None = None) -> None:
         self.config = config
         self.db = db
+        self.metrics = metrics or Metrics()
         self.ladders: dict[str, LadderConfig] = {x.name: x for x in config.ladders}
         self._ladder_keys = {x.name.casefold(): x for x in config.ladders}
         self.plugins = list(plugins)
@@ -105,6 +115,7 @@ class Lobby:
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started
+        db.on_commit = self.metrics.committed
         self._plugins_touched = False
         self.sharing: SharedPushes | None = None  # several nodes: pushes for the others
         self.seeking = Seeking(self)  # automatch's pool
@@ -121,7 +132,7 @@ class Lobby:
             "INSERT INTO ladder_versions (ladder, version) VALUES (?, 0) "
             "ON CONFLICT (ladder) DO NOTHING", [(name,) for name in self.ladders]))
         await self.requests.load(self.db)
-        await self.reload_plugins()
+        await self.reload_plugins("start")
         for row in await stored_players.all_players(self.db):
             p = Player(row["id"], row["name"], row["role"], row["password_hash"],
                        row["last_login"], row["dropped"])
@@ -165,6 +176,7 @@ class Lobby:
         ``follow``), or reloads whole; whether all of them followed."""
         tx = self.db.writer_tx()
         followed = True
+        started = time.perf_counter()
         for plugin in self.plugins:
             follow = getattr(plugin, "follow", None)
             if ladder is not None and follow is not None and await follow(tx, ladder):
@@ -173,12 +185,18 @@ class Lobby:
             if not committed:
                 self._plugins_touched = True  # should the job fail, follow its rollback too
             await plugin.load(tx, committed=committed)
+        if not followed:
+            self.metrics.replayed("other_writer", time.perf_counter() - started)
         return followed
 
-    async def reload_plugins(self) -> None:
-        """Rebuild plugin state from committed data (after start or a failed commit)."""
+    async def reload_plugins(self, cause: str = "recovery") -> None:
+        """Rebuild plugin state from committed data (after start or a failed commit); ``cause``
+        names it in the replay metric."""
+        started = time.perf_counter()
         for plugin in self.plugins:
             await plugin.load(self.db.writer_tx(), committed=True)
+        if self.plugins:
+            self.metrics.replayed(cause, time.perf_counter() - started)
 
     async def emit(self, tx: WriteTx, event: DomainEvent, effects: Effects) -> dict[str, Any]:
         """Let every plugin react inside ``tx``; returns the fields the plugins add to the reply
@@ -202,6 +220,10 @@ class Lobby:
         pushes (after the command's reply). ``bulk``: an import's many results."""
         if not effects.done:
             return
+        for event, _ in effects.done:
+            if isinstance(event, MatchFinished | EventClosed):
+                self.metrics.results_rated(event.unit.ladder, sum(
+                    1 for game in event.unit.games if game.unrated_reason is None))
         for plugin in self.plugins:
             plugin.on_commit([(event, outcomes.get(plugin.name))
                               for event, outcomes in effects.done], publisher, bulk)

@@ -42,6 +42,7 @@ class Router:
                 f"handlers without a command: {sorted(handled - set(self.table))}; "
                 f"handled twice: {sorted(set(handlers) & set(self.added))}")
         lobby.commands = self.table
+        lobby.metrics.name_commands(self.table)
 
     async def answer(self, session: Session, text: str, listening: bool = True) -> float:
         """Answer one frame: the reply first, then the pushes it caused.
@@ -52,11 +53,14 @@ class Router:
         seconds the connection should wait before its next frame are returned (else 0): what
         it sends meanwhile waits in the network, not in the server.
         """
+        metrics = self.lobby.metrics
+        started = time.perf_counter()
         try:
             request = parse_frame(text, self.table)
         except ProtocolError as e:
             command_log.unreadable(session, e.cmd, e.code, self.table)
             session.send(error(e.code, e.message, e.id, e.cmd))
+            metrics.command(e.cmd, e.code, time.perf_counter() - started)
             return 0.0
         reading = request.spec.read_only
         if reading:
@@ -68,6 +72,8 @@ class Router:
                 refused["error"]["retry_after"] = retry_after(wait)  # for clients that page
                 command_log.unreadable(session, request.cmd, "rate_limited", self.table)
                 session.send(refused)
+                metrics.command(request.cmd, "rate_limited", time.perf_counter() - started,
+                                limit="reads")
                 return wait
         call = Call(self.lobby, session, request.args)
         # Named in the log line of a storage fault (server/writer.py).
@@ -81,6 +87,8 @@ class Router:
                 self.lobby.reads.pay(session.address, read_cost(message, call.read))
             if not session.closed:
                 session.send(message)
+            metrics.command(request.cmd, "ok" if message.get("ok") else message["error"]["code"],
+                            time.perf_counter() - started)
             call.pushes.send()
         finally:
             current_command.reset(token)

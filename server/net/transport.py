@@ -86,9 +86,11 @@ class Transport:
         return self.limits.max_message
 
     def _drop(self, ws: ServerConnection, session: Session, queue: Outbox, detail: str,
-              reason: str) -> None:
-        """Drop a peer that does not read: what was queued for it goes at once."""
+              reason: str, limit: str) -> None:
+        """Drop a peer that does not read: what was queued for it goes at once (``limit``:
+        the one it passed, ``messages`` or ``bytes``)."""
         log.warning("closing %s: it does not read its messages (%s)", session.address, detail)
+        self.lobby.metrics.dropped(limit)
         session.closed = True
         queue.clear()
         self._close_later(ws, 1008, reason)
@@ -208,7 +210,7 @@ class Transport:
             # the peer is not reading.
             if unread >= budget:
                 self._drop(ws, session, queue, f"{unread} bytes unread, limit {budget}",
-                           "too much unread data")
+                           "too much unread data", "bytes")
                 return
             frame = encode_frame(message)
             if direct and len(frame) <= DIRECT_FRAME_SIZE and queue.idle \
@@ -223,7 +225,7 @@ class Transport:
                 queue.put_nowait(frame)
             except asyncio.QueueFull:
                 self._drop(ws, session, queue, f"{lim.outgoing_queue} messages unread",
-                           "too many unread messages")
+                           "too many unread messages", "messages")
 
         def close(code: int, reason: str) -> None:
             """Close after the messages already queued (such as the reason) are sent."""
@@ -260,6 +262,7 @@ class Transport:
                     break
                 if not bucket.take():
                     strikes += 1
+                    self.lobby.metrics.messages_refused()
                     if strikes > lim.strikes:
                         send(error("rate_limited", "Too many messages; closing the connection."))
                         close(1008, "too many messages")

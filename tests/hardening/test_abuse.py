@@ -120,6 +120,8 @@ async def test_a_slow_reader_is_disconnected_and_the_others_carry_on(
                     side_b=f"b{results + i}", score_a=1, score_b=0, new=True) for i in range(20)))
                 results += 20
             assert dropped(logs), f"the slow reader was never disconnected ({results} results)"
+            assert drops_counted(server) == sum(
+                "does not read its messages" in r.getMessage() for r in logs.server_records())
             async with asyncio.timeout(LIVENESS):  # the reading watcher got every change
                 while sum(p["event"] == "rating_changed" for p in good.pushes) < 2 * results:
                     await asyncio.sleep(0.01)
@@ -133,6 +135,14 @@ async def test_a_slow_reader_is_disconnected_and_the_others_carry_on(
     FIGURES["slow reader (outgoing queue 200)"] = (
         f"disconnected with 1008 after {results} results rated at once ({len(late)} of the "
         f"{got_good} pushes the reading watcher got had reached it); bystander: {summary(good)}")
+
+
+def drops_counted(server: ServerThread) -> float:
+    """The operator's metric of connections dropped for not reading, whichever the limit."""
+    assert server.server is not None
+    registry = server.server.lobby.metrics.registry
+    return sum(registry.get_sample_value("matchlobby_outgoing_drops_total", {"limit": limit})
+               or 0.0 for limit in ("messages", "bytes"))
 
 
 def dropped(logs: Capture) -> bool:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -376,12 +377,16 @@ class PgDatabase(Hooks):
                 ending = await self._publish(conn, pushes, reserving, state) + ending
             elif state.wake:
                 ending = f"SELECT pg_notify('{FEED_CHANNEL}', 'filled'); " + ending
+            started = time.perf_counter()
             await conn.execute(ending)
+            committed = time.perf_counter() - started
         except Exception as e:
             await self._failed(conn, batch, e)
             self._deferred = [d for d in self._deferred if not d.future.done()]
             return stop
         self.commits += 1
+        if self.on_commit is not None:
+            self.on_commit(committed, len(outcomes))
         for item, result, error in outcomes:
             if not item.future.done():
                 if error is not None:

@@ -34,6 +34,7 @@ class Batch:
     landed: asyncio.Future[None] | None = None  # done when its commit has landed
     seq: int | None = None  # the ``seq`` counter to store with it, when it moved
     next: Batch | None = None  # the batch the commit thread took on right after it
+    seconds: float = 0.0  # its commit's, on the commit thread
 
 
 def retire(b: Batch) -> None:

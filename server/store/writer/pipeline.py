@@ -32,6 +32,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,8 @@ class Hooks:
     # one, reload whole); ``True``: as committed, at a batch's start, ``False``: inside a job.
     # Returns whether every plugin followed it without reloading whole.
     on_moved: Callable[[bool, str | None], Awaitable[bool]] | None = None
+    # A batch committed: the seconds its commit took and how many jobs it held (metrics).
+    on_commit: Callable[[float, int], None] | None = None
 
 
 class _CommitThread:
@@ -254,10 +257,12 @@ class GroupWriter:
         b: Batch | None = first
         while b is not None:
             error: BaseException | None = None
+            started = time.perf_counter()
             try:
                 self._commit(b)
             except BaseException as e:  # reported to the loop, which fails the batch
                 error = e
+            b.seconds = time.perf_counter() - started
             if error is None:
                 with self.lock:
                     f = self.filling
@@ -309,6 +314,8 @@ class GroupWriter:
                 self._fail(later, self._refusal())
             return
         self.commits += 1
+        if self.hooks.on_commit is not None:
+            self.hooks.on_commit(b.seconds, len(b.items))
         for item, result, err in b.outcomes:
             if not item.future.done():
                 if err is not None:
