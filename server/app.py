@@ -16,10 +16,12 @@ from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
 from server.lobby.sharing import SharedPushes
 from server.net.descriptors import raise_open_file_limit
+from server.net.health import READY, Health
 from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.store.backends import is_postgres, lobby_database, shown
 from server.store.dbcheck import DatabaseProblem, check_database, pg_problem, problem
+from server.store.probe import database_probe
 from server.store.serve_lock import serving
 from server.store.storage import LobbyDatabase
 
@@ -36,6 +38,11 @@ class RunningServer:
     @property
     def port(self) -> int:
         return self.transport.port
+
+    async def drain(self, hurry: asyncio.Event | None = None) -> None:
+        """A graceful stop's first part: every client told to come back and its last
+        commands answered, within ``[server] shutdown_grace`` (or until ``hurry`` is set)."""
+        await self.transport.drain(self.config.shutdown_grace, hurry)
 
     async def stop(self) -> None:
         """Close connections, then let the writer finish every queued job and close the file."""
@@ -89,8 +96,10 @@ async def start_server(config: Config, host: str | None = None, port: int | None
         raise
     try:
         transport = Transport(Router(lobby, HANDLERS), config.limits, config.tls,
-                              config.compression)
+                              config.compression,
+                              Health(database_probe(config.database, db)))
         await transport.start(host or config.host, config.port if port is None else port)
+        transport.health.state = READY
     except BaseException:
         if lobby.sharing is not None:
             await lobby.sharing.stop()
@@ -145,6 +154,8 @@ async def _serve(config: Config, host: str | None, port: int | None) -> int:
           f"(database {shown(config.database)}; {len(config.ladders)} ladders)", flush=True)
     await stop.wait()
     log.info("stopping")
+    stop.clear()  # a second signal cuts the drain short
+    await server.drain(hurry=stop)
     fault = server.db.fault
     await server.stop()
     if fault is not None:
