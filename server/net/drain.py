@@ -14,11 +14,9 @@ exits, their replies unsent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -69,21 +67,23 @@ async def drain(peers: list[Peer], grace: float, hurry: asyncio.Event | None = N
     after ``grace`` seconds (or once ``hurry`` is set), close the rest."""
     log.info("draining %d connections (at most %g s)", len(peers), grace)
     tasks = [asyncio.create_task(_finish(peer)) for peer in peers]
-    waits: list[asyncio.Future[Any]] = []
-    if tasks:
-        waits.append(asyncio.gather(*tasks, return_exceptions=True))
-        if hurry is not None:
-            waits.append(asyncio.ensure_future(hurry.wait()))
-        await asyncio.wait(waits, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
-    left = [peer for peer in peers if not peer.session.closed]
-    if left:
-        log.info("closing %d connections still busy", len(left))
-    for peer in left:
-        peer.session.close(GOING_AWAY, REASON)
-    for task in (*tasks, *waits):
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.gather(*tasks, return_exceptions=True)
+    hurried = None if hurry is None else asyncio.ensure_future(hurry.wait())
+    try:
+        if tasks:
+            everyone = asyncio.ensure_future(asyncio.wait(tasks))
+            await asyncio.wait([f for f in (everyone, hurried) if f is not None], timeout=grace,
+                               return_when=asyncio.FIRST_COMPLETED)
+            everyone.cancel()
+    finally:
+        for task in tasks:
+            task.cancel()
+        if hurried is not None:
+            hurried.cancel()
+        left = [peer for peer in peers if not peer.session.closed]
+        if left:
+            log.info("closing %d connections still busy", len(left))
+        for peer in left:
+            peer.session.close(GOING_AWAY, REASON)
 
 
 async def _finish(peer: Peer) -> None:
