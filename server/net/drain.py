@@ -66,7 +66,8 @@ async def drain(peers: list[Peer], grace: float, hurry: asyncio.Event | None = N
     """Tell ``peers`` and close each once it has answered what it was sent before the notice;
     after ``grace`` seconds (or once ``hurry`` is set), close the rest."""
     log.info("draining %d connections (at most %g s)", len(peers), grace)
-    tasks = [asyncio.create_task(_finish(peer)) for peer in peers]
+    tasks = [asyncio.create_task(_finish(peer, told)) for peer in peers
+             if (told := _tell(peer)) is not None]
     hurried = None if hurry is None else asyncio.ensure_future(hurry.wait())
     try:
         if tasks:
@@ -86,15 +87,23 @@ async def drain(peers: list[Peer], grace: float, hurry: asyncio.Event | None = N
             peer.session.close(GOING_AWAY, REASON)
 
 
-async def _finish(peer: Peer) -> None:
-    session, ws = peer.session, peer.ws
-    session.send(notice())
+def _tell(peer: Peer) -> asyncio.Future[None] | None:
+    """Send the notice; a future resolved once it is written (``None``: the peer is closed,
+    as one that does not read is)."""
+    peer.session.send(notice())
     told = asyncio.get_running_loop().create_future()
     try:
         peer.outbox.put_nowait(told)  # resolved by its writer once the notice is written
     except asyncio.QueueFull:  # it does not read: nothing to wait for
-        session.close(GOING_AWAY, REASON)
-        return
+        peer.session.close(GOING_AWAY, REASON)
+        return None
+    return told
+
+
+async def _finish(peer: Peer, told: asyncio.Future[None]) -> None:
+    """Close ``peer`` once it has answered the ping sent after the notice and every frame
+    received before the pong."""
+    session, ws = peer.session, peer.ws
     closed = asyncio.ensure_future(ws.wait_closed())
     try:
         await asyncio.wait((told, closed), return_when=asyncio.FIRST_COMPLETED)

@@ -68,12 +68,13 @@ async def test_a_drain_answers_the_command_in_flight_and_closes_every_connection
 
 async def test_a_command_still_running_when_the_grace_ends_is_cut_off(
         harness: LobbyServer, gate: Gate) -> None:
-    harness.configure = lambda config: replace(config, shutdown_grace=0.2)
+    harness.configure = lambda config: replace(config, shutdown_grace=0)
     server = await harness.start()
     alice = await harness.player("alice")
     held = asyncio.create_task(alice.request("events"))
     await gate.entered.wait()
     await server.drain()  # the grace ends with the command still running
+    check_notice(await alice.next_push("server_shutdown"))  # told all the same
     assert (await alice.next_push("disconnected"))["data"]["code"] == 1001
     with pytest.raises(Disconnected):
         await held
