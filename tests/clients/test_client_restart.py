@@ -10,6 +10,7 @@ from testkit.constants import PASSWORD
 from testkit.server_loop import LobbyServer
 from testkit.terminal import Terminal, screen_text
 
+from clients.lobby_client import restart_wait
 from clients.render import render_push
 
 
@@ -23,6 +24,14 @@ def test_the_notice_names_the_wait() -> None:
     notice = {"event": "server_shutdown",
               "data": {"reconnect_after": 2.5, "reason": "The server is restarting."}}
     assert render_push(notice) == "** The server is restarting; reconnecting in 2.5 s."
+
+
+def test_the_wait_is_a_number_of_seconds_within_bounds() -> None:
+    assert restart_wait({"reconnect_after": 2.4, "reason": "x"}) == 2.4
+    assert restart_wait({"reconnect_after": 3600}) == 60.0  # at most a minute
+    for odd in ({"reconnect_after": -1}, {"reconnect_after": "soon"}, {"reconnect_after": True},
+                {"reconnect_after": float("nan")}, {}, None, []):
+        assert restart_wait(odd) == 1.0, odd
 
 
 async def test_the_terminal_says_the_server_is_restarting_and_comes_back_logged_in(
