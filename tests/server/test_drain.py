@@ -223,3 +223,23 @@ async def test_sigterm_answers_the_last_command_then_the_client_comes_back_and_r
     finally:
         await alice.close()
         server.stop()
+
+
+@pytest.mark.sqlite_only("the signals are the process's, whatever its database")
+async def test_ctrl_c_drains_and_a_second_one_ends_the_wait(
+        db_path: Path, fast_config: Path, tmp_path: Path) -> None:
+    config = tmp_path / "patient.toml"
+    config.write_text("[server]\nshutdown_grace = 3600\n\n" + fast_config.read_text())
+    server = ServerProcess(db_path, config, log=tmp_path / "serve.log").start()
+    try:
+        await server.ready()
+        stuck = SlowReader(server.port)  # it never answers the ping: the drain would wait an hour
+        await stuck.open()
+        server.proc.send_signal(signal.SIGINT)  # type: ignore[union-attr]
+        assert await until_ready(server.port, 503) == "draining\n"
+        server.proc.send_signal(signal.SIGINT)  # type: ignore[union-attr]
+        assert await asyncio.to_thread(server.proc.wait, 60) == 0  # type: ignore[union-attr]
+        assert "matchlobby stopped; everything is saved." in server.output(server.began_at)
+        stuck.sock.close()
+    finally:
+        server.stop()
