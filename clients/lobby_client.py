@@ -7,7 +7,10 @@ with exponential back-off, logs in again (``resume`` with the session token of
 its login, else the password), re-watches its ladders and lists ``who`` again
 if it had (the server sends presence pushes to who has). A ``logged_out`` push
 (a new password or role, a logout everywhere, a newer login elsewhere) makes it
-forget the token and the password: it does not log in again by itself.
+forget the token and the password: it does not log in again by itself. A server that is
+restarting says so first (``server_shutdown``): the client waits the ``reconnect_after`` it
+names, then connects again (to the same address: with several servers behind a balancer,
+to another) and resumes, as after any lost connection but without counting it a failure.
 
 Every ``ladders`` reply it reads is kept in :attr:`LobbyClient.ladder_info`:
 how each ladder's ratings are shown (:class:`clients.models.LadderInfo`).
@@ -52,6 +55,8 @@ RESTORE_ATTEMPTS = 5  # logins tried after a reconnect while refused for too man
 REPLACED = 4000
 """Close code of a connection replaced by a newer login of the same account: never reconnect
 (logging in again would replace the newer connection in turn, and the two would take turns)."""
+MAX_RESTART_WAIT = 60.0
+"""The longest ``server_shutdown``'s ``reconnect_after`` is taken at."""
 PAGE_RETRIES = 5
 MAX_PAGE_WAIT = 10.0
 """A page the server refused for now (``rate_limited`` with ``retry_after``: its reads from
@@ -101,6 +106,7 @@ class LobbyClient:
         self._connected = asyncio.Event()
         self._closing = False
         self.reconnects = 0
+        self._come_back_after: float | None = None  # server_shutdown's reconnect_after
         self._restoring: asyncio.Task[None] | None = None
 
     # ---- connection -----------------------------------------------------------------------
@@ -173,9 +179,13 @@ class LobbyClient:
             await self._reconnect()
 
     async def _reconnect(self) -> None:
+        """Connect again after the back-off; after ``server_shutdown``, after the wait it
+        named, the back-off starting afresh from there."""
         delay = self.backoff[0]
+        wait, self._come_back_after = self._come_back_after, None
         while not self._closing:
-            await asyncio.sleep(delay)
+            await asyncio.sleep(delay if wait is None else wait)
+            wait = None
             try:
                 await self._open()
             except (OSError, InvalidHandshake, ConnectionError, TimeoutError) as e:
@@ -241,6 +251,8 @@ class LobbyClient:
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         if "event" in message:
+            if message["event"] == "server_shutdown":
+                self._come_back_after = restart_wait(message.get("data"))
             self._deliver(message)
             return
         rid = message.get("id")
@@ -512,6 +524,15 @@ class LobbyClient:
 
     async def adjudicate(self, match: int, winner: str) -> Any:
         return await self.call("adjudicate", match=match, winner=winner)
+
+
+def restart_wait(data: Any) -> float:
+    """The seconds ``server_shutdown`` asks to wait before connecting again (at most
+    :data:`MAX_RESTART_WAIT`; 1 when it does not say)."""
+    after = data.get("reconnect_after") if isinstance(data, dict) else None
+    if isinstance(after, bool) or not isinstance(after, int | float) or not after >= 0:
+        return 1.0
+    return min(float(after), MAX_RESTART_WAIT)
 
 
 def join_pages(first: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:

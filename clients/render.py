@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from clients import ban_lines, talk_lines
+from clients.lobby_client import restart_wait
 from clients.models import Column, LadderInfo, columns_from, guess_columns
 
 Ladders = Mapping[str, LadderInfo]
@@ -910,6 +911,8 @@ PUSHES: dict[str, Renderer] = {
     "refresh": lambda d, ladders, viewer: (
         "The server missed some of the lobby's updates: type 'ladder', 'matches' or 'who' "
         "again for the current state."),
+    "server_shutdown": lambda d, ladders, viewer: (
+        f"The server is restarting; reconnecting in {restart_wait(d):g} s."),
     "disconnected": lambda d, ladders, viewer: "Connection lost.",
     "reconnected": lambda d, ladders, viewer: "Connected again.",
     **talk_lines.PUSHES,

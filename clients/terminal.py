@@ -157,6 +157,7 @@ class _Session:
         self.sent_at: int | None = None
         self.logging_in = False
         self.replaced = False
+        self.restarting = False  # told server_shutdown: its closing is no news
         self.held: list[dict[str, Any]] = []
         self.closed = False
         self.echoes = Echoes()
@@ -205,10 +206,27 @@ class _Session:
                 return
         if message.get("event") == "match_finished":
             self.echoes.note(data)
+        if not self.as_json and self._restart_told(message):
+            return
         out = self.out or sys.stdout
         if self.bell and message.get("event") == "invited":
             out.write(BELL)
         show_push(message, self.as_json, out, self.client.ladder_info, self.viewer)
+
+    def _restart_told(self, message: dict[str, Any]) -> bool:
+        """A restart told once: ``server_shutdown`` in a sentence (without the promise to
+        reconnect where the client does not), the lost connection that follows not again."""
+        event = message.get("event")
+        if event == "server_shutdown":
+            self.restarting = True
+            if not self.client.reconnect:
+                _print("The server is restarting.", self.out or sys.stdout)
+                return True
+        elif event == "disconnected" and self.restarting:
+            return True
+        elif event == "reconnected":
+            self.restarting = False
+        return False
 
     def _known(self, entry: Any) -> bool:
         """A presence entry the reader knows already: their own, or their opponent's status

@@ -18,11 +18,13 @@ from server.lobby import Lobby, Router
 from server.lobby.sharing import SharedPushes
 from server.metrics import Metrics
 from server.net.descriptors import raise_open_file_limit
+from server.net.health import READY, Health
 from server.net.metrics_listener import MetricsListener
 from server.net.transport import Transport
 from server.plugins import load_plugins
 from server.store.backends import is_postgres, lobby_database, shown
 from server.store.dbcheck import DatabaseProblem, check_database, pg_problem, problem
+from server.store.probe import database_probe
 from server.store.serve_lock import serving
 from server.store.storage import LobbyDatabase
 
@@ -40,6 +42,11 @@ class RunningServer:
     @property
     def port(self) -> int:
         return self.transport.port
+
+    async def drain(self, hurry: asyncio.Event | None = None) -> None:
+        """A graceful stop's first part: every client told to come back and its last
+        commands answered, within ``[server] shutdown_grace`` (or until ``hurry`` is set)."""
+        await self.transport.drain(self.config.shutdown_grace, hurry)
 
     async def stop(self) -> None:
         """Close connections, then let the writer finish every queued job and close the file."""
@@ -96,9 +103,11 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     transport: Transport | None = None
     try:
         transport = Transport(Router(lobby, HANDLERS), config.limits, config.tls,
-                              config.compression)
+                              config.compression,
+                              Health(database_probe(config.database, db)))
         await transport.start(host or config.host, config.port if port is None else port)
         listener = await _metrics_listener(config, lobby, transport)
+        transport.health.state = READY
     except BaseException:
         if transport is not None:
             await transport.close()
@@ -173,6 +182,8 @@ async def _serve(config: Config, host: str | None, port: int | None) -> int:
           f"(database {shown(config.database)}; {len(config.ladders)} ladders)", flush=True)
     await stop.wait()
     log.info("stopping")
+    stop.clear()  # a second signal cuts the drain short
+    await server.drain(hurry=stop)
     fault = server.db.fault
     await server.stop()
     if fault is not None:

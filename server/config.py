@@ -166,6 +166,7 @@ class Config:
     # (reads the whole file: ~3-4 s per 500 MB); "schema" checks only the header, version
     # and schema.
     startup_check: str = "quick"
+    shutdown_grace: float = 10.0  # seconds a stop waits for the commands in flight (SIGTERM)
     limits: Limits = field(default_factory=Limits)
     tls: Tls = field(default_factory=Tls)
     logging: LogSettings = field(default_factory=lambda: LogSettings())
@@ -187,7 +188,8 @@ class Config:
 
 SERVER_KEYS = {"host", "port", "database", "drop_timeout", "name", "commit_batch", "compression",
                "startup_check", "invitation_timeout", "session_days", "node", "seek_range",
-               "seek_widen_points", "seek_widen_seconds"}
+               "seek_widen_points", "seek_widen_seconds",
+               "shutdown_grace"}
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
 STARTUP_CHECKS = ("quick", "schema")
 
@@ -219,6 +221,9 @@ def load_config(path: str | Path | None) -> Config:
     for key in ("invitation_timeout", "session_days", "seek_widen_points", "seek_widen_seconds"):
         if key in server:
             kwargs[key] = _seconds_or_days(server[key], key, str(path))
+    if "shutdown_grace" in server:
+        kwargs["shutdown_grace"] = _seconds_or_days(server["shutdown_grace"], "shutdown_grace",
+                                                    str(path))
     if "seek_range" in server:
         kwargs["seek_range"] = int(_seconds_or_days(server["seek_range"], "seek_range", str(path)))
     if "compression" in server:

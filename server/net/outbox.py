@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-Outgoing = bytes | tuple[int, str] | None
+Outgoing = bytes | tuple[int, str] | asyncio.Future[None] | None
+"""A frame, a close (code and reason), a marker resolved once what was queued before it is
+written (:mod:`server.net.drain`), or the end."""
 
 
 class Outbox:

@@ -19,6 +19,7 @@ import logging
 import ssl
 import sys
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -31,7 +32,9 @@ from server.limits import TokenBucket
 from server.lobby import Router, Session
 from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
 from server.net.descriptors import connection_budget, handshake_room, open_file_limit
+from server.net.drain import GOING_AWAY, REASON, RETRY_AFTER, Peer, drain, notice, unread
 from server.net.gate import Gate
+from server.net.health import DRAINING, PATHS, Health
 from server.net.memory import trim_soon
 from server.net.origins import OriginPolicy
 from server.net.outbox import Outbox
@@ -64,7 +67,7 @@ class Transport:
     """Connections, limits and fan-out; every decision about the game is the lobby's."""
 
     def __init__(self, router: Router, limits: Limits | None = None, tls: Tls | None = None,
-                 compression: bool = False) -> None:
+                 compression: bool = False, health: Health | None = None) -> None:
         self.router = router
         self.lobby = router.lobby
         self.compression = compression
@@ -80,6 +83,9 @@ class Transport:
         self.origins: OriginPolicy | None = None  # known once listening (the port may be 0)
         self.host = ""
         self.ssl_context: ssl.SSLContext | None = None  # its certificate reloaded in place
+        self.health = health or Health()
+        self.draining = False
+        self._peers: dict[ServerConnection, Peer] = {}
 
     @property
     def max_message(self) -> int:
@@ -164,17 +170,25 @@ class Transport:
         sock = next(iter(self.server.sockets))
         return int(sock.getsockname()[1])
 
-    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+    def process_request(self, connection: ServerConnection, request: Request
+                        ) -> Response | Awaitable[Response] | None:
         path = request.path.split("?", 1)[0]
         # websockets passes every method through (older versions refused all but GET
         # themselves and have no attribute for it).
         method = getattr(request, "method", "GET")
+        if path in PATHS:  # a coroutine: websockets awaits it
+            return self.health.respond(connection, method, path)
         if path != WS_PATH:
             if request.headers.get("Upgrade", "").lower() == "websocket":
                 return connection.respond(404, f"The WebSocket endpoint is {WS_PATH}.\n")
             return static_response(connection, method, path)
         if method != "GET":
             return without_body(method, not_allowed(connection, "GET"))
+        if self.draining:
+            refused = connection.respond(503, "The server is restarting; connect again in a "
+                                              "moment.\n")
+            refused.headers["Retry-After"] = str(RETRY_AFTER)
+            return refused
         origin = request.headers.get("Origin")
         if origin is not None and not self.origin_allowed(origin):
             log.warning("refused a connection from origin %r", origin[:100])
@@ -240,13 +254,22 @@ class Transport:
         session = Session(send=send, close=close, address=address,
                           queue=lambda message: send(message, direct=False))
         self.sessions[ws] = session
+        peer = self._peers[ws] = Peer(ws, session, queue)
         writer = asyncio.create_task(self._drain(ws, queue))
         bucket = TokenBucket(lim.messages_per_second, lim.burst)
         strikes = 0
         self.lobby.connect(session)
+        if self.draining:  # its handshake was under way when the drain began
+            send(notice())
+            close(GOING_AWAY, REASON)
         try:
             while not session.closed:
+                if peer.finishing and not unread(ws):  # answered all it sent before the notice
+                    close(GOING_AWAY, REASON)
+                    break
+                peer.reading = True
                 frame = await ws.recv()
+                peer.reading = False
                 if session.closed:
                     break
                 session.last_seen = time.monotonic()
@@ -292,6 +315,7 @@ class Transport:
             self.lobby.disconnect(session)
             self.connections.discard(ws)
             self.sessions.pop(ws, None)
+            self._peers.pop(ws, None)
             await self._stop_writer(queue, writer)
             if queue.bytes or queue.dropped:  # what it did not read goes back to the system
                 trim_soon()
@@ -320,6 +344,10 @@ class Transport:
                 if isinstance(item, tuple):
                     await ws.close(*item)
                     return
+                if isinstance(item, asyncio.Future):
+                    if not item.done():
+                        item.set_result(None)
+                    continue
                 queue.sending = True
                 try:
                     await ws.send(item, text=True)
@@ -363,6 +391,14 @@ class Transport:
             if limits.idle_timeout:
                 self._watchdog = asyncio.get_running_loop().create_task(
                     self._close_idle(limits.idle_timeout))
+    async def drain(self, grace: float, hurry: asyncio.Event | None = None) -> None:
+        """Stop taking players (``/readyz`` 503, WebSocket handshakes refused with 503) and
+        close every connection once it has answered what it sent before it was told
+        ``server_shutdown``, within ``grace`` seconds (:mod:`server.net.drain`); the listener
+        stays open for the probes until :meth:`close`."""
+        self.draining = True
+        self.health.state = DRAINING
+        await drain(list(self._peers.values()), grace, hurry)
 
     async def close(self) -> None:
         """Stop accepting, tell every client we are going away, and wait for them."""

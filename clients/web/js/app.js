@@ -9,7 +9,7 @@ import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpDisputes } from "./disputes.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
-import { Lobby, LobbyError, lobbyUrl } from "./lobby.js";
+import { Lobby, LobbyError, lobbyUrl, restartWait } from "./lobby.js";
 import { setUpSeek } from "./seek.js";
 import { setUpPlay } from "./play.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
@@ -1117,9 +1117,16 @@ lobby.on("open", (hello) => {
   });
 });
 
-lobby.on("close", ({ retryIn }) => {
-  $("connection").textContent = retryIn < 1000 ? "Connection lost; reconnecting…"
-    : `Connection lost; reconnecting in ${Math.round(retryIn / 1000)} s…`;
+// The server is restarting: it closes this connection once it has answered what was sent;
+// the page connects again after the wait it names and resumes the session.
+const restartNotice = (ms) => `The server is restarting; reconnecting in ${Math.max(1, Math.round(ms / 1000))} s…`;
+
+lobby.on("server_shutdown", (data) => say(restartNotice(restartWait(data))));
+
+lobby.on("close", ({ retryIn, restarting }) => {
+  $("connection").textContent = restarting ? restartNotice(retryIn)
+    : retryIn < 1000 ? "Connection lost; reconnecting…"
+      : `Connection lost; reconnecting in ${Math.round(retryIn / 1000)} s…`;
   $("connection").className = "connection lost";
 });
 

@@ -1,5 +1,6 @@
 // The socket layer: JSON requests matched to replies by id, pushes by name,
-// reconnect with exponential back-off. No DOM here.
+// reconnect with exponential back-off (after a restart the server announced with
+// `server_shutdown`, after the wait it named instead). No DOM here.
 
 export class LobbyError extends Error {
   constructor(code, message, cmd, retryAfter = null) {
@@ -14,6 +15,15 @@ export class LobbyError extends Error {
 // again after the wait the server names, a few times at most.
 const PAGE_RETRIES = 5;
 const MAX_PAGE_WAIT = 10;
+// The longest wait `server_shutdown` is taken at, in seconds.
+const MAX_RESTART_WAIT = 60;
+
+// The milliseconds `server_shutdown` asks to wait before connecting again (1 s if it does not say).
+export function restartWait(data) {
+  const after = data && data.reconnect_after;
+  if (typeof after !== "number" || !(after >= 0)) return 1000;
+  return Math.min(after, MAX_RESTART_WAIT) * 1000;
+}
 
 export class Lobby {
   constructor(url, { minDelay = 250, maxDelay = 10000, timeout = 30000 } = {}) {
@@ -30,6 +40,7 @@ export class Lobby {
     this.ws = null;
     this.ready = false;
     this.hello = null;
+    this.restartIn = null; // ms: the wait the server named when it said it was restarting
   }
 
   // Register fn(data) for a push; also the local events "open" (after hello) and "close".
@@ -57,9 +68,13 @@ export class Lobby {
       const wasReady = this.ready;
       this.ready = false;
       this.failPending("The connection to the server was lost.");
-      this.emit("close", { retryIn: this.delay, wasReady });
-      setTimeout(() => this.connect(), this.delay);
-      this.delay = Math.min(this.delay * 2, this.maxDelay);
+      // A restart the server announced is no failure: its wait, and the back-off unchanged.
+      const restarting = this.restartIn !== null;
+      const wait = restarting ? this.restartIn : this.delay;
+      this.restartIn = null;
+      this.emit("close", { retryIn: wait, wasReady, restarting });
+      setTimeout(() => this.connect(), wait);
+      if (!restarting) this.delay = Math.min(this.delay * 2, this.maxDelay);
     });
   }
 
@@ -77,6 +92,7 @@ export class Lobby {
         this.hello = msg.data;
         this.emit("open", msg.data);
       }
+      if (msg.event === "server_shutdown") this.restartIn = restartWait(msg.data);
       this.emit(msg.event, msg.data);
       return;
     }

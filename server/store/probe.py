@@ -1,0 +1,84 @@
+"""Is the database answering? The readiness check's question (``GET /readyz``), cheap to ask.
+
+On PostgreSQL a ``SELECT 1`` on a connection of the read pool: never the writer's, so the
+probe does not wait behind a commit batch. On SQLite the lobby's open connections keep
+working on a file moved away or made unreadable (their descriptors stay open), so the probe
+looks at the path instead, on a worker thread: still the file the server opened, still
+readable and writable, and a fresh read-only connection reads its schema. Either way the
+answer is ``None`` (fine) or a short sentence saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+from collections.abc import Awaitable, Callable
+
+from server.store.backends import is_postgres
+from server.store.storage import LobbyDatabase
+
+Probe = Callable[[], Awaitable[str | None]]
+
+
+def database_probe(database: str, db: LobbyDatabase) -> Probe:
+    """The probe for the lobby's ``db`` (opened from the ``database`` setting)."""
+    if is_postgres(database):
+        return lambda: _select_one(db)
+    return SqliteProbe(database, db)
+
+
+async def _select_one(db: LobbyDatabase) -> str | None:
+    try:
+        await db.fetchone_soon("SELECT 1")
+    except Exception as e:  # a lost connection, refused, shutting down: not answering
+        return f"the database does not answer ({type(e).__name__})"
+    return None
+
+
+class SqliteProbe:
+    """The file at the configured path, as a new ``serve`` would find it."""
+
+    def __init__(self, path: str, db: LobbyDatabase) -> None:
+        self.path = path
+        self.db = db
+        try:
+            st = os.stat(path)  # the file the server has just opened
+            self.identity: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            self.identity = None
+
+    async def __call__(self) -> str | None:
+        if self.db.fault is not None:
+            return f"the database failed and takes no more changes ({self.db.fault})"
+        return await asyncio.to_thread(self._check)
+
+    def _check(self) -> str | None:
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            return f"the database file cannot be found ({e.strerror})"
+        if self.identity is not None and (st.st_dev, st.st_ino) != self.identity:
+            return "the database file was moved or replaced while serving"
+        if not _readable_and_writable(self.path, st):
+            return "the database file cannot be read and written (its permissions)"
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=1.0)
+            try:
+                conn.execute("PRAGMA schema_version").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error as e:
+            return f"the database file cannot be read ({e})"
+        return None
+
+
+def _readable_and_writable(path: str, st: os.stat_result) -> bool:
+    """``access(2)``; for root, which it always lets through, the file's owner bits: a file
+    whose owner may not read and write it is one a restart (as another user) could not open."""
+    if not os.access(path, os.R_OK | os.W_OK):
+        return False
+    if os.geteuid() == 0:
+        return st.st_mode & (stat.S_IRUSR | stat.S_IWUSR) == stat.S_IRUSR | stat.S_IWUSR
+    return True

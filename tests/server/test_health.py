@@ -1,0 +1,100 @@
+"""``GET /healthz`` and ``GET /readyz`` on the lobby's own port: their codes and bodies, and
+``/readyz`` saying 503 while the database cannot be used (the SQLite file made unreadable or
+moved away; PostgreSQL stopped), then 200 again once it is back, the lobby serving
+throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from testkit import postgres
+from testkit.cli import add_user
+from testkit.constants import ADMIN, ADMIN_PASSWORD
+from testkit.http import http_get, until_ready
+from testkit.postgres import PgDb
+from testkit.server_loop import LobbyServer
+
+
+async def test_healthz_and_readyz_answer_a_running_lobby(lobby: LobbyServer) -> None:
+    assert lobby.port is not None
+    status, headers, body = await http_get(lobby.port, "/healthz")
+    assert (status, body) == (200, "ok\n")
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    assert headers["cache-control"] == "no-store"
+    assert (await http_get(lobby.port, "/readyz"))[0::2] == (200, "ready\n")
+    status, headers, body = await http_get(lobby.port, "/readyz", "HEAD")
+    assert (status, body, headers["content-length"]) == (200, "", "6")
+    status, headers, _ = await http_get(lobby.port, "/readyz?verbose=1", "POST")
+    assert (status, headers["allow"]) == (405, "GET, HEAD")
+    # a probe storm is answered from the last check (at most one a second reaches the database)
+    answers = await asyncio.gather(*(http_get(lobby.port, "/readyz") for _ in range(50)))
+    assert {(code, body) for code, _, body in answers} == {(200, "ready\n")}
+    c = await lobby.client()
+    assert (await c.whois(ADMIN)).role == "admin"
+
+
+@pytest.mark.sqlite_only("a file made unreadable or moved away is SQLite's")
+async def test_readyz_is_503_while_the_sqlite_file_is_unreadable_or_moved(
+        lobby: LobbyServer, db_path: Path) -> None:
+    assert lobby.port is not None
+    watcher = await lobby.client()
+    mode = db_path.stat().st_mode
+    db_path.chmod(0)
+    try:
+        body = await until_ready(lobby.port, 503)
+        assert body == "database: the database file cannot be read and written (its " \
+                       "permissions)\n", body
+        assert (await http_get(lobby.port, "/healthz"))[0] == 200  # the process is up
+        assert (await watcher.call("who"))["players"] == []  # and still answers
+    finally:
+        db_path.chmod(mode)
+    assert await until_ready(lobby.port, 200) == "ready\n"
+
+    moved = db_path.with_name("elsewhere.db")
+    db_path.rename(moved)
+    try:
+        body = await until_ready(lobby.port, 503)
+        assert body.startswith("database: the database file cannot be found"), body
+    finally:
+        moved.rename(db_path)
+    assert await until_ready(lobby.port, 200) == "ready\n"
+
+    # another file under its name is not the one the lobby writes to
+    db_path.rename(moved)
+    try:
+        db_path.write_bytes(moved.read_bytes())
+        body = await until_ready(lobby.port, 503)
+        assert body == "database: the database file was moved or replaced while serving\n", body
+    finally:
+        os.replace(moved, db_path)
+    assert await until_ready(lobby.port, 200) == "ready\n"
+
+
+@pytest.mark.postgresql
+async def test_readyz_is_503_while_postgresql_is_stopped(tmp_path: Path, fast_config: Path) -> None:
+    cluster = postgres.private_cluster()  # stopping the shared one would stop the others' tests
+    if cluster is None:
+        pytest.skip(postgres.MISSING)
+    try:
+        db = PgDb(postgres.new_database(cluster.url), tmp_path)
+        add_user(db, fast_config, ADMIN, ADMIN_PASSWORD, admin=True)  # type: ignore[arg-type]
+        lobby = LobbyServer(db)  # type: ignore[arg-type]
+        await lobby.start()
+        try:
+            assert lobby.port is not None
+            watcher = await lobby.client()
+            assert await until_ready(lobby.port, 200) == "ready\n"
+            await asyncio.to_thread(cluster.kill)
+            body = await until_ready(lobby.port, 503)
+            assert body.startswith("database: the database does not answer"), body
+            assert (await http_get(lobby.port, "/healthz"))[0] == 200
+            assert (await watcher.call("who"))["players"] == []  # from memory
+            await asyncio.to_thread(cluster.start)
+            assert await until_ready(lobby.port, 200) == "ready\n"
+        finally:
+            await lobby.aclose()
+    finally:
+        await asyncio.to_thread(cluster.stop)
