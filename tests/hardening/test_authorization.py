@@ -136,6 +136,10 @@ EXPECTED: dict[str, Row] = {
                       NLI, FORBIDDEN, FORBIDDEN, OK),
     # a name entered by mistake, its result voided
     "player remove": Row("entry", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
+    # an account of its own (the target), so a ban made here keeps no other case's player out
+    "ban": Row("live", lambda s: {"name": s.target, "reason": "spam"},
+               NLI, FORBIDDEN, FORBIDDEN, OK),
+    "unban": Row("live", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
 }
 
 CASES = [(name, role) for name in COMMANDS for role in ROLES]
