@@ -55,6 +55,10 @@ RESTORE_ATTEMPTS = 5  # logins tried after a reconnect while refused for too man
 REPLACED = 4000
 """Close code of a connection replaced by a newer login of the same account: never reconnect
 (logging in again would replace the newer connection in turn, and the two would take turns)."""
+BANNED = 4001
+"""Close code of a banned account's connection: never reconnect (its logins are refused until
+the ban ends; the ``logged_out`` push before the close says until when and why)."""
+FINAL_CLOSES = frozenset({REPLACED, BANNED})
 MAX_RESTART_WAIT = 60.0
 """The longest ``server_shutdown``'s ``reconnect_after`` is taken at."""
 PAGE_RETRIES = 5
@@ -174,7 +178,7 @@ class LobbyClient:
             self._fail_pending(Disconnected("connection lost"))
             self._deliver({"event": "disconnected", "data": {
                 "code": ws.close_code, "reason": ws.close_reason}})
-            if self._closing or not self.reconnect or ws.close_code == REPLACED:
+            if self._closing or not self.reconnect or ws.close_code in FINAL_CLOSES:
                 return
             await self._reconnect()
 

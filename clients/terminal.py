@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from websockets.exceptions import WebSocketException
 
 from clients.completion import Names
-from clients.lobby_client import REPLACED, Disconnected, LobbyClient, LobbyError, join_pages
+from clients.lobby_client import BANNED, REPLACED, Disconnected, LobbyClient, LobbyError, join_pages
 from clients.models import Session
 from clients.render import NO_LADDERS, NOBODY, Ladders, Viewer, render_push, render_reply
 
@@ -44,6 +44,10 @@ REPLACED_TEXT = ("Not reconnecting: that would close your newer login. Type 'log
                  "to log in here again (the other connection is then closed), or 'quit'.")
 NOT_CONNECTED_TEXT = ("Not connected: you logged in from another connection. Type "
                       "'login NAME PASSWORD' to log in here again, or 'quit'.")
+BANNED_TEXT = ("Not reconnecting: the account is banned. Type 'login NAME PASSWORD' to log in "
+               "as someone else, or 'quit'.")
+BANNED_NOT_CONNECTED_TEXT = ("Not connected: the account is banned. Type 'login NAME PASSWORD' "
+                             "to log in as someone else, or 'quit'.")
 """Set (to anything but empty or 0) to keep the terminal from ringing on an invitation."""
 
 
@@ -156,7 +160,8 @@ class _Session:
         self.bell = bell
         self.sent_at: int | None = None
         self.logging_in = False
-        self.replaced = False
+        self.replaced = False  # closed for good (replaced or banned): no reconnecting
+        self.banned = False
         self.restarting = False  # told server_shutdown: its closing is no news
         self.held: list[dict[str, Any]] = []
         self.closed = False
@@ -198,11 +203,12 @@ class _Session:
         if message.get("event") == "logged_out":
             self.me = self.role = None  # the connection carries on as a spectator's (or closes)
         if message.get("event") == "disconnected" and isinstance(data, dict) and \
-                data.get("code") == REPLACED:
+                data.get("code") in (REPLACED, BANNED):
             self.replaced = True
+            self.banned = data.get("code") == BANNED
             self.me = self.role = None
             if not self.as_json:
-                _print(REPLACED_TEXT, self.out or sys.stdout)
+                _print(BANNED_TEXT if self.banned else REPLACED_TEXT, self.out or sys.stdout)
                 return
         if message.get("event") == "match_finished":
             self.echoes.note(data)
@@ -424,7 +430,7 @@ async def run_interactive(url: str, as_json: bool = False, bell: bool = True) ->
                 break
             if output.replaced:
                 if line.split()[0].lower() not in LOGINS:
-                    print(NOT_CONNECTED_TEXT)
+                    print(BANNED_NOT_CONNECTED_TEXT if output.banned else NOT_CONNECTED_TEXT)
                     continue
                 try:
                     await output.log_in_again()

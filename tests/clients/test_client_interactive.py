@@ -314,3 +314,29 @@ async def test_the_client_does_not_announce_its_own_opponents_status(
         await term.aclose()
     shown = screen_text(term.raw)
     assert "bob is playing a match" not in shown and "bob is online" not in shown, shown
+
+
+async def test_a_banned_terminal_says_why_and_does_not_reconnect(lobby: LobbyServer,
+                                                                 tmp_path: Path) -> None:
+    await lobby.player("dave")
+    admin = await lobby.admin()
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    try:
+        await term.expect(r"matchlobby>")
+        term.type(f"login dave {PASSWORD}\r")
+        await term.expect(r"dave>")
+        await admin.call("ban", name="dave", reason="spamming the shouts")
+        await term.expect(r"banned with no end date: spamming the shouts")
+        await term.expect(r"Not reconnecting: the account is banned\. Type 'login NAME "
+                          r"PASSWORD' to log in as someone else, or 'quit'\.\n")
+        term.type("who\r")
+        await term.expect(r"Not connected: the account is banned\.")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+        await admin.call("unban", name="dave")
+    everything = screen_text(term.raw)
+    assert "Traceback" not in everything and "Connection lost" not in everything
+    assert "Connected again" not in everything

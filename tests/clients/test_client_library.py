@@ -15,7 +15,7 @@ from testkit.fibs import FibsModel, close, fibs_chance, fibs_changes
 from testkit.server_loop import LobbyServer
 
 from clients import LobbyClient, LobbyError
-from clients.lobby_client import REPLACED, Disconnected, Push
+from clients.lobby_client import BANNED, REPLACED, Disconnected, Push
 from clients.models import Invitation, Invitations, Invited, LoggedIn, Stake, StakeSide
 
 
@@ -167,6 +167,20 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: LobbyServer) -
     assert (await watcher.whois("alice")).online
     assert await second.call("who") == {
         "players": [{"player": "alice", "status": "ready", "ratings": {}}], "spectators": 1}
+
+
+async def test_a_banned_client_is_told_why_and_does_not_log_in_again(lobby: LobbyServer) -> None:
+    banned = await lobby.player("erin")
+    admin = await lobby.admin()
+    try:
+        await admin.call("ban", name="erin", reason="cheating")
+        told = await banned.next_push("logged_out")
+        assert told["data"]["cause"] == "banned" and "cheating" in told["data"]["reason"]
+        assert (await banned.next_push("disconnected"))["data"]["code"] == BANNED
+        await given_up(banned)  # its logins would be refused until the ban ends
+        assert (banned.connected, banned.reconnects) == (False, 0)
+    finally:
+        await admin.call("unban", name="erin")
 
 
 async def test_a_request_in_flight_fails_with_disconnected_when_the_client_closes(
