@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 POLL_INTERVAL = 0.25  # seconds
+NOTIFIED_POLL_INTERVAL = 5.0
+"""On PostgreSQL every change notifies the nodes at its commit (:meth:`AccountWatch.nudge`);
+the poll is then only a safety net for a notification lost with the listening connection."""
 
 
 class AccountWatch:
@@ -39,11 +42,17 @@ class AccountWatch:
         self.top_player = 0  # the newest account known here
         self._task: asyncio.Task[None] | None = None
         self._polling = asyncio.Lock()  # a poll asked by the push feed waits for this task's
+        self.interval = POLL_INTERVAL
+        self._nudged = asyncio.Event()
 
     async def start(self) -> None:
         self.last = await stored.latest(self.lobby.db)
         self.top_player = max((p.id for p in self.lobby.players.values()), default=0)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="account-watch")
+
+    def nudge(self) -> None:
+        """Another process committed an account change (PostgreSQL's notification): poll now."""
+        self._nudged.set()
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -55,7 +64,9 @@ class AccountWatch:
     async def _run(self) -> None:
         failing = False
         while True:
-            await asyncio.sleep(POLL_INTERVAL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._nudged.wait(), self.interval)
+            self._nudged.clear()
             try:
                 await self.poll()
             except Exception as e:  # the database is away or failing: try again, say it once

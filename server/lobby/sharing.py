@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from server.lobby.account_watch import NOTIFIED_POLL_INTERVAL
 from server.lobby.audience import Audience
 from server.lobby.presence import OFFLINE
 from server.lobby.state import Elsewhere, Invitation
@@ -90,7 +91,8 @@ class SharedPushes:
         self.gone: set[str] = set()  # nodes that left or died (their places are not waited for)
         self.feed = PushFeed(url, self._heard, self._missed, tick=self._beat,
                              tick_every=nodes.HEARTBEAT, own=node,
-                             waiting=lambda origin: origin not in self.gone)
+                             waiting=lambda origin: origin not in self.gone,
+                             accounts_changed=lobby.account_watch.nudge)
         self._held: list[tuple[str, str]] = []
         # presence changes here: (name, status, when the login here was made; 0: offline)
         self._statuses: list[tuple[str, str, float]] = []
@@ -107,6 +109,7 @@ class SharedPushes:
         """Beat and hear the other nodes; then who is online on them (what a dead node of
         this name left in ``online`` is cleared)."""
         await self.feed.start()
+        self.lobby.account_watch.interval = NOTIFIED_POLL_INTERVAL
         others = list(self.alive)
 
         async def clear(tx: Any) -> None:  # what this name and dead nodes left

@@ -60,7 +60,18 @@ async def record(tx: Tx, player_id: int, kind: str, by: int | None, at: str,
         "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (player_id, kind, by, at, by_name, detail, reason))
     assert row is not None
+    await notify(tx)
     return int(row[0])
+
+
+async def notify(tx: Tx) -> None:
+    """On PostgreSQL, wake every node's account watch at this transaction's commit (one
+    notification a transaction, however often it is asked); SQLite's watch notices the commit."""
+    if getattr(tx, "backend", "") == "postgresql":
+        from server.store.pg.feed import ACCOUNTS_CHANGED
+        from server.store.pg.port import FEED_CHANNEL
+
+        await tx.execute(f"SELECT pg_notify('{FEED_CHANNEL}', '{ACCOUNTS_CHANGED}')")
 
 
 async def account_in(tx: Tx, player_id: int) -> tuple[str | None, str, int] | None:

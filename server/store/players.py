@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.store import account_changes
 from server.store.handle import Reads, WriteTx, in_id_order
 
 
@@ -15,6 +16,8 @@ async def create(tx: WriteTx, name: str, password_hash: str | None, role: str, a
         "VALUES (?, ?, ?, ?, ?) RETURNING id",
         (name, name.casefold(), password_hash, role, at))
     assert row is not None
+    if password_hash is not None:  # an account other nodes must know to invite it
+        await account_changes.notify(tx)
     return int(row[0])
 
 

@@ -280,3 +280,19 @@ async def test_an_account_made_by_another_process_is_known_at_once(
 
     dave = await asyncio.wait_for(known(), 10)
     assert (dave["player"], dave["role"], dave["online"]) == ("dave", "player", False)
+
+
+async def test_on_postgresql_a_change_reaches_the_nodes_by_notification(
+        harness: LobbyServer) -> None:
+    """The change's commit notifies every node: the watch reads it then, not at its next poll
+    (held off here for an hour, so only the notification can bring it)."""
+    server = await harness.start()
+    if server.lobby.sharing is None:
+        pytest.skip("SQLite's watch notices another connection's commit by polling the file")
+    watch = server.lobby.account_watch
+    await watch.stop()
+    watch.interval = 3600.0
+    await watch.start()
+    alice = await harness.player("alice")
+    await set_role(harness.db, "alice", "admin")
+    assert "role" in (await told_out(alice, "role"))["reason"]

@@ -35,6 +35,7 @@ CONNECT_TIMEOUT = 5.0
 STOP_WAIT = 2.0  # seconds a stopping feed has to finish the page it reads
 READ_ROWS = 1000  # pushes read a round trip
 NODES_CHANGED = "nodes"  # a notification's payload: a node came or left (see ``tick``)
+ACCOUNTS_CHANGED = "accounts"  # a notification's payload: an account_changes row was committed
 APPLICATION = "matchlobby feed"  # the listening connection's name in pg_stat_activity
 KEEP = 100_000  # pushes kept for a feed that falls behind; older ones are pruned
 PENDING_WAIT = 5.0  # seconds a feed waits for a live node to fill a place it reserved
@@ -70,8 +71,10 @@ class PushFeed:
     def __init__(self, url: str, deliver: Deliver, resync: Resync,
                  poll: float = 5.0, retry: float = 0.05,
                  tick: Tick | None = None, tick_every: float = 2.0,
-                 own: str = "", waiting: Waiting | None = None) -> None:
+                 own: str = "", waiting: Waiting | None = None,
+                 accounts_changed: Callable[[], None] | None = None) -> None:
         self.url = url
+        self.accounts_changed = accounts_changed
         self.deliver = deliver
         self.resync = resync
         self.poll = poll
@@ -148,6 +151,10 @@ class PushFeed:
     def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         if payload == NODES_CHANGED:
             self._next_tick = 0.0  # a node came or left: tick now, not at the next beat
+        elif payload == ACCOUNTS_CHANGED:
+            if self.accounts_changed is not None:
+                self.accounts_changed()
+            return
         self._wake.set()
 
     def _lost(self, _conn: Any) -> None:
