@@ -233,6 +233,11 @@ class LobbyClient:
                     self._told_while_away(await self.login(*self.credentials))
                 return
             except LobbyError as e:
+                if e.code == "banned":  # banned while away: say why, and stop logging in
+                    self.credentials = self.session = None
+                    self._deliver({"event": "logged_out", "data": {
+                        "cause": "banned", "reason": e.message}})
+                    return
                 if e.code != "rate_limited" or attempt + 1 == RESTORE_ATTEMPTS:
                     raise
                 wait = re.search(r"try again in (\d+) s", e.message)

@@ -170,7 +170,8 @@ async def test_a_newer_login_replaces_the_older_connection(lobby: LobbyServer) -
 
 
 async def test_a_banned_client_is_told_why_and_does_not_log_in_again(lobby: LobbyServer) -> None:
-    banned = await lobby.player("erin")
+    banned = await lobby.client(reconnect=True)
+    await banned.register("erin", PASSWORD)
     admin = await lobby.admin()
     try:
         await admin.call("ban", name="erin", reason="cheating")
@@ -181,6 +182,32 @@ async def test_a_banned_client_is_told_why_and_does_not_log_in_again(lobby: Lobb
         assert (banned.connected, banned.reconnects) == (False, 0)
     finally:
         await admin.call("unban", name="erin")
+
+
+async def test_a_client_banned_while_away_is_told_why_when_it_comes_back(
+        lobby: LobbyServer) -> None:
+    """The ban lands while the connection is down (the server's watch held off, then the
+    connection lost): the reconnect's ``resume`` is refused, and the client says so as the
+    push ``logged_out`` and stops logging in, instead of a warning in its log."""
+    server = lobby.server
+    assert server is not None
+    away = await lobby.client(reconnect=True)
+    await away.register("fred", PASSWORD)
+    admin = await lobby.admin()
+    await server.lobby.account_watch.stop()
+    try:
+        await admin.call("ban", name="fred", until="2099-01-01", reason="cheating")
+        ws = away._ws
+        assert ws is not None
+        await ws.close()  # the connection lost, not closed by the client's owner
+        told = await away.next_push("logged_out", timeout=10)
+        assert told["data"]["cause"] == "banned"
+        assert "2099-01-01" in told["data"]["reason"] and "cheating" in told["data"]["reason"]
+        assert (away.credentials, away.session) == (None, None)
+        assert (await away.call("whois", name="fred"))["online"] is False
+    finally:
+        await server.lobby.account_watch.start()
+        await admin.call("unban", name="fred")
 
 
 async def test_a_request_in_flight_fails_with_disconnected_when_the_client_closes(
