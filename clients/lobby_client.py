@@ -85,9 +85,13 @@ class Disconnected(ConnectionError):
 class LobbyClient:
     def __init__(self, url: str = "ws://127.0.0.1:8765/ws", *, reconnect: bool = True,
                  backoff: tuple[float, float] = (0.05, 5.0), max_size: int | None = 2**24,
-                 origin: str | None = None) -> None:
+                 origin: str | None = None, follow_restarts: bool = False) -> None:
+        """``reconnect``: connect again (and log in again) whenever the connection drops;
+        ``follow_restarts``: only after the server said it restarts (``server_shutdown``), as a
+        script that should fail on a lost connection but ride out a restart wants."""
         self.url = url
         self.reconnect = reconnect
+        self.follow_restarts = follow_restarts
         self.backoff = backoff
         self.max_size = max_size
         self.origin = origin
@@ -158,12 +162,17 @@ class LobbyClient:
         await asyncio.wait_for(self._connected.wait(), timeout)
 
     async def _ready(self, timeout: float) -> None:
-        """Wait for the connection; a client that will not connect again refuses at once."""
-        if self._connected.is_set():
-            return
-        if self._closing or self._reader is None or self._reader.done():
-            raise Disconnected("not connected")
-        await self.wait_connected(timeout)
+        """Wait for the connection, and after a reconnect for the login again (a request sent
+        meanwhile is the player's, not a guest's); a client that will not connect again
+        refuses at once."""
+        if not self._connected.is_set():
+            if self._closing or self._reader is None or self._reader.done():
+                raise Disconnected("not connected")
+            await self.wait_connected(timeout)
+        restoring = self._restoring
+        if restoring is not None and not restoring.done() and \
+                asyncio.current_task() is not restoring:
+            await asyncio.shield(restoring)
 
     async def _read_loop(self) -> None:
         while True:
@@ -178,7 +187,10 @@ class LobbyClient:
             self._fail_pending(Disconnected("connection lost"))
             self._deliver({"event": "disconnected", "data": {
                 "code": ws.close_code, "reason": ws.close_reason}})
-            if self._closing or not self.reconnect or ws.close_code in FINAL_CLOSES:
+            if self._closing or ws.close_code in FINAL_CLOSES:
+                return
+            if not self.reconnect and not (self.follow_restarts
+                                           and self._come_back_after is not None):
                 return
             await self._reconnect()
 

@@ -332,7 +332,7 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
                     pushes: bool = False, out: TextIO = sys.stdout, err: TextIO = sys.stderr
                     ) -> int:
     """Run each line as a command; 0 when all succeeded, 1 when any was refused, 2 if unreachable."""
-    client = _CountingClient(url, reconnect=False)
+    client = _CountingClient(url, reconnect=False, follow_restarts=True)
     try:
         await client.connect()
     except UNREACHABLE as e:
@@ -344,8 +344,11 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
     if pushes:
         client.on("*", session.push)
     status = 0
+    source = iter(lines)
     try:
-        for raw in lines:
+        # read off the event loop: a script's input may wait for long, and meanwhile the
+        # connection answers the server's pings and hears its pushes (a restart among them)
+        while (raw := await asyncio.to_thread(next, source, None)) is not None:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
@@ -354,12 +357,16 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
             try:
                 reply = await session.run(line)
             except (Disconnected, TimeoutError) as e:
-                _print(f"matchlobby client: connection lost: {e}", err)
+                _print(f"matchlobby client: {str(e) or 'no reply in time'}; giving up", err)
                 return 2
+            _remember_login(client, line, reply)
             if not reply.get("ok"):
                 status = 1
         if pushes:
             await session.settle()
+        if session.me is not None:  # a script's login leaves no session behind it
+            with contextlib.suppress(Disconnected, TimeoutError, LobbyError):
+                await client.request("logout", {}, timeout=5)
     finally:
         await session.close()
     return status

@@ -3,11 +3,15 @@ sentence naming the wait, no "Connection lost", then connected again and still l
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from pathlib import Path
 
 from testkit.cli import cli_env, matchlobby_command
 from testkit.constants import PASSWORD
+from testkit.db import sql
 from testkit.server_loop import LobbyServer
+from testkit.server_process import ServerProcess
 from testkit.terminal import Terminal, screen_text
 
 from clients.lobby_client import restart_wait
@@ -57,3 +61,44 @@ async def test_the_terminal_says_the_server_is_restarting_and_comes_back_logged_
     everything = screen_text(term.raw)
     assert "Traceback" not in everything
     assert "Connection lost" not in everything  # the restart was told, once
+
+
+async def test_a_script_rides_out_a_restart_and_leaves_no_session(
+        db_path: Path, fast_config: Path, tmp_path: Path) -> None:
+    """``client --batch`` waiting on its input while the server restarts: it answers the
+    drain's ping (its input is read off the event loop), so the server closes it at once
+    instead of at the end of the grace time; its next command goes to the restarted server,
+    logged in again; at its end it logs out, so no session token outlives the script."""
+    server = ServerProcess(db_path, fast_config, log=tmp_path / "serve.log").start()
+    script: asyncio.subprocess.Process | None = None
+    try:
+        await server.ready()
+        script = await asyncio.create_subprocess_exec(
+            *matchlobby_command(), "client", server.url, "--batch", "--pushes",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=cli_env())
+        assert script.stdin is not None and script.stdout is not None
+        script.stdin.write(f"register carol {PASSWORD}\n".encode())
+        await script.stdin.drain()
+        seen = ""
+        while "carol" not in seen:
+            seen += (await asyncio.wait_for(script.stdout.readline(), 30)).decode()
+        began = server.began_at
+        server.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+        assert await asyncio.to_thread(server.proc.wait, 60) == 0  # type: ignore[union-attr]
+        stopping = server.output(began)
+        assert "still busy" not in stopping, stopping  # it answered the ping: closed at once
+
+        server.start()
+        await server.ready()
+        script.stdin.write(b"invitations\n")  # a player's command: it needs the login again
+        script.stdin.close()
+        out, err = await asyncio.wait_for(script.communicate(), 60)
+        assert script.returncode == 0, (out, err)
+        assert "No invitations" in out.decode()
+        assert "The server is restarting" in (seen + out.decode())
+    finally:
+        if script is not None and script.returncode is None:
+            script.kill()
+        server.stop()
+    assert sql(db_path, "SELECT count(*) FROM sessions") == [(0,)]
