@@ -33,6 +33,9 @@ RECONNECT_AFTER = (1.0, 3.0)
 """The range, in seconds, each client is told to wait before it connects again."""
 NOTICE = "The server is restarting; you will be connected again in a moment."
 RETRY_AFTER = 2
+CLOSE_WAIT = 1.0
+"""Seconds a connection still open when the grace ends has to finish its closing handshake
+before its TCP connection is cut: a client that does not answer does not hold the stop."""
 """``Retry-After`` of a WebSocket handshake refused while draining (HTTP 503)."""
 
 
@@ -82,9 +85,15 @@ async def drain(peers: list[Peer], grace: float, hurry: asyncio.Event | None = N
             hurried.cancel()
         left = [peer for peer in peers if not peer.session.closed]
         if left:
-            log.info("closing %d connections still busy", len(left))
+            log.info("the grace time is over: closing %d connections still open", len(left))
         for peer in left:
             peer.session.close(GOING_AWAY, REASON)
+        if left:
+            await asyncio.wait([asyncio.ensure_future(p.ws.wait_closed()) for p in left],
+                               timeout=CLOSE_WAIT)
+            for peer in left:
+                if not peer.ws.transport.is_closing():
+                    peer.ws.transport.abort()
 
 
 def _tell(peer: Peer) -> asyncio.Future[None] | None:

@@ -87,7 +87,7 @@ async def test_a_script_rides_out_a_restart_and_leaves_no_session(
         server.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
         assert await asyncio.to_thread(server.proc.wait, 60) == 0  # type: ignore[union-attr]
         stopping = server.output(began)
-        assert "still busy" not in stopping, stopping  # it answered the ping: closed at once
+        assert "grace time is over" not in stopping, stopping  # it answered the ping: closed at once
 
         server.start()
         await server.ready()

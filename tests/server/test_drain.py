@@ -153,6 +153,26 @@ async def test_a_frame_sent_before_the_notice_was_read_is_answered(lobby: LobbyS
     await draining
 
 
+async def test_a_client_that_never_answers_does_not_hold_the_stop(harness: LobbyServer) -> None:
+    """When the grace ends, a connection whose client answers neither the ping nor the close
+    is cut within a moment: the drain leaves no connection open behind it (the stop would
+    otherwise wait for websockets' closing handshake to time out)."""
+    harness.configure = lambda config: replace(config, shutdown_grace=0)
+    server = await harness.start()
+    assert harness.port is not None
+    stuck = SlowReader(harness.port)
+    await stuck.open()
+    try:
+        await server.drain()
+        listening = server.transport.server
+        assert listening is not None
+        open_ones = [c for c in listening.connections if not c.transport.is_closing()]
+        assert open_ones == []
+    finally:
+        stuck.sock.close()
+        await harness.stop()
+
+
 def test_shutdown_grace_is_read_from_the_server_table(tmp_path: Path) -> None:
     config = tmp_path / "lobby.toml"
     assert load_config(None).shutdown_grace == 10.0
