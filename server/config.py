@@ -313,11 +313,13 @@ def _limits(table: dict[str, Any], path: str) -> Limits:
                     raise ValueError("a list of strings")
                 values[key] = tuple(value)
             else:
-                converted = type(default)(value)
-                if converted < 0:
-                    raise ValueError("a number that is not negative")
-                values[key] = converted
-        except (TypeError, ValueError) as e:
+                whole = isinstance(default, int)
+                if isinstance(value, bool) or not isinstance(value, int | float) or (
+                        whole and not isinstance(value, int)) or value < 0:
+                    raise ValueError(f"{'a whole number' if whole else 'a number'} that is not "
+                                     f"negative, not {value!r}")
+                values[key] = type(default)(value)
+        except ValueError as e:
             raise ConfigError(f"{path}: [limits] {key}: expected {e}") from None
     return Limits(**values)
 

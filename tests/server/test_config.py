@@ -29,6 +29,9 @@ def test_no_file_gives_the_four_default_ladders() -> None:
 @pytest.mark.parametrize("text, problem", [
     ("[server]\nprot = 1\n", "unknown key"),
     ("[limits]\nburst = -1\n", "burst"),
+    ("[limits]\nidle_timeout = 'abc'\n", "idle_timeout: expected a number that is not negative, "
+                                          "not 'abc'"),
+    ("[limits]\nburst = 2.5\n", "burst: expected a whole number that is not negative, not 2.5"),
     ("[limits]\norigins = 'x'\n", "origins"),
     ("[[ladders]]\nname = 'x'\nsystem = 'elo'\n", "unknown rating system"),
     ("[[ladders]]\nname = 'x'\nsystem = 'fibs'\nformat = 'doubles'\n", "doubles"),

@@ -44,7 +44,8 @@ async def test_sighup_applies_new_limits_to_the_running_server(tmp_path: Path) -
         assert grep(said, "ERROR matchlobby.reload: SIGHUP:", str(path))
         assert (await c.send_line(FRAME))["error"]["code"] == "bad_request"
         path.write_text("[limits]\nmax_message = -5\n")
-        await serve.reload("max_message: expected a number that is not negative; nothing was")
+        await serve.reload("max_message: expected a whole number that is not negative, not -5; "
+                           "nothing was")
         assert (await c.send_line(FRAME))["error"]["code"] == "bad_request"
         assert not grep(serve.lines(), "matchlobby.commands")
 
