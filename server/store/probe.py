@@ -15,6 +15,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from server.store.backends import is_postgres
 from server.store.storage import LobbyDatabase
@@ -64,7 +65,9 @@ class SqliteProbe:
         if not _readable_and_writable(self.path, st):
             return "the database file cannot be read and written (its permissions)"
         try:
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=1.0)
+            # as a URI (read-only): the path quoted, so ``#``, ``?`` or ``%`` in it name this file
+            uri = Path(self.path).absolute().as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=1.0)
             try:
                 conn.execute("PRAGMA schema_version").fetchone()
             finally:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testkit import postgres
@@ -16,6 +18,8 @@ from testkit.constants import ADMIN, ADMIN_PASSWORD
 from testkit.http import http_get, until_ready
 from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
+
+from server.store.probe import SqliteProbe
 
 
 async def test_healthz_and_readyz_answer_a_running_lobby(lobby: LobbyServer) -> None:
@@ -98,3 +102,21 @@ async def test_readyz_is_503_while_postgresql_is_stopped(tmp_path: Path, fast_co
             await lobby.aclose()
     finally:
         await asyncio.to_thread(cluster.stop)
+
+
+class _Db:
+    fault: Any = None
+
+
+def test_the_readiness_probe_reads_the_configured_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``#``, ``?`` and ``%XX`` mean something in a URI: the probe must still open this very file
+    monkeypatch.chdir(tmp_path)
+    for name in ("lobby#1.db", "lobby?x.db", "lobby%41.db"):
+        conn = sqlite3.connect(name)
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+        conn.close()
+        assert asyncio.run(SqliteProbe(name, _Db())()) is None, name  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lobby#1.db", "lobby%41.db",
+                                                         "lobby?x.db"]
