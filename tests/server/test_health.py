@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from testkit.http import http_get, until_ready
 from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
 
+from server.net import health
 from server.store.probe import SqliteProbe
 
 
@@ -74,6 +76,35 @@ async def test_readyz_is_503_while_the_sqlite_file_is_unreadable_or_moved(
         assert body == "database: the database file was moved or replaced while serving\n", body
     finally:
         os.replace(moved, db_path)
+    assert await until_ready(lobby.port, 200) == "ready\n"
+
+
+@pytest.mark.sqlite_only("the check on a thread of its own is SQLite's")
+async def test_a_hung_sqlite_check_holds_one_thread_whatever_the_probes(
+        lobby: LobbyServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a file system that stops answering: the check's thread hangs past the probe's time limit;
+    # the probes that follow must not start more (they would fill the threads logins use)
+    assert lobby.port is not None and lobby.server is not None
+    monkeypatch.setattr(health, "CACHE_SECONDS", 0.0)  # every probe asks the database
+    monkeypatch.setattr(health, "CHECK_TIMEOUT", 0.1)  # and soon gives up waiting
+    release = threading.Event()
+    checks: list[str] = []
+
+    class HungFile(SqliteProbe):
+        def _check(self) -> str | None:
+            checks.append(threading.current_thread().name)
+            release.wait(60)
+            return super()._check()
+
+    lobby.server.transport.health.probe = HungFile(str(db_path), lobby.server.db)
+    try:
+        answers = [await http_get(lobby.port, "/readyz") for _ in range(5)]
+        assert answers[0][0::2] == (503, "database: the database did not answer within 0.1 s\n")
+        assert {a[0::2] for a in answers[1:]} == {
+            (503, "database: the database file has not answered the last check yet\n")}
+        assert len(checks) == 1, checks
+    finally:
+        release.set()
     assert await until_ready(lobby.port, 200) == "ready\n"
 
 
