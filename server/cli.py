@@ -163,7 +163,12 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
 
 
 def _config(args: argparse.Namespace) -> Config:
-    config = load_config(args.config)
+    return _command_line(args, load_config(args.config))
+
+
+def _command_line(args: argparse.Namespace, config: Config) -> Config:
+    """``config`` with what the command line sets instead of the file (``--db``,
+    ``--metrics-address``): at start, and again at each SIGHUP's reading of the file."""
     if getattr(args, "db", None):
         config = dataclasses.replace(config, database=args.db)
     if getattr(args, "metrics_address", None):
@@ -340,7 +345,7 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
         from server.app import CannotListen, serve_forever
 
         logsetup.configure(config.logging, reload.node_shown(config))
-        reload.prepare(args.config, args.db)
+        reload.prepare(args.config, lambda file: _command_line(args, file))
         logfilter.install()  # what clients make the server log, they can make it log often
         try:
             return asyncio.run(serve_forever(config, args.host, args.port))

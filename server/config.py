@@ -200,9 +200,14 @@ def load_config(path: str | Path | None) -> Config:
         return Config()
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read()
+        data = tomllib.loads(raw.decode("utf-8"))
     except OSError as e:
         raise ConfigError(f"{path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line} is not UTF-8 text (byte 0x{raw[e.start]:02x}); "
+                          "TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
     unknown = set(data) - {"server", "ladders", "password_hashing", "limits", "tls", "plugins",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 
 from server.api import LobbyPlugin, PluginSetup, Store
@@ -11,8 +10,6 @@ from server.commands import COMMANDS, CommandTable
 from server.config import Config, ConfigError
 from server.store.backends import open_store
 from server.store.schema import migrate, migrate_plugin
-
-log = logging.getLogger(__name__)
 
 
 def load_plugins(config: Config) -> list[LobbyPlugin]:

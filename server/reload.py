@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import signal
 import ssl
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from server import logsetup
@@ -37,16 +38,19 @@ LIMITS_AT_START = ("max_connections", "send_buffer", "ping_interval", "ping_time
 CONFIG_NAMES = {"server_name": "server.name", "password": "password_hashing"}
 """Config fields under another name in the file (the others: ``[server]``'s key or a table)."""
 
+CommandLine = Callable[[Config], Config]
+"""The file's configuration with what ``serve``'s command line sets instead (``--db``, ...)."""
+
 _path: str | None = None
-_database: str | None = None  # --db, which stands instead of the file's database
+_command_line: CommandLine | None = None
 
 
-def prepare(path: str | None, database: str | None) -> None:
-    """The file ``serve`` was started with, and its ``--db`` if given. Until the server
-    listens (and :func:`on_hangup` is the handler), a SIGHUP is ignored rather than ending
-    the process, as it would by default."""
-    global _path, _database
-    _path, _database = path, database
+def prepare(path: str | None, command_line: CommandLine | None = None) -> None:
+    """The file ``serve`` was started with, and what its command line sets instead. Until
+    the server listens (and :func:`on_hangup` is the handler), a SIGHUP is ignored rather
+    than ending the process, as it would by default."""
+    global _path, _command_line
+    _path, _command_line = path, command_line
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
@@ -60,16 +64,17 @@ def on_hangup(server: RunningServer) -> None:
     if _path is None:
         log.warning("SIGHUP: the server was started without --config; nothing to reload")
         return
-    reload_file(server, _path, _database)
+    reload_file(server, _path, _command_line)
 
 
-def reload_file(server: RunningServer, path: str, database: str | None = None) -> None:
-    """Read ``path`` (its database replaced by ``database`` if given), check it whole, and
-    apply it; a file that does not pass changes nothing."""
+def reload_file(server: RunningServer, path: str, command_line: CommandLine | None = None
+                ) -> None:
+    """Read ``path`` (with what the command line sets instead, if given), check it whole,
+    and apply it; a file that does not pass changes nothing."""
     try:
         new = load_config(path)
-        if database is not None:
-            new = dataclasses.replace(new, database=database)
+        if command_line is not None:
+            new = command_line(new)
         _check_tls(new.tls)
     except ConfigError as e:
         log.error("SIGHUP: %s; nothing was changed", e)

@@ -13,7 +13,7 @@ from websockets.typing import Data
 
 from server.net.sockets import cap_send_buffer, reset_on_close, unsent
 
-log = logging.getLogger("server.transport")
+log = logging.getLogger(__name__)
 C = TypeVar("C", bound="CorkedConnection")
 
 

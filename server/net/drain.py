@@ -25,7 +25,7 @@ from server.lobby import Session
 from server.net.outbox import Outbox
 from server.protocol import Push, push
 
-log = logging.getLogger("server.transport")
+log = logging.getLogger(__name__)
 
 GOING_AWAY = 1001
 REASON = "server restarting"

@@ -3,18 +3,27 @@
 On PostgreSQL a ``SELECT 1`` on a connection of the read pool: never the writer's, so the
 probe does not wait behind a commit batch. On SQLite the lobby's open connections keep
 working on a file moved away or made unreadable (their descriptors stay open), so the probe
-looks at the path instead, on a worker thread: still the file the server opened, still
+looks at the path instead, on a thread of its own: still the file the server opened, still
 readable and writable, and a fresh read-only connection reads its schema. Either way the
 answer is ``None`` (fine) or a short sentence saying what is wrong.
+
+On a hung file system that thread may never come back (the probe stops waiting after a
+while; the thread cannot be stopped). So there is at most one: while it runs, the probe
+answers at once that the file has not answered, starting no other. It is a daemon thread,
+not one of the default executor's: those hash passwords and begin transactions, and a stuck
+one would neither fill their pool nor keep the process from exiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from server.store.backends import is_postgres
 from server.store.storage import LobbyDatabase
@@ -48,11 +57,29 @@ class SqliteProbe:
             self.identity: tuple[int, int] | None = (st.st_dev, st.st_ino)
         except OSError:
             self.identity = None
+        self._thread: threading.Thread | None = None
 
     async def __call__(self) -> str | None:
         if self.db.fault is not None:
             return f"the database failed and takes no more changes ({self.db.fault})"
-        return await asyncio.to_thread(self._check)
+        if self._thread is not None and self._thread.is_alive():
+            return "the database file has not answered the last check yet"
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str | None] = loop.create_future()
+        self._thread = threading.Thread(target=self._answer, args=(loop, answer),
+                                        name="readiness check", daemon=True)
+        self._thread.start()
+        return await answer
+
+    def _answer(self, loop: asyncio.AbstractEventLoop, answer: asyncio.Future[str | None]
+                ) -> None:
+        """Run the check on this thread and hand its answer to the loop, if anyone still waits."""
+        try:
+            problem = self._check()
+        except Exception as e:
+            problem = f"the database file check failed ({type(e).__name__})"
+        with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(_settle, answer, problem)
 
     def _check(self) -> str | None:
         try:
@@ -64,7 +91,9 @@ class SqliteProbe:
         if not _readable_and_writable(self.path, st):
             return "the database file cannot be read and written (its permissions)"
         try:
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=1.0)
+            # as a URI (read-only): the path quoted, so ``#``, ``?`` or ``%`` in it name this file
+            uri = Path(self.path).absolute().as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=1.0)
             try:
                 conn.execute("PRAGMA schema_version").fetchone()
             finally:
@@ -72,6 +101,11 @@ class SqliteProbe:
         except sqlite3.Error as e:
             return f"the database file cannot be read ({e})"
         return None
+
+
+def _settle(answer: asyncio.Future[str | None], problem: str | None) -> None:
+    if not answer.done():  # not given up on (the probe's time limit cancels it)
+        answer.set_result(problem)
 
 
 def _readable_and_writable(path: str, st: os.stat_result) -> bool:

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from testkit.cli import run_cli
 
 from server.config import Config, ConfigError, load_config
 
@@ -51,6 +52,17 @@ def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, proble
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(path) in str(info.value) and problem in str(info.value)
+
+
+def test_a_file_not_in_utf8_is_refused_at_start(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[server]\nname = "Café"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (f"{path}: line 2 is not UTF-8 text (byte 0xe9); "
+                               "TOML files are UTF-8")
+    done = run_cli(["serve", "--config", str(path)], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, f"matchlobby: {info.value}\n")
 
 
 def test_a_node_is_named_by_its_setting_or_its_host_and_pid(tmp_path: Path) -> None:

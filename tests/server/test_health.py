@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testkit import postgres
@@ -16,6 +19,9 @@ from testkit.constants import ADMIN, ADMIN_PASSWORD
 from testkit.http import http_get, until_ready
 from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
+
+from server.net import health
+from server.store.probe import SqliteProbe
 
 
 async def test_healthz_and_readyz_answer_a_running_lobby(lobby: LobbyServer) -> None:
@@ -73,6 +79,35 @@ async def test_readyz_is_503_while_the_sqlite_file_is_unreadable_or_moved(
     assert await until_ready(lobby.port, 200) == "ready\n"
 
 
+@pytest.mark.sqlite_only("the check on a thread of its own is SQLite's")
+async def test_a_hung_sqlite_check_holds_one_thread_whatever_the_probes(
+        lobby: LobbyServer, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a file system that stops answering: the check's thread hangs past the probe's time limit;
+    # the probes that follow must not start more (they would fill the threads logins use)
+    assert lobby.port is not None and lobby.server is not None
+    monkeypatch.setattr(health, "CACHE_SECONDS", 0.0)  # every probe asks the database
+    monkeypatch.setattr(health, "CHECK_TIMEOUT", 0.1)  # and soon gives up waiting
+    release = threading.Event()
+    checks: list[str] = []
+
+    class HungFile(SqliteProbe):
+        def _check(self) -> str | None:
+            checks.append(threading.current_thread().name)
+            release.wait(60)
+            return super()._check()
+
+    lobby.server.transport.health.probe = HungFile(str(db_path), lobby.server.db)
+    try:
+        answers = [await http_get(lobby.port, "/readyz") for _ in range(5)]
+        assert answers[0][0::2] == (503, "database: the database did not answer within 0.1 s\n")
+        assert {a[0::2] for a in answers[1:]} == {
+            (503, "database: the database file has not answered the last check yet\n")}
+        assert len(checks) == 1, checks
+    finally:
+        release.set()
+    assert await until_ready(lobby.port, 200) == "ready\n"
+
+
 @pytest.mark.postgresql
 async def test_readyz_is_503_while_postgresql_is_stopped(tmp_path: Path, fast_config: Path) -> None:
     cluster = postgres.private_cluster()  # stopping the shared one would stop the others' tests
@@ -98,3 +133,21 @@ async def test_readyz_is_503_while_postgresql_is_stopped(tmp_path: Path, fast_co
             await lobby.aclose()
     finally:
         await asyncio.to_thread(cluster.stop)
+
+
+class _Db:
+    fault: Any = None
+
+
+def test_the_readiness_probe_reads_the_configured_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``#``, ``?`` and ``%XX`` mean something in a URI: the probe must still open this very file
+    monkeypatch.chdir(tmp_path)
+    for name in ("lobby#1.db", "lobby?x.db", "lobby%41.db"):
+        conn = sqlite3.connect(name)
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+        conn.close()
+        assert asyncio.run(SqliteProbe(name, _Db())()) is None, name  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lobby#1.db", "lobby%41.db",
+                                                         "lobby?x.db"]

@@ -3,8 +3,10 @@ configuration, and what never reaches the log: passwords, session tokens, what f
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+import re
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -18,9 +20,11 @@ from testkit.clients import expect_error
 from testkit.logged_serve import LoggedServe, config_file, grep
 from websockets.exceptions import InvalidStatus
 
+import server
 from clients.lobby_client import LobbyClient
 from server.config import ConfigError, load_config
 from server.logsetup import JsonFormatter
+from server.net.transport import WS_LOG
 
 FIRST_PASSWORD = "first-Secret-pw-7713"
 NEW_PASSWORD = "second-Secret-pw-5521"
@@ -34,6 +38,9 @@ websockets = "debug"
 "server.net.transport.websockets" = "debug"
 aiosqlite = "debug"
 """
+OPERATING = Path(__file__).resolve().parents[2] / "docs" / "OPERATING.md"
+NAMED = {"matchlobby", "matchlobby.commands", "matchlobby.reload"}
+"""Loggers named for what they say; every other is named after its module (``__name__``)."""
 
 
 @pytest.fixture
@@ -179,3 +186,25 @@ async def test_each_line_names_its_node_on_postgresql(tmp_path: Path) -> None:
         assert serve.stop() == 0
     entries = [json.loads(line) for line in serve.lines()]
     assert entries and all(e["node"] == "lobby-7" for e in entries)
+
+
+def test_every_logger_is_named_as_the_docs_list_it() -> None:
+    # ``[logging.levels]`` takes the names the docs give: a module logging under another
+    # module's name, or a logger the table leaves out, cannot be set as documented
+    root = Path(server.__file__).parent
+    modules = [importlib.import_module(".".join(("server", *p.relative_to(root).with_suffix("")
+                                                  .parts)).removesuffix(".__init__"))
+               for p in sorted(root.rglob("*.py"))]
+    used = {m.__name__: m.log.name for m in modules
+            if isinstance(getattr(m, "log", None), logging.Logger)}
+    assert {m: name for m, name in used.items() if name not in (m, *NAMED)} == {}
+    names = {*used.values(), WS_LOG.name, "stderr"}
+    table = OPERATING.read_text(encoding="utf-8").split("| logger | what it says |\n")[1]
+    rows = table.split("\n\n")[0].splitlines()[1:]
+    listed = {name for row in rows for name in re.findall(r"`([^`]+)`", row.split("|")[1])}
+
+    def covers(entry: str, name: str) -> bool:  # ``server.lobby.…``: every logger under it
+        return name == entry or (entry.endswith(".…") and name.startswith(entry[:-1]))
+
+    assert sorted(n for n in names if not any(covers(e, n) for e in listed)) == []
+    assert sorted(e for e in listed if not any(covers(e, n) for n in names)) == []

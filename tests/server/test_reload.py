@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import websockets.asyncio.client
+from testkit.http import http_get
 from testkit.logged_serve import LoggedServe, config_file, grep
+from testkit.server_process import free_port
 from websockets.exceptions import InvalidStatus
 
 from clients.lobby_client import LobbyClient
@@ -76,6 +78,31 @@ async def test_sighup_applies_new_limits_to_the_running_server(tmp_path: Path) -
         await serve.until(lambda: grep(serve.lines(), '"command": "who"', '"level": "debug"'),
                           "the command is logged")
         assert serve.proc is not None and serve.proc.pid == pid and serve.proc.poll() is None
+    finally:
+        assert serve.stop() == 0
+
+
+async def test_a_reload_keeps_the_command_line_and_refuses_a_file_not_in_utf8(
+        tmp_path: Path) -> None:
+    path = config_file(tmp_path / "lobby.toml", "[limits]\nmax_message = 4096")
+    metrics = free_port()
+    serve = LoggedServe(tmp_path, path, "--metrics-address", f"127.0.0.1:{metrics}")
+    try:
+        await serve.start()
+        # --db and --metrics-address stand instead of the file's values, at a reload too
+        said = await serve.reload("read again")
+        assert grep(said, "read again; nothing to apply"), said
+        assert not grep(said, "WARNING"), said
+        assert (await http_get(metrics, "/metrics"))[0] == 200
+
+        path.write_bytes('[server]\nname = "Café"\n'.encode("latin-1"))
+        said = await serve.reload("nothing was changed")
+        assert grep(said, "ERROR matchlobby.reload: SIGHUP:", f"{path}: line 2 is not UTF-8"), said
+        assert not grep(said, "Traceback"), said
+        c = LobbyClient(serve.url, reconnect=False)
+        await c.connect()
+        assert (await c.send_line(FRAME))["error"]["code"] == "bad_request"  # the old limit
+        await c.close()
     finally:
         assert serve.stop() == 0
 
