@@ -50,7 +50,8 @@ class Health:
             status, text = await self.readiness()
         body = (text + "\n").encode()
         headers = Headers([("Content-Type", "text/plain; charset=utf-8"),
-                           ("Content-Length", str(len(body))), ("Cache-Control", "no-store")])
+                           ("Content-Length", str(len(body))), ("Cache-Control", "no-store"),
+                           ("Connection", "close")])
         return Response(status, "OK" if status == 200 else "Service Unavailable", headers,
                         b"" if method == "HEAD" else body)
 

@@ -48,6 +48,7 @@ def static_file(connection: ServerConnection, path: str) -> Response:
                                     "img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
                                     "frame-ancestors 'none'"),
         ("X-Frame-Options", "DENY"),
+        ("Connection", "close"),  # websockets answers one request a connection
     ])
     return Response(200, "OK", headers, body)
 

@@ -30,7 +30,9 @@ async def test_healthz_and_readyz_answer_a_running_lobby(lobby: LobbyServer) -> 
     assert (status, body) == (200, "ok\n")
     assert headers["content-type"] == "text/plain; charset=utf-8"
     assert headers["cache-control"] == "no-store"
+    assert headers["connection"] == "close"  # the server closes after answering: so it says
     assert (await http_get(lobby.port, "/readyz"))[0::2] == (200, "ready\n")
+    assert (await http_get(lobby.port, "/"))[1]["connection"] == "close"
     status, headers, body = await http_get(lobby.port, "/readyz", "HEAD")
     assert (status, body, headers["content-length"]) == (200, "", "6")
     status, headers, _ = await http_get(lobby.port, "/readyz?verbose=1", "POST")
