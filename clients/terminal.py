@@ -162,6 +162,7 @@ class _Session:
         self.logging_in = False
         self.replaced = False  # closed for good (replaced or banned): no reconnecting
         self.banned = False
+        self.logged_out_as: str | None = None  # logged out by the server (a new role, a ban)
         self.restarting = False  # told server_shutdown: its closing is no news
         self.held: list[dict[str, Any]] = []
         self.closed = False
@@ -201,6 +202,7 @@ class _Session:
         if message.get("event") in ("match_started", "match_finished"):
             self._expect(data)
         if message.get("event") == "logged_out":
+            self.logged_out_as = self.me  # the presence push of one's own leaving is no news
             self.me = self.role = None  # the connection carries on as a spectator's (or closes)
         if message.get("event") == "disconnected" and isinstance(data, dict) and \
                 data.get("code") in (REPLACED, BANNED):
@@ -238,6 +240,10 @@ class _Session:
         """A presence entry the reader knows already: their own, or their opponent's status
         that their own match's start or end gives."""
         if not isinstance(entry, dict) or self.viewer.mine(entry.get("player")):
+            return True
+        if self.logged_out_as is not None and entry.get("status") == "offline" and \
+                str(entry.get("player", "")).casefold() == self.logged_out_as.casefold():
+            self.logged_out_as = None
             return True
         key = (str(entry.get("player", "")).casefold(), str(entry.get("status", "")))
         if key in self.expected:

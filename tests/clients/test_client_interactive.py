@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from testkit.cli import cli_env, matchlobby_command
+from testkit.cli import cli_env, matchlobby_command, run_cli_async
 from testkit.constants import PASSWORD, ROOT
 from testkit.fibs import fibs_changes
 from testkit.server_loop import LobbyServer
@@ -340,3 +340,39 @@ async def test_a_banned_terminal_says_why_and_does_not_reconnect(lobby: LobbySer
     everything = screen_text(term.raw)
     assert "Traceback" not in everything and "Connection lost" not in everything
     assert "Connected again" not in everything
+
+
+async def test_a_new_role_logs_the_terminal_out_without_telling_it_of_its_own_leaving(
+        lobby: LobbyServer, tmp_path: Path) -> None:
+    """Logged out by the server (the operator changed the role): the reason is shown, not a
+    presence line about oneself ("gina left")."""
+    await lobby.player("gina")
+    watcher = await lobby.player("hank")
+    await watcher.call("who")
+    term = await Terminal.spawn([*matchlobby_command(), "client", lobby.url],
+                                terminal_env(tmp_path))
+    try:
+        await term.expect(r"matchlobby>")
+        term.type(f"login gina {PASSWORD}\r")
+        await term.expect(r"gina>")
+        done = await run_cli_async(["user", "role", "gina", "admin", "--db", str(lobby.db)],
+                                   lobby.db.parent)
+        assert done.returncode == 0, done.stderr
+        await term.expect(r"Your role was changed; log in again\.")
+
+        async def gina_left() -> None:
+            while True:
+                push = await watcher.next_push("presence", timeout=10)
+                if any(e.get("player") == "gina" and e.get("status") == "offline"
+                       for e in push["data"]["players"]):
+                    return
+
+        await gina_left()  # the same batch reached the terminal, before the reply below
+        term.type("whois hank\r")
+        await term.expect(r"hank")
+        await term.expect(r"matchlobby>")
+        term.type("quit\r")
+        assert await term.wait() == 0
+    finally:
+        await term.aclose()
+    assert "gina left" not in screen_text(term.raw)
