@@ -131,7 +131,7 @@ async def _metrics_listener(config: Config, lobby: Lobby, transport: Transport
     try:
         await listener.start(*config.metrics.host_port)
     except OSError as e:
-        raise OSError(e.errno, f"metrics: {e.strerror or e}") from None
+        raise OSError(f"metrics address {config.metrics.address}: {e.strerror or e}") from None
     log.info("metrics at http://%s/metrics", config.metrics.address)
     return listener
 

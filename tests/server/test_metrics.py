@@ -5,6 +5,7 @@ exactly what it did; without the setting nothing listens."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -285,3 +286,24 @@ def test_a_bad_metrics_address_on_the_command_line_is_refused(
     assert "--metrics-address" in capsys.readouterr().err
     assert not (tmp_path / "x.db").exists()
 
+
+
+@pytest.mark.sqlite_only("the listener's own address, whatever the database")
+async def test_a_metrics_address_taken_stops_serve_with_one_line(
+        tmp_path: Path, backend: str) -> None:
+    from testkit.cli import run_cli_async
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        done = await run_cli_async(["serve", "--db", str(tmp_path / "x.db"), "--port", "0",
+                                    "--metrics-address", f"127.0.0.1:{port}"], tmp_path)
+    finally:
+        taken.close()
+    assert done.returncode == 2, done.stderr
+    said = [line for line in done.stderr.splitlines() if "cannot listen" in line]
+    assert len(said) == 1 and said[0].startswith(
+        f"matchlobby serve: cannot listen: metrics address 127.0.0.1:{port}: "), done.stderr
+    assert "Errno" not in said[0]
