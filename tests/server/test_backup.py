@@ -281,6 +281,27 @@ def test_the_programs_get_the_url_without_its_password() -> None:
     assert target.env["PGPASSWORD"] == "Sekrit-99"
 
 
+def test_the_programs_get_the_decoded_password() -> None:
+    """The server's driver decodes %XX in the URL's password; pg_dump must get the same one."""
+    from server.store.pg.backup import Target
+
+    target = Target.of("postgresql://lobby:p%40ss%2Fword@db:5432/ml")
+    assert target.url == "postgresql://lobby@db:5432/ml"
+    assert target.env["PGPASSWORD"] == "p@ss/word"
+
+
+def test_a_password_in_the_query_goes_in_the_environment_and_is_never_shown() -> None:
+    from server.store.backends import shown
+    from server.store.pg.backup import Target
+
+    url = "postgresql://lobby@db:5432/ml?sslmode=require&password=Sekrit%2D99"
+    target = Target.of(url)
+    assert target.url == "postgresql://lobby@db:5432/ml?sslmode=require"  # not in ps
+    assert target.env["PGPASSWORD"] == "Sekrit-99"
+    assert "Sekrit" not in shown(url) and "sslmode=require" in shown(url)
+    assert "Sekrit" not in shown("postgresql://lobby:Sekrit@db/ml?password=Sekrit")
+
+
 @pytest.mark.sqlite_only("SQLite's backup API, step by step; pg_dump's snapshot is PostgreSQL's")
 async def test_an_sqlite_backup_copies_one_snapshot_while_writes_commit_between_its_steps(
         db_path: Path, tmp_path: Path, backend: str) -> None:

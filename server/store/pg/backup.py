@@ -23,9 +23,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from server.store.backends import shown
+from server.store.backends import shown, without_password
 from server.store.backup import MOVE, Refused, kind_of
 from server.store.pg.nodes import DEAD_AFTER
 from server.store.serve_lock import SERVE_LOCK
@@ -59,14 +58,11 @@ class Target:
 
     @classmethod
     def of(cls, url: str) -> Target:
-        parts = urlsplit(url)
+        bare, password = without_password(url)
         env = dict(os.environ)
-        if parts.password is None:
-            return cls(url, env)
-        env["PGPASSWORD"] = parts.password
-        user = f"{parts.username}@" if parts.username else ""
-        host = parts.netloc.rsplit("@", 1)[1]
-        return cls(urlunsplit(parts._replace(netloc=user + host)), env)
+        if password is not None:
+            env["PGPASSWORD"] = password
+        return cls(bare, env)
 
 
 def _run(args: list[str], target: Target) -> subprocess.CompletedProcess[str]:
