@@ -12,9 +12,11 @@ the log's back, and on a damaged SQLite file.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +187,67 @@ async def test_restore_is_refused_while_a_server_runs_on_the_target_and_over_a_l
                                  "--config", str(config), cwd=tmp_path)
     assert status == 0, out + err
     assert sql(db_path, "SELECT name FROM players ORDER BY id") == players[:1]  # carol came after
+
+
+async def test_a_postgresql_restore_holds_the_restoring_lock_while_it_runs(
+        db_path: Path, fast_config: Path, tmp_path: Path, backend: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restore holds the "restoring" lock from before it looks for nodes until it is done
+    (a node that starts meanwhile refuses: tests/server/test_one_serve.py); a second restore
+    is refused while one holds it."""
+    if backend != "postgresql":
+        pytest.skip("SQLite's restore holds the serve lock itself (the test above)")
+    import asyncpg
+
+    from server.store.pg.backup import program
+    from server.store.serve_lock import RESTORE_LOCK
+
+    backup = tmp_path / "lobby.backup"
+    status, _, err = await cli("backup", str(backup), "--db", str(db_path), "--config",
+                               str(fast_config), cwd=tmp_path)
+    assert status == 0, err
+    holder = await asyncpg.connect(str(db_path))  # as a restore would
+    try:
+        await holder.execute("SELECT pg_advisory_lock($1, 0)", RESTORE_LOCK)
+        status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--force",
+                                     "--config", str(fast_config), cwd=tmp_path)
+        assert status == 2, out + err
+        assert "another matchlobby restore is running on it" in err, err
+        assert "nothing was restored" in err, err
+    finally:
+        await holder.close()
+
+    # pg_restore itself, wrapped: what it finds in pg_locks while it restores
+    seen = tmp_path / "locks-while-restoring.json"
+    wrapper = tmp_path / "bin" / "pg_restore"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"""#!{sys.executable}
+import asyncio, json, os, sys
+import asyncpg
+url = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--dbname=")]
+async def locks() -> None:
+    conn = await asyncpg.connect(url[0])
+    rows = await conn.fetch("SELECT mode, granted FROM pg_locks WHERE locktype = 'advisory' "
+                            "AND classid = $1::bigint::oid AND objid = 0 AND objsubid = 2 "
+                            "AND database = (SELECT oid FROM pg_database "
+                            "WHERE datname = current_database())", {RESTORE_LOCK})
+    await conn.close()
+    open({str(seen)!r}, "w").write(json.dumps([dict(r) for r in rows]))
+if url:
+    asyncio.run(locks())
+os.execv({program("pg_restore")!r}, ["pg_restore", *sys.argv[1:]])
+""")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--force",
+                                 "--config", str(fast_config), cwd=tmp_path)
+    assert status == 0, out + err
+    assert json.loads(seen.read_text()) == [{"mode": "ExclusiveLock", "granted": True}]
+    server = ServerProcess(db_path, fast_config, log=tmp_path / "after.log").start()
+    try:
+        await server.ready()  # done: the lock is let go
+    finally:
+        server.stop()
 
 
 async def test_check_finds_a_rating_or_history_changed_behind_the_logs_back(
