@@ -158,11 +158,9 @@ def checked_ban(until: str | None, reason: str | None, at: str) -> tuple[str | N
     end = None
     if until is not None:
         try:
-            end = bans.parse_until(until)
+            end = bans.future_end(until, at)
         except ValueError as e:
             raise Refused(str(e)) from None
-        if end <= at:
-            raise Refused(f"{until} is in the past: a ban ends later than now")
     if reason is not None:
         try:
             reason = clean_text(reason, "the reason", REASON_MAX)
