@@ -336,6 +336,20 @@ def test_a_missing_pg_dump_is_named_with_what_to_install(
     assert pg.program("pg_dump") == "/usr/lib/postgresql/16/bin/pg_dump"  # the newest
 
 
+def test_the_test_kit_finds_postgresql_where_backup_finds_its_programs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.store.pg import backup as pg
+
+    monkeypatch.setattr(pg, "program", lambda name: f"/opt/pg-17/bin/{name}")
+    assert postgres.binaries() == Path("/opt/pg-17/bin")
+
+    def missing(name: str) -> str:
+        raise pg.Refused(pg.INSTALL.format(program=name))
+
+    monkeypatch.setattr(pg, "program", missing)
+    assert postgres.binaries() is None
+
+
 def test_the_programs_get_the_url_without_its_password() -> None:
     from server.store.pg.backup import Target
 
