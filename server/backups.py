@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server.config import Config
+from server.refused import Refused
 from server.store.backends import is_postgres, shown
 from server.store.backup import (
-    Refused,
     backup_sqlite,
     check_backup_file,
     check_destination,

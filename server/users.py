@@ -19,16 +19,13 @@ from server.api import Store, Tx, valid_name
 from server.api.text import REASON_MAX, clean_text
 from server.config import Config
 from server.plugins import open_database
+from server.refused import Refused
 from server.store import bans, now
 from server.store.account_changes import CREATED, PASSWORD, ROLE, changed, record
 from server.store.backends import is_postgres, shown
 from server.store.dbcheck import check_database
 
 ROLES = ("admin", "player")
-
-
-class Refused(Exception):
-    """A ``user`` sub-command that cannot be carried out: one line for standard error."""
 
 
 def operator() -> str:

@@ -320,9 +320,19 @@ async def test_check_names_the_damage_of_an_sqlite_file(db_path: Path, fast_conf
     assert "not an SQLite database" in out, out
 
 
+def test_the_operators_commands_refuse_with_one_kind_of_refusal() -> None:
+    """``user``, ``backup``/``restore``/``check`` and ``copy``: one class, which the command
+    line prints as one line with status 2."""
+    from server import users
+    from server.refused import Refused
+    from server.store import backup, copy
+
+    assert users.Refused is backup.Refused is copy.Refused is Refused
+
+
 def test_a_missing_pg_dump_is_named_with_what_to_install(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.store.backup import Refused
+    from server.refused import Refused
     from server.store.pg import backup as pg
 
     monkeypatch.setattr(pg.shutil, "which", lambda name: None)

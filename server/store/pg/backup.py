@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.refused import Refused
 from server.store.backends import shown, without_password
-from server.store.backup import MOVE, Refused, kind_of
+from server.store.backup import MOVE, kind_of
 from server.store.pg.nodes import DEAD_AFTER
 from server.store.serve_lock import RESTORE_LOCK, SERVE_LOCK
 
