@@ -174,9 +174,7 @@ async def ban(config: Config, name: str, until: str | None, reason: str | None) 
     async def job(tx: Tx) -> str:
         row = await _account(tx, name)
         await bans.ban(tx, row["id"], end, why, None, who, now())
-        return f"banned {row['name']} " + (
-            "with no end date" if end is None else f"until {bans.shown_until(end)}") + (
-            f": {why}" if why else "")
+        return f"banned {row['name']} {bans.lasting(end)}" + (f": {why}" if why else "")
 
     return await _in_transaction(config, job)
 

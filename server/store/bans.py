@@ -44,26 +44,28 @@ def future_end(text: str, at: str) -> str:
     return stamp(end)
 
 
-def shown_until(until: str | None) -> str:
+def shown_until(until: str) -> str:
     """The ban's end as people read it: a date alone when it ends as a day begins."""
-    if until is None:
-        return "no end date"
     day, _, time = until.partition("T")
     if time in ("", "00:00:00Z"):
         return day
     return f"{day} {time.rstrip('Z').removesuffix(':00')} UTC"
 
 
+def lasting(until: str | None) -> str:
+    """How long a ban lasts, as every server-side message words it: ``until 2027-01-15``
+    or ``with no end date``."""
+    return "with no end date" if until is None else f"until {shown_until(until)}"
+
+
 def refusal(name: str, until: str | None, reason: str | None) -> str:
     """Why ``name`` may not log in, in one sentence."""
-    when = "with no end date" if until is None else f"until {shown_until(until)}"
-    return f"The account {name} is banned {when}" + (f": {reason}" if reason else ".")
+    return f"The account {name} is banned {lasting(until)}" + (f": {reason}" if reason else ".")
 
 
 def told(until: str | None, reason: str | None) -> str:
     """What a banned player's open connection is told before it is closed."""
-    when = "with no end date" if until is None else f"until {shown_until(until)}"
-    return f"You have been banned {when}" + (f": {reason}" if reason else ".")
+    return f"You have been banned {lasting(until)}" + (f": {reason}" if reason else ".")
 
 
 async def active(db: Reads | Tx, player_id: int, at: str) -> tuple[str | None, str | None] | None:

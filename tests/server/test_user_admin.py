@@ -129,6 +129,8 @@ async def test_a_ban_closes_the_login_until_it_is_lifted_or_ends(harness: LobbyS
     e = await expect_error((await harness.client()).call(
         "login", name="alice", password=PASSWORD), "banned")
     assert e.message == "The account alice is banned with no end date."
+    listed = (await done(harness, fast_config, "list", "--banned")).splitlines()
+    assert listed[1].endswith("with no end date"), listed  # as the lobby words it
     said = await done(harness, fast_config, "ban", "alice", "--until", "2099-01-15T10:30+02:00")
     assert "until 2099-01-15 08:30 UTC" in said  # a full ISO time, said in UTC
     execute(harness.db, "UPDATE bans SET until = '2001-01-01T00:00:00Z'")
@@ -140,7 +142,7 @@ async def test_a_ban_closes_the_login_until_it_is_lifted_or_ends(harness: LobbyS
     by = f"cli:{getpass.getuser()}"
     assert [row.split()[1:4] for row in log[1:]] == [
         ["alice", "ban", by], ["alice", "unban", by], ["alice", "ban", by], ["alice", "ban", by]]
-    assert log[1].endswith(f"until {FAR}: cheating at dice") and log[3].endswith("no end date")
+    assert log[1].endswith(f"until {FAR}: cheating at dice") and log[3].endswith("with no end date")
     assert await bob.call("invitations") == {"sent": [], "received": []}  # bob untouched
 
 
