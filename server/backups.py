@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from server.config import Config
+from server.refused import Refused
 from server.store.backends import is_postgres, shown
 from server.store.backup import (
-    Refused,
     backup_sqlite,
     check_backup_file,
     check_destination,
@@ -101,8 +101,8 @@ async def _restore_postgres(backup: Path, url: str, force: bool) -> int:
                       f"matchlobby's ({SCHEMA_VERSION}); restore it with the version that "
                       "made it")
     conn = await connect(url)
-    try:
-        busy = await pg.in_use(conn)
+    try:  # the "restoring" lock, held until conn closes: no node starts meanwhile
+        busy = await pg.claim(conn)
         if busy:
             raise Refused(IN_USE.format(where=shown(url), who=busy[0]))
         _refuse_target(shown(url), await pg.players_in(conn), force)

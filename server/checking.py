@@ -29,8 +29,9 @@ from typing import TextIO
 
 from server.api import CliCommand, CliEnvironment
 from server.config import Config
+from server.refused import Refused
 from server.store.backends import is_postgres, shown
-from server.store.backup import Refused, integrity
+from server.store.backup import integrity
 from server.store.dbcheck import DatabaseProblem, check_database, pg_problem
 
 REPLAY = "replay"

@@ -293,8 +293,9 @@ def _plugin_command(command: CliCommand, args: argparse.Namespace, config: Confi
 
 async def _copy(config: Config, source: str, destination: str) -> int:
     from server.plugins import load_plugins
+    from server.refused import Refused
     from server.store.backends import is_postgres
-    from server.store.copy import CopyRefused, copy_database, database_of, describe
+    from server.store.copy import copy_database, database_of, describe
     from server.store.dbcheck import check_database
 
     source, destination = database_of(source), database_of(destination)
@@ -311,7 +312,7 @@ async def _copy(config: Config, source: str, destination: str) -> int:
     try:
         counted = await copy_database(source, destination,
                                       [plugin.schema for plugin in load_plugins(config)])
-    except CopyRefused as e:
+    except Refused as e:
         print(f"matchlobby copy: {describe(destination)}: {e}", file=sys.stderr)
         return 2
     rows = ", ".join(f"{n} {table}" for table, n in counted.items() if n)
@@ -370,7 +371,7 @@ def _backup_command(args: argparse.Namespace, config: Config) -> int:
     """``backup``, ``restore`` or ``check``; a refusal is one line and status 2."""
     from server.backups import backup, restore
     from server.checking import run_check
-    from server.store.backup import Refused
+    from server.refused import Refused
 
     def check() -> int:
         return run_check(config, plugin_cli_commands(), Environment(config, writable=False))

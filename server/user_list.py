@@ -19,8 +19,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _ban(until: str | None, reason: str | None) -> str:
-    when = "no end date" if until is None else f"until {bans.shown_until(until)}"
-    return when + (f": {reason}" if reason else "")
+    return bans.lasting(until) + (f": {reason}" if reason else "")
 
 
 async def accounts(db: Reader, role: str | None, banned: bool) -> str:

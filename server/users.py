@@ -19,16 +19,13 @@ from server.api import Store, Tx, valid_name
 from server.api.text import REASON_MAX, clean_text
 from server.config import Config
 from server.plugins import open_database
+from server.refused import Refused
 from server.store import bans, now
 from server.store.account_changes import CREATED, PASSWORD, ROLE, changed, record
 from server.store.backends import is_postgres, shown
 from server.store.dbcheck import check_database
 
 ROLES = ("admin", "player")
-
-
-class Refused(Exception):
-    """A ``user`` sub-command that cannot be carried out: one line for standard error."""
 
 
 def operator() -> str:
@@ -158,11 +155,9 @@ def checked_ban(until: str | None, reason: str | None, at: str) -> tuple[str | N
     end = None
     if until is not None:
         try:
-            end = bans.parse_until(until)
+            end = bans.future_end(until, at)
         except ValueError as e:
             raise Refused(str(e)) from None
-        if end <= at:
-            raise Refused(f"{until} is in the past: a ban ends later than now")
     if reason is not None:
         try:
             reason = clean_text(reason, "the reason", REASON_MAX)
@@ -179,9 +174,7 @@ async def ban(config: Config, name: str, until: str | None, reason: str | None) 
     async def job(tx: Tx) -> str:
         row = await _account(tx, name)
         await bans.ban(tx, row["id"], end, why, None, who, now())
-        return f"banned {row['name']} " + (
-            "with no end date" if end is None else f"until {bans.shown_until(end)}") + (
-            f": {why}" if why else "")
+        return f"banned {row['name']} {bans.lasting(end)}" + (f": {why}" if why else "")
 
     return await _in_transaction(config, job)
 

@@ -33,10 +33,11 @@ async def ban(call: Call) -> Any:
     if name.casefold() == me.key:
         raise fail("bad_request", "You cannot ban yourself.")
     day, reason = call.args.get("until"), call.args.get("reason")
-    until = None if day is None else f"{day}T00:00:00Z"
     at = now()
-    if until is not None and until <= at:
-        raise fail("bad_request", f"DATE {day} has begun already: a ban ends on a later day.")
+    try:
+        until = None if day is None else bans.future_end(day, at)
+    except ValueError as e:
+        raise fail("bad_request", f"{e}.") from None
 
     async def job(tx: WriteTx) -> dict[str, Any]:
         pid, shown = await _account(tx, name)

@@ -20,17 +20,44 @@ def backend_of(database: str) -> str:
     return "postgresql" if is_postgres(database) else "sqlite"
 
 
-def shown(database: str) -> str:
-    """``database`` as logs and messages show it: without a password in a URL."""
+def without_password(database: str) -> tuple[str, str | None]:
+    """``database``'s URL without its password, and the password (``None``: none given).
+
+    The password may be in the user part or in the query (``?password=``); it is decoded as
+    the server's driver decodes it (the user part's wins), so ``pg_dump`` and ``pg_restore``
+    get the same one in ``PGPASSWORD``, and neither their command line nor a message shows it.
+    """
     if not is_postgres(database):
-        return database
-    from urllib.parse import urlsplit, urlunsplit
+        return database, None
+    from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
     parts = urlsplit(database)
-    if parts.password is None:
-        return database
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    userinfo, at, host = parts.netloc.rpartition("@")
+    user, colon, secret = userinfo.partition(":")
+    netloc = (f"{user}@{host}" if user else host) if colon else parts.netloc
+    kept: list[str] = []
+    in_query: str | None = None
+    for item in parts.query.split("&") if parts.query else ():
+        key, _, value = item.partition("=")
+        if unquote_plus(key) == "password":
+            in_query = unquote_plus(value)
+        else:
+            kept.append(item)
+    password = unquote(secret) if at and secret else in_query
+    url = urlunsplit(parts._replace(netloc=netloc, query="&".join(kept)))
+    return url, password
+
+
+def shown(database: str) -> str:
+    """``database`` as logs and messages show it: a password in a URL shows as ``***``."""
+    url, password = without_password(database)
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if password is None or not parts.username:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def lobby_database(database: str, batch_max: int, schemas: Sequence[Schema],

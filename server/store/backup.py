@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.refused import Refused
 from server.store.dbcheck import SQLITE_HEADER, DatabaseProblem, check_database, problem
 
 PAGES_A_STEP = 1024  # 4 MiB of the usual 4 KiB pages a step
@@ -44,10 +45,6 @@ def kind_of(backup: Path) -> str | None:
     if head == SQLITE_HEADER:
         return "sqlite"
     return "postgresql" if head.startswith(PG_DUMP_HEADER) else None
-
-
-class Refused(Exception):
-    """The command will not do what was asked (the reason is the message, one line)."""
 
 
 def temporary_beside(path: Path) -> Path:

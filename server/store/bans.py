@@ -14,44 +14,58 @@ from server.api import Tx
 from server.store import account_changes as changes
 from server.store.handle import Reads
 
-STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
-
-def parse_until(text: str) -> str:
+def parse_until(text: str) -> datetime:
     """``YYYY-MM-DD`` (the ban ends as that day begins, UTC) or a full ISO 8601 time (UTC
-    unless it says otherwise), as the stored timestamp; raises ``ValueError`` with a
-    sentence."""
+    unless it says otherwise), as a UTC time; raises ``ValueError`` with a sentence."""
     value = text.strip()
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise ValueError(f"{text[:40]!r} is not a date (YYYY-MM-DD) or an ISO 8601 time "
                          "(YYYY-MM-DDTHH:MM[:SS][+HH:MM])") from None
-    if when.tzinfo is not None:
-        when = when.astimezone(UTC)
-    return when.strftime(STAMP)
 
 
-def shown_until(until: str | None) -> str:
+def stamp(when: datetime) -> str:
+    """``when`` as stored: ``2027-01-15T00:00:00Z``, the year in four digits (``%Y`` leaves
+    years before 1000 short), so the stored ends sort as the times do."""
+    return f"{when.year:04d}-{when:%m-%dT%H:%M:%S}Z"
+
+
+def future_end(text: str, at: str) -> str:
+    """``text`` (as :func:`parse_until` takes it) as a ban's stored end, refused with a
+    sentence (``ValueError``) unless it is later than ``at`` (a timestamp of ``now()``): the
+    command line and the lobby say it alike."""
+    end = parse_until(text)
+    if end <= datetime.fromisoformat(at):
+        raise ValueError(f"{shown_until(stamp(end))} has begun already: a ban ends later "
+                         "than now")
+    return stamp(end)
+
+
+def shown_until(until: str) -> str:
     """The ban's end as people read it: a date alone when it ends as a day begins."""
-    if until is None:
-        return "no end date"
     day, _, time = until.partition("T")
     if time in ("", "00:00:00Z"):
         return day
     return f"{day} {time.rstrip('Z').removesuffix(':00')} UTC"
 
 
+def lasting(until: str | None) -> str:
+    """How long a ban lasts, as every server-side message words it: ``until 2027-01-15``
+    or ``with no end date``."""
+    return "with no end date" if until is None else f"until {shown_until(until)}"
+
+
 def refusal(name: str, until: str | None, reason: str | None) -> str:
     """Why ``name`` may not log in, in one sentence."""
-    when = "with no end date" if until is None else f"until {shown_until(until)}"
-    return f"The account {name} is banned {when}" + (f": {reason}" if reason else ".")
+    return f"The account {name} is banned {lasting(until)}" + (f": {reason}" if reason else ".")
 
 
 def told(until: str | None, reason: str | None) -> str:
     """What a banned player's open connection is told before it is closed."""
-    when = "with no end date" if until is None else f"until {shown_until(until)}"
-    return f"You have been banned {when}" + (f": {reason}" if reason else ".")
+    return f"You have been banned {lasting(until)}" + (f": {reason}" if reason else ".")
 
 
 async def active(db: Reads | Tx, player_id: int, at: str) -> tuple[str | None, str | None] | None:

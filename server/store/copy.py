@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from server.api import Schema, Store, Table, Tx
+from server.refused import Refused
 from server.store.backends import is_postgres, open_store
 from server.store.pg.schema import LOG_SEQUENCE
 
@@ -22,10 +23,6 @@ CORE_TABLES = ("players", "events", "matches", "match_players", "corrections", "
                "while_away", "bans")
 SQLITE_PREFIX = "sqlite:///"
 CHUNK_ROWS = 50_000  # rows held in memory at a time
-
-
-class CopyRefused(Exception):
-    """The copy cannot be made (a destination that already holds a lobby)."""
 
 
 def database_of(name: str) -> str:
@@ -107,7 +104,7 @@ async def _copy(src: Store, dst: Store, tables: list[str]) -> dict[str, int]:
     async def into(tx: Tx) -> None:
         row = await tx.fetchone("SELECT count(*) FROM players")
         if row is not None and row[0]:
-            raise CopyRefused("the destination already holds a lobby (it has players); copy "
+            raise Refused("the destination already holds a lobby (it has players); copy "
                               "into a new, empty database")
         await tx.execute("DELETE FROM counters")  # the migration's starting row
         for table in tables:

@@ -12,7 +12,10 @@ On PostgreSQL several ``serve`` processes share the database as the lobby's node
 (:mod:`server.lobby.sharing`), each under its own name (``[server] node``, or the host and
 the pid): the lock is a session advisory lock on that name, on a connection of its own,
 dropped by the server when that connection ends (a killed process's too). A second node
-under a name in use refuses to start.
+under a name in use refuses to start. Every node also holds a shared advisory lock that
+``matchlobby restore`` takes alone for its whole length: a node refuses to start while a
+restore runs (it would serve the old lobby over the restored one), and a restore refuses
+while a node runs.
 
 Command-line tools (``replay``, ``user add``, ``rate``) do not take it: they share the
 database with a running server as before.
@@ -30,12 +33,15 @@ from server.store.backends import is_postgres, shown
 from server.store.dbcheck import DatabaseProblem
 
 SERVE_LOCK = 0x6D6C7376  # pg_try_advisory_lock's key held while serving ("mlsv")
+RESTORE_LOCK = 0x6D6C7273  # with 0: every node shares it, a restore holds it alone ("mlrs")
 
 ALREADY = ("another matchlobby serve is running on this database; on SQLite the lobby is one "
            "process a database: stop that one first, or give this one another --db")
 NAME_TAKEN = ("another matchlobby serve named {node!r} is running on this database; give "
               "this one another [server] node name (or none: the host and the pid), or stop "
               "that one first")
+RESTORING = ("a matchlobby restore is running on this database; start this server once it "
+             "has finished")
 
 
 @contextlib.asynccontextmanager
@@ -80,6 +86,8 @@ async def _pg_lock(url: str, node: str) -> AsyncIterator[None]:
         yield  # opening the database next says what is wrong, as without the lock
         return
     try:
+        if not await conn.fetchval(f"SELECT pg_try_advisory_lock_shared({RESTORE_LOCK}, 0)"):
+            raise DatabaseProblem(f"{shown(url)}: {RESTORING}")
         if not await conn.fetchval(f"SELECT pg_try_advisory_lock({SERVE_LOCK}, hashtext($1))",
                                    node):
             raise DatabaseProblem(f"{shown(url)}: {NAME_TAKEN.format(node=node)}")

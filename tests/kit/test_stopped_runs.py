@@ -79,7 +79,7 @@ def alive(pid: int) -> bool:
 ], ids=["sigkill", "timeout-workers", "ctrl-c-workers"])
 async def test_a_stopped_run_leaves_nothing_behind(tmp_path: Path, workers: int,
                                                    stop: signal.Signals, whom: str) -> None:
-    if postgres._binaries() is None:
+    if postgres.binaries() is None:
         pytest.skip(postgres.MISSING)
     test = tmp_path / "test_held.py"
     test.write_text(HELD, encoding="utf-8")

@@ -131,8 +131,9 @@ def test_the_postgres_compose_file_runs_named_nodes_behind_the_balancer() -> Non
         command = node["command"]
         url = command[command.index("--db") + 1]
         env = pg["environment"]
-        assert re.fullmatch(rf"postgresql://{env['POSTGRES_USER']}:\$\{{POSTGRES_PASSWORD[^}}]*\}}"
-                            rf"@postgres:5432/{env['POSTGRES_DB']}", url), url
+        # the password in the environment, not on the command line (ps, docker inspect)
+        assert url == f"postgresql://{env['POSTGRES_USER']}@postgres:5432/{env['POSTGRES_DB']}"
+        assert node["environment"]["PGPASSWORD"] == env["POSTGRES_PASSWORD"]
         assert node["depends_on"]["postgres"]["condition"] == "service_healthy"
         assert node["healthcheck"]["test"] == ["CMD", *IMAGE_HEALTHCHECK]
     assert len(names) == len(nodes), names
@@ -147,6 +148,13 @@ def test_the_postgres_compose_file_runs_named_nodes_behind_the_balancer() -> Non
     assert {n: c["condition"] for n, c in balancer["depends_on"].items()} == \
         dict.fromkeys(nodes, "service_healthy")
     assert balancer["healthcheck"]["test"]
+
+
+def test_no_example_puts_the_database_password_on_a_command_line() -> None:
+    for path in (DEPLOY / "compose.postgres.yml", ROOT / "docs" / "OPERATING.md",
+                 ROOT / "README.md"):
+        for line in path.read_text().splitlines():
+            assert not re.search(r"postgresql://[^@/\s]*:\$", line), (path.name, line)
 
 
 TOP_KEYS = {"name", "services", "volumes", "networks", "configs", "secrets"}

@@ -12,9 +12,11 @@ the log's back, and on a damaged SQLite file.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +189,67 @@ async def test_restore_is_refused_while_a_server_runs_on_the_target_and_over_a_l
     assert sql(db_path, "SELECT name FROM players ORDER BY id") == players[:1]  # carol came after
 
 
+async def test_a_postgresql_restore_holds_the_restoring_lock_while_it_runs(
+        db_path: Path, fast_config: Path, tmp_path: Path, backend: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restore holds the "restoring" lock from before it looks for nodes until it is done
+    (a node that starts meanwhile refuses: tests/server/test_one_serve.py); a second restore
+    is refused while one holds it."""
+    if backend != "postgresql":
+        pytest.skip("SQLite's restore holds the serve lock itself (the test above)")
+    import asyncpg
+
+    from server.store.pg.backup import program
+    from server.store.serve_lock import RESTORE_LOCK
+
+    backup = tmp_path / "lobby.backup"
+    status, _, err = await cli("backup", str(backup), "--db", str(db_path), "--config",
+                               str(fast_config), cwd=tmp_path)
+    assert status == 0, err
+    holder = await asyncpg.connect(str(db_path))  # as a restore would
+    try:
+        await holder.execute("SELECT pg_advisory_lock($1, 0)", RESTORE_LOCK)
+        status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--force",
+                                     "--config", str(fast_config), cwd=tmp_path)
+        assert status == 2, out + err
+        assert "another matchlobby restore is running on it" in err, err
+        assert "nothing was restored" in err, err
+    finally:
+        await holder.close()
+
+    # pg_restore itself, wrapped: what it finds in pg_locks while it restores
+    seen = tmp_path / "locks-while-restoring.json"
+    wrapper = tmp_path / "bin" / "pg_restore"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"""#!{sys.executable}
+import asyncio, json, os, sys
+import asyncpg
+url = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--dbname=")]
+async def locks() -> None:
+    conn = await asyncpg.connect(url[0])
+    rows = await conn.fetch("SELECT mode, granted FROM pg_locks WHERE locktype = 'advisory' "
+                            "AND classid = $1::bigint::oid AND objid = 0 AND objsubid = 2 "
+                            "AND database = (SELECT oid FROM pg_database "
+                            "WHERE datname = current_database())", {RESTORE_LOCK})
+    await conn.close()
+    open({str(seen)!r}, "w").write(json.dumps([dict(r) for r in rows]))
+if url:
+    asyncio.run(locks())
+os.execv({program("pg_restore")!r}, ["pg_restore", *sys.argv[1:]])
+""")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--force",
+                                 "--config", str(fast_config), cwd=tmp_path)
+    assert status == 0, out + err
+    assert json.loads(seen.read_text()) == [{"mode": "ExclusiveLock", "granted": True}]
+    server = ServerProcess(db_path, fast_config, log=tmp_path / "after.log").start()
+    try:
+        await server.ready()  # done: the lock is let go
+    finally:
+        server.stop()
+
+
 async def test_check_finds_a_rating_or_history_changed_behind_the_logs_back(
         lobby: LobbyServer, fast_config: Path) -> None:
     db = lobby.db
@@ -257,9 +320,19 @@ async def test_check_names_the_damage_of_an_sqlite_file(db_path: Path, fast_conf
     assert "not an SQLite database" in out, out
 
 
+def test_the_operators_commands_refuse_with_one_kind_of_refusal() -> None:
+    """``user``, ``backup``/``restore``/``check`` and ``copy``: one class, which the command
+    line prints as one line with status 2."""
+    from server import users
+    from server.refused import Refused
+    from server.store import backup, copy
+
+    assert users.Refused is backup.Refused is copy.Refused is Refused
+
+
 def test_a_missing_pg_dump_is_named_with_what_to_install(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.store.backup import Refused
+    from server.refused import Refused
     from server.store.pg import backup as pg
 
     monkeypatch.setattr(pg.shutil, "which", lambda name: None)
@@ -273,12 +346,47 @@ def test_a_missing_pg_dump_is_named_with_what_to_install(
     assert pg.program("pg_dump") == "/usr/lib/postgresql/16/bin/pg_dump"  # the newest
 
 
+def test_the_test_kit_finds_postgresql_where_backup_finds_its_programs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.store.pg import backup as pg
+
+    monkeypatch.setattr(pg, "program", lambda name: f"/opt/pg-17/bin/{name}")
+    assert postgres.binaries() == Path("/opt/pg-17/bin")
+
+    def missing(name: str) -> str:
+        raise pg.Refused(pg.INSTALL.format(program=name))
+
+    monkeypatch.setattr(pg, "program", missing)
+    assert postgres.binaries() is None
+
+
 def test_the_programs_get_the_url_without_its_password() -> None:
     from server.store.pg.backup import Target
 
     target = Target.of("postgresql://lobby:Sekrit-99@db.example:5433/lobby?sslmode=require")
     assert target.url == "postgresql://lobby@db.example:5433/lobby?sslmode=require"
     assert target.env["PGPASSWORD"] == "Sekrit-99"
+
+
+def test_the_programs_get_the_decoded_password() -> None:
+    """The server's driver decodes %XX in the URL's password; pg_dump must get the same one."""
+    from server.store.pg.backup import Target
+
+    target = Target.of("postgresql://lobby:p%40ss%2Fword@db:5432/ml")
+    assert target.url == "postgresql://lobby@db:5432/ml"
+    assert target.env["PGPASSWORD"] == "p@ss/word"
+
+
+def test_a_password_in_the_query_goes_in_the_environment_and_is_never_shown() -> None:
+    from server.store.backends import shown
+    from server.store.pg.backup import Target
+
+    url = "postgresql://lobby@db:5432/ml?sslmode=require&password=Sekrit%2D99"
+    target = Target.of(url)
+    assert target.url == "postgresql://lobby@db:5432/ml?sslmode=require"  # not in ps
+    assert target.env["PGPASSWORD"] == "Sekrit-99"
+    assert "Sekrit" not in shown(url) and "sslmode=require" in shown(url)
+    assert "Sekrit" not in shown("postgresql://lobby:Sekrit@db/ml?password=Sekrit")
 
 
 @pytest.mark.sqlite_only("SQLite's backup API, step by step; pg_dump's snapshot is PostgreSQL's")

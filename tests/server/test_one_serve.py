@@ -109,3 +109,32 @@ async def test_two_serves_on_one_postgresql_database_are_one_lobby(
     finally:
         one.stop()
         two.stop()
+
+
+async def test_a_serve_refuses_to_start_on_postgresql_while_a_restore_runs_there(
+        db_path: Path, fast_config: Path, tmp_path: Path, backend: str) -> None:
+    """A node that starts while ``matchlobby restore`` runs (a restart after a failure, say)
+    would serve the old lobby over the restored one: it refuses with one line, and starts
+    once the restore lets go of its lock."""
+    if backend != "postgresql":
+        pytest.skip("on SQLite a restore holds the serve lock itself")
+    import asyncpg
+
+    from server.store.serve_lock import RESTORE_LOCK
+
+    holder = await asyncpg.connect(str(db_path))  # as a restore does
+    try:
+        await holder.execute("SELECT pg_advisory_lock($1, 0)", RESTORE_LOCK)
+        refused = await asyncio.to_thread(second_serve, db_path, fast_config)
+        assert refused.returncode == 2 and refused.stdout == "", refused
+        lines = refused.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("matchlobby serve: "), refused.stderr
+        assert "a matchlobby restore is running on this database" in lines[0], lines
+    finally:
+        await holder.close()
+    server = ServerProcess(db_path, fast_config, log=tmp_path / "after.log").start()
+    try:
+        await server.ready()
+        assert await whois_admin(server.url)
+    finally:
+        server.stop()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 from collections.abc import Awaitable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,8 @@ async def test_a_ban_closes_the_login_until_it_is_lifted_or_ends(harness: LobbyS
     e = await expect_error((await harness.client()).call(
         "login", name="alice", password=PASSWORD), "banned")
     assert e.message == "The account alice is banned with no end date."
+    listed = (await done(harness, fast_config, "list", "--banned")).splitlines()
+    assert listed[1].endswith("with no end date"), listed  # as the lobby words it
     said = await done(harness, fast_config, "ban", "alice", "--until", "2099-01-15T10:30+02:00")
     assert "until 2099-01-15 08:30 UTC" in said  # a full ISO time, said in UTC
     execute(harness.db, "UPDATE bans SET until = '2001-01-01T00:00:00Z'")
@@ -139,7 +142,7 @@ async def test_a_ban_closes_the_login_until_it_is_lifted_or_ends(harness: LobbyS
     by = f"cli:{getpass.getuser()}"
     assert [row.split()[1:4] for row in log[1:]] == [
         ["alice", "ban", by], ["alice", "unban", by], ["alice", "ban", by], ["alice", "ban", by]]
-    assert log[1].endswith(f"until {FAR}: cheating at dice") and log[3].endswith("no end date")
+    assert log[1].endswith(f"until {FAR}: cheating at dice") and log[3].endswith("with no end date")
     assert await bob.call("invitations") == {"sent": [], "received": []}  # bob untouched
 
 
@@ -159,12 +162,32 @@ async def test_a_refused_user_command_says_why_in_one_line_and_writes_nothing(
         refused(harness, fast_config, "passwd", "bob", stdin="short\n"),
         refused(harness, fast_config, "list", "--role", "boss"),
         refused(harness, fast_config, "unban", "no body"))
-    for line, why in zip(said, ("not a role", "no account named 'nobody'", "in the past",
+    for line, why in zip(said, ("not a role", "no account named 'nobody'", "has begun already",
                                 "not a date", "not a date", "control character", "no account",
                                 "8 characters", "not a role", "not a valid name"), strict=True):
         assert why in line, (why, line)
     assert sql(harness.db, "SELECT count(*) FROM account_changes") == before
     assert await bob.call("invitations") == {"sent": [], "received": []}  # still logged in
+
+
+async def test_a_ban_end_that_has_come_is_refused_alike_in_the_lobby_and_on_the_command_line(
+        harness: LobbyServer, fast_config: Path) -> None:
+    """Years before 1000 too (stored unpadded, 999-01-01 was later than any time: a ban for
+    good), compared as times, not as text."""
+    await harness.start()
+    bob = await harness.player("bob")
+    admin = await harness.admin()
+    today = datetime.now(UTC).date().isoformat()  # it began at midnight
+    for day in ("0999-01-01", "0001-01-01", "1969-12-31", "2020-01-01", today):
+        line = await refused(harness, fast_config, "ban", "bob", "--until", day)
+        e = await expect_error(admin.call("ban", name="bob", until=day), "bad_request")
+        said = f"{day} has begun already: a ban ends later than now"
+        assert line == f"matchlobby user ban: {said}", line
+        assert e.message == f"{said}.", e.message
+    line = await refused(harness, fast_config, "ban", "bob", "--until", "0999-06-01T10:30+02:00")
+    assert line.endswith(": 0999-06-01 08:30 UTC has begun already: a ban ends later than now")
+    assert sql(harness.db, "SELECT count(*) FROM bans") == [(0,)]
+    assert await bob.call("invitations") == {"sent": [], "received": []}  # never banned
 
 
 async def test_admins_ban_and_unban_in_the_lobby(harness: LobbyServer,

@@ -7,10 +7,11 @@ programs are the installed ones (on ``PATH``, else the newest of
 ``/usr/lib/postgresql/*/bin``); the database's URL is given to them without its password,
 which goes in ``PGPASSWORD``, so it shows neither in ``ps`` nor in a message.
 
-A restore refuses while the lobby runs on the target: a ``serve`` holds its node's advisory
-lock (:mod:`server.store.serve_lock`) and beats in ``nodes`` (:mod:`server.store.pg.nodes`);
-any other client connected to it is named too, since ``pg_restore --clean`` would drop the
-tables under it.
+A restore holds the "restoring" advisory lock (:mod:`server.store.serve_lock`) alone from
+before it looks at the target until it is done, so no node starts meanwhile. It refuses while
+the lobby runs on the target: a ``serve`` shares that lock, holds its node's advisory lock and
+beats in ``nodes`` (:mod:`server.store.pg.nodes`); any other client connected to it is named
+too, since ``pg_restore --clean`` would drop the tables under it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from server.store.backends import shown
-from server.store.backup import MOVE, Refused, kind_of
+from server.refused import Refused
+from server.store.backends import shown, without_password
+from server.store.backup import MOVE, kind_of
 from server.store.pg.nodes import DEAD_AFTER
-from server.store.serve_lock import SERVE_LOCK
+from server.store.serve_lock import RESTORE_LOCK, SERVE_LOCK
 
 INSTALL = ("{program} is not installed: install PostgreSQL's client programs (Debian and "
            "Ubuntu: apt-get install postgresql-client), of the server's version or newer, or "
@@ -59,14 +60,11 @@ class Target:
 
     @classmethod
     def of(cls, url: str) -> Target:
-        parts = urlsplit(url)
+        bare, password = without_password(url)
         env = dict(os.environ)
-        if parts.password is None:
-            return cls(url, env)
-        env["PGPASSWORD"] = parts.password
-        user = f"{parts.username}@" if parts.username else ""
-        host = parts.netloc.rsplit("@", 1)[1]
-        return cls(urlunsplit(parts._replace(netloc=user + host)), env)
+        if password is not None:
+            env["PGPASSWORD"] = password
+        return cls(bare, env)
 
 
 def _run(args: list[str], target: Target) -> subprocess.CompletedProcess[str]:
@@ -122,6 +120,21 @@ def restore(backup: Path, url: str) -> None:
                 target)
     if done.returncode != 0:
         raise _failed("pg_restore", done, url)
+
+
+async def claim(c: Any) -> list[str]:
+    """Take the "restoring" lock on ``c``'s session (let go when ``c`` closes), then say who
+    uses the database, each a sentence; empty: nobody, and the lock is held."""
+    if await c.fetchval("SELECT pg_try_advisory_lock($1, 0)", RESTORE_LOCK):
+        return await in_use(c)
+    restoring = await c.fetchval(
+        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+        "AND mode = 'ExclusiveLock' AND classid = $1::bigint::oid AND objid = 0 "
+        "AND objsubid = 2 AND database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())", RESTORE_LOCK)
+    if restoring:
+        return ["another matchlobby restore is running on it"]
+    return await in_use(c) or ["matchlobby serve is running on it"]  # nodes share the lock
 
 
 async def in_use(c: Any) -> list[str]:

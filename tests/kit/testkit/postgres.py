@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import glob
 import itertools
 import os
 import shutil
@@ -56,13 +55,15 @@ class PgDb(str):
         return self.partition("?")[0].rsplit("/", 1)[1]
 
 
-def _binaries() -> Path | None:
-    found = shutil.which("pg_ctl")
-    if found:
-        return Path(found).parent
-    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
-                      key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
-    return Path(versions[-1]).parent if versions else None
+def binaries() -> Path | None:
+    """The folder of PostgreSQL's programs, found as ``matchlobby backup`` finds ``pg_dump``
+    (``None``: not installed)."""
+    from server.store.pg import backup
+
+    try:
+        return Path(backup.program("pg_ctl")).parent
+    except backup.Refused:
+        return None
 
 
 class Cluster:
@@ -139,7 +140,7 @@ def server_url() -> str | None:
         return os.environ[ENV]
     if not _tried:
         _tried = True
-        bindir = _binaries()
+        bindir = binaries()
         if bindir is not None:
             _cluster = Cluster(bindir)
     return _cluster.url if isinstance(_cluster, Cluster) else None
@@ -282,5 +283,5 @@ def private_cluster(durable: bool = False) -> Cluster | None:
     """A cluster of the caller's own (a test that stops PostgreSQL must not stop the others';
     a benchmark's, ``durable``), stopped when the run ends; ``None`` when PostgreSQL is not
     installed."""
-    bindir = _binaries()
+    bindir = binaries()
     return None if bindir is None else Cluster(bindir, durable)
