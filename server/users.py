@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from server.accounts import MIN_PASSWORD, hash_password
@@ -55,14 +56,21 @@ def _checked_role(role: str) -> str:
     return role
 
 
-async def _open(config: Config) -> Store:
+async def _open(config: Config, create: bool = False) -> Store:
+    """The configured database; an SQLite file that is not there is refused unless ``create``
+    (``user add`` makes the first admin of a new lobby): a mistyped path or a forgotten
+    ``--config`` would otherwise read or change a new, empty database."""
     if not is_postgres(config.database):
+        if not create and not Path(config.database).exists():
+            raise Refused(f"{config.database}: no such database file (give the lobby's "
+                          "--config FILE, or --db)")
         await check_database(config.database, quick_check=config.startup_check == "quick")
     return await open_database(config)
 
 
-async def _in_transaction(config: Config, job: Callable[[Tx], Awaitable[str]]) -> str:
-    store = await _open(config)
+async def _in_transaction(config: Config, job: Callable[[Tx], Awaitable[str]],
+                          create: bool = False) -> str:
+    store = await _open(config, create)
     try:
         return str(await store.transaction(job))
     finally:
@@ -113,9 +121,13 @@ async def _add(config: Config, name: str, password: str, admin: bool) -> str:
         # every server ends the account's open logins (and its tokens end here)
         kinds = [PASSWORD] if row["role"] == role else [PASSWORD, ROLE]
         _, ended = await changed(tx, row["id"], kinds, None, at, by_name=who, detail=role)
+        if row["role"] != role:
+            return (f"updated account {row['name']}{where}: a new password, and the role "
+                    f"{row['role']} → {role}{_ended(ended)} (`matchlobby user passwd` changes "
+                    "the password alone)")
         return f"updated {role} account {row['name']}{where}{_ended(ended)}"
 
-    return await _in_transaction(config, job)
+    return await _in_transaction(config, job, create=True)
 
 
 async def set_password(config: Config, name: str, password: str) -> str:

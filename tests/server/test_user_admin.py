@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from testkit.cli import Completed, run_cli_async
 from testkit.clients import RecordingClient, expect_error
 from testkit.constants import ADMIN, PASSWORD
@@ -231,3 +232,32 @@ async def test_a_ban_on_one_node_closes_the_login_on_another(
                        "banned")
     await admin.call("unban", name="alice")
     assert (await b.login("alice")).credentials is not None
+
+
+@pytest.mark.sqlite_only("a database file that is not there")
+async def test_a_user_command_on_a_missing_database_file_is_refused_and_makes_none(
+        tmp_path: Path, fast_config: Path) -> None:
+    """A mistyped --db, or a forgotten --config: refused, not an empty lobby made and read;
+    `user add` makes a new lobby's first account, so it may create the file."""
+    missing = tmp_path / "typo.db"
+    for args in (["list"], ["log"], ["role", "alice", "admin"], ["unban", "alice"]):
+        ran = await run_cli_async(["user", *args, "--db", str(missing), "--config",
+                                   str(fast_config)], tmp_path)
+        assert ran.returncode == 2, (args, ran.stdout, ran.stderr)
+        assert f"{missing}: no such database file" in ran.stderr
+        assert not missing.exists()
+    ran = await run_cli_async(["user", "add", "alice", "--admin", "--db", str(missing),
+                               "--config", str(fast_config)], tmp_path, PASSWORD + "\n")
+    assert ran.returncode == 0, ran.stderr
+    assert missing.exists()
+
+
+async def test_user_add_on_an_admin_without_admin_says_it_changes_the_role(
+        harness: LobbyServer, fast_config: Path) -> None:
+    await harness.start()
+    await done(harness, fast_config, "add", "iris", "--admin", stdin=PASSWORD + "\n")
+    said = await done(harness, fast_config, "add", "iris", stdin=NEW_PASSWORD + "\n")
+    assert "a new password, and the role admin → player" in said
+    assert "user passwd" in said
+    said = await done(harness, fast_config, "add", "iris", stdin=PASSWORD + "\n")
+    assert said.startswith("updated player account iris") and "role" not in said
