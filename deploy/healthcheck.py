@@ -33,7 +33,12 @@ def health_url(config_path: str, path: str) -> str:
 
 def main() -> int:
     config = os.environ.get("MATCHLOBBY_CONFIG", "/etc/matchlobby/matchlobby.toml")
-    url = health_url(config, os.environ.get("MATCHLOBBY_HEALTH_PATH", "/healthz"))
+    try:
+        url = health_url(config, os.environ.get("MATCHLOBBY_HEALTH_PATH", "/healthz"))
+    except (OSError, ValueError, TypeError) as e:  # TOMLDecodeError is a ValueError
+        print(f"matchlobby health check: cannot read the configuration {config}: {e} (it must "
+              "be readable by the server's user)", file=sys.stderr)
+        return 1
     # The certificate names the public host, not this loopback address: only liveness counts.
     context = ssl.create_default_context()
     context.check_hostname = False

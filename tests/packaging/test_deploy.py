@@ -229,3 +229,16 @@ def test_the_image_runs_unprivileged_with_its_database_on_the_volume() -> None:
     every_copy = [s for st in stages(ROOT / "Dockerfile") for sources, _ in st.copies() for s in sources]
     for source in every_copy:
         assert any(source == c or source.startswith(c + "/") for c in context), source
+
+
+def test_the_health_check_without_its_configuration_says_so_in_one_line(tmp_path: Path) -> None:
+    for config in (tmp_path / "absent.toml", tmp_path / "broken.toml"):
+        if config.name == "broken.toml":
+            config.write_text("[server\n")
+        ran = subprocess.run([sys.executable, str(ROOT / "deploy" / "healthcheck.py")],
+                             env={"MATCHLOBBY_CONFIG": str(config), "PATH": "/usr/bin:/bin"},
+                             capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 1
+        assert ran.stderr.startswith(f"matchlobby health check: cannot read the configuration "
+                                     f"{config}: "), ran.stderr
+        assert "Traceback" not in ran.stderr and len(ran.stderr.splitlines()) == 1
