@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint bench clean browser compiler postgres balancer systemd
+.PHONY: serve test lint bench clean system-packages
 
 # Plugins only the tests load (tests/plugins/*, each a package of its own): installed apart, in
 # $(TEST_SITE), which conftest.py puts on the path of the tests and of the processes they start.
@@ -28,36 +28,27 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy ratings_plugin server clients tests/plugins/streaks/matchlobby_streaks
 
-# The web page's tests drive Debian's Chromium (Playwright cannot download a browser here).
-# CI runs as root on a clean machine: install it there when /usr/bin/chromium is missing.
-browser:
-	@if [ ! -x /usr/bin/chromium ]; then \
+# What the tests need from Debian, installed in one go (one `apt-get update`) on a clean
+# machine, as CI is (root); elsewhere a note names what is missing and which tests will skip:
+#   chromium       the web page's tests (Playwright cannot download a browser here)
+#   gcc libc6-dev  the power-cut test compiles an LD_PRELOAD shim (tests/reliability/syncrecord.c)
+#   postgresql     the storage, server, reliability and plugin tests run on PostgreSQL too (the
+#                  suite starts a cluster of its own: tests/kit/testkit/postgres.py); its
+#                  pg_dump and pg_restore serve the backup tests
+#   haproxy        the several-servers test runs HAProxy from docs/haproxy.cfg
+#   systemd        the packaging tests check deploy/matchlobby.service with systemd-analyze verify
+system-packages:
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing="$$missing haproxy"; \
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	  else \
-	    echo "note: /usr/bin/chromium is missing (as root: apt-get install chromium); the web tests will be skipped"; \
-	  fi; \
-	fi
-
-# The power-cut test compiles an LD_PRELOAD shim (tests/reliability/syncrecord.c) with the
-# machine's C compiler: install one on a clean machine (as root) when there is none.
-compiler:
-	@if ! command -v gcc >/dev/null 2>&1 && ! command -v cc >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev; \
-	  else \
-	    echo "note: no C compiler (as root: apt-get install gcc); the power-cut test will be skipped"; \
-	  fi; \
-	fi
-
-# The storage, server, reliability and plugin tests run on PostgreSQL too: install it on a clean
-# machine (as root); the suite starts a cluster of its own (tests/kit/testkit/postgres.py).
-postgres:
-	@if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && ! command -v pg_ctl >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
-	  else \
-	    echo "note: PostgreSQL is missing (as root: apt-get install postgresql); its tests will be skipped"; \
+	    echo "note: missing:$$missing (as root: apt-get install$$missing); the tests that need them will be skipped"; \
 	  fi; \
 	fi
 
@@ -67,29 +58,7 @@ postgres:
 # One PostgreSQL cluster serves the whole run (tests/kit/testkit/session.py).
 TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 1) )))
 
-# The several-servers test runs HAProxy from docs/haproxy.cfg: install it on a clean machine
-# (as root).
-balancer:
-	@if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy; \
-	  else \
-	    echo "note: HAProxy is missing (as root: apt-get install haproxy); the balancer test will be skipped"; \
-	  fi; \
-	fi
-
-# The packaging tests check deploy/matchlobby.service with systemd-analyze verify: install it
-# on a clean machine (as root).
-systemd:
-	@if ! command -v systemd-analyze >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd; \
-	  else \
-	    echo "note: systemd-analyze is missing (as root: apt-get install systemd); the unit's check will be skipped"; \
-	  fi; \
-	fi
-
-test: lint browser compiler postgres balancer systemd
+test: lint system-packages
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # Every benchmark in bench/ in turn (those present), then a summary: bench/run_all.py.

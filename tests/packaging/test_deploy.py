@@ -56,7 +56,7 @@ def compose(name: str) -> dict[str, Any]:
 def test_the_unit_verifies(tmp_path: Path) -> None:
     verify = shutil.which("systemd-analyze")
     if verify is None:
-        pytest.skip("systemd-analyze is missing (make systemd installs it as root)")
+        pytest.skip("systemd-analyze is missing (make system-packages installs it as root)")
     here = Path(sys.prefix) / "bin" / "matchlobby"
     assert here.is_file()
     text = UNIT.read_text()
