@@ -137,8 +137,13 @@ class LobbyClient:
         self.hello = first["data"]
         self._connected.set()
 
+    def _stop_restoring(self) -> None:
+        if self._restoring is not None and not self._restoring.done():
+            self._restoring.cancel()
+
     async def close(self) -> None:
         self._closing = True
+        self._stop_restoring()
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
@@ -169,10 +174,24 @@ class LobbyClient:
             if self._closing or self._reader is None or self._reader.done():
                 raise Disconnected("not connected")
             await self.wait_connected(timeout)
+        await self._restored(timeout)
+
+    async def _restored(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, for the login again after a reconnect (not from
+        inside it). Its own failure is its own (logged): the request goes as it is then."""
         restoring = self._restoring
-        if restoring is not None and not restoring.done() and \
-                asyncio.current_task() is not restoring:
-            await asyncio.shield(restoring)
+        if restoring is None or restoring.done() or asyncio.current_task() is restoring:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(restoring), timeout)
+        except asyncio.CancelledError:
+            if not restoring.cancelled():
+                raise
+        except TimeoutError:
+            if not restoring.done():
+                raise
+        except Exception:  # the restore logged it
+            pass
 
     async def _read_loop(self) -> None:
         while True:
@@ -209,6 +228,7 @@ class LobbyClient:
                 delay = min(delay * 2, self.backoff[1])
                 continue
             self.reconnects += 1
+            self._stop_restoring()  # an earlier connection's login again: not on this one
             self._restoring = asyncio.create_task(self._restore())
             self._deliver({"event": "reconnected", "data": {"attempts": self.reconnects}})
             return
@@ -225,8 +245,8 @@ class LobbyClient:
                 await self.call("who")
             if self.ladder_info:
                 await self.call("ladders")  # the server may have restarted with other ladders
-        except (LobbyError, Disconnected) as e:
-            log.warning("could not restore the session: %s", e)
+        except (LobbyError, Disconnected, TimeoutError) as e:
+            log.warning("could not restore the session: %s", str(e) or "no reply in time")
 
     async def _log_in_again(self) -> None:
         """``resume`` with the token, else ``login`` with the password; refused for too many
@@ -331,8 +351,7 @@ class LobbyClient:
                 if attempt + 1 == attempts or not self.reconnect:
                     raise
                 await self.wait_connected(timeout)
-                if self._restoring is not None:
-                    await asyncio.shield(self._restoring)
+                await self._restored(timeout)
         raise AssertionError("unreachable")
 
     async def _request_once(self, rid: str, cmd: str, args: dict[str, Any] | None,

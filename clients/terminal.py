@@ -370,7 +370,9 @@ async def run_batch(url: str, lines: Iterable[str], as_json: bool = False,
                 status = 1
         if pushes:
             await session.settle()
-        if session.me is not None:  # a script's login leaves no session behind it
+        if session.me is not None and client.credentials is not None:
+            # a login the script made leaves no session behind it (a token it resumed was
+            # made elsewhere, and stays)
             with contextlib.suppress(Disconnected, TimeoutError, LobbyError):
                 await client.request("logout", {}, timeout=5)
     finally:

@@ -381,3 +381,17 @@ async def test_help_into_a_pipe_is_wrapped_to_80_columns(lobby: LobbyServer) -> 
                                              for c in served]
     assert " ".join(line.strip() for line in done.lines[start:]) == (
         f"{one['usage']} {one['summary']} For: {one['who']}")
+
+
+async def test_a_script_resuming_a_saved_token_does_not_end_it(lobby: LobbyServer) -> None:
+    """A login the script made is logged out at its end; a token it resumed was made
+    elsewhere (an interactive client, a saved session) and stays."""
+    alice = await lobby.player("alice")
+    assert alice.session is not None
+    token = alice.session.token
+    await alice.close()
+    done = await run_batch(lobby.url, [f"resume {token}", "whois alice"])
+    assert done.returncode == 0, done.stderr
+    again = await lobby.client()
+    reply = await again.request("resume", {"token": token})
+    assert reply.get("ok"), reply

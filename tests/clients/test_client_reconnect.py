@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 from testkit.clients import Gate, expect_error, given_up, presence_entries, settle, start_match, told_presence
@@ -188,3 +189,43 @@ async def test_a_client_logged_out_everywhere_does_not_log_itself_back_in(
     await asyncio.wait_for(alice._restoring, 10)  # what the client does by itself, done
     await expect_error(alice.call("invitations"), "not_logged_in")
     assert not (await alice.whois("alice")).online
+
+
+async def _restoring(log_in_again: Callable[[], Awaitable[None]]) -> LobbyClient:
+    """A client just connected again, its login again being ``log_in_again``."""
+    c = LobbyClient(reconnect=False)
+    c._connected.set()
+    c._log_in_again = log_in_again  # type: ignore[method-assign]
+    c._restoring = asyncio.create_task(c._restore())
+    await asyncio.sleep(0)
+    return c
+
+
+async def test_a_login_again_that_times_out_is_not_another_requests_error() -> None:
+    """The server did not answer the login again in time: the restore logs it, and a request
+    waiting for it goes ahead instead of failing with the restore's error."""
+    async def times_out() -> None:
+        await asyncio.sleep(0.05)
+        raise TimeoutError
+
+    c = await _restoring(times_out)
+    await c._ready(1.0)
+
+
+async def test_a_request_waits_for_the_login_again_no_longer_than_its_timeout() -> None:
+    """A login again held up (refused for too many logins, it waits up to a minute a try):
+    a request waiting for it fails when its own timeout ends."""
+    held = asyncio.Event()
+
+    async def held_up() -> None:
+        await held.wait()
+
+    c = await _restoring(held_up)
+    try:
+        with pytest.raises(TimeoutError):
+            await c._ready(0.2)
+        assert c._restoring is not None and not c._restoring.done()
+    finally:
+        held.set()
+        assert c._restoring is not None
+        await c._restoring
