@@ -33,10 +33,10 @@ RECONNECT_AFTER = (1.0, 3.0)
 """The range, in seconds, each client is told to wait before it connects again."""
 NOTICE = "The server is restarting; you will be connected again in a moment."
 RETRY_AFTER = 2
+"""``Retry-After`` of a WebSocket handshake refused while draining (HTTP 503)."""
 CLOSE_WAIT = 1.0
 """Seconds a connection still open when the grace ends has to finish its closing handshake
 before its TCP connection is cut: a client that does not answer does not hold the stop."""
-"""``Retry-After`` of a WebSocket handshake refused while draining (HTTP 503)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -81,11 +81,13 @@ async def drain(peers: list[Peer], grace: float, hurry: asyncio.Event | None = N
     finally:
         for task in tasks:
             task.cancel()
+        cut_short = hurried is not None and hurried.done() and not hurried.cancelled()
         if hurried is not None:
             hurried.cancel()
         left = [peer for peer in peers if not peer.session.closed]
         if left:
-            log.info("the grace time is over: closing %d connections still open", len(left))
+            log.info("%s: closing %d connections still open", "the wait was cut short by a "
+                     "second signal" if cut_short else "the grace time is over", len(left))
         for peer in left:
             peer.session.close(GOING_AWAY, REASON)
         if left:

@@ -259,7 +259,9 @@ async def test_ctrl_c_drains_and_a_second_one_ends_the_wait(
         assert await until_ready(server.port, 503) == "draining\n"
         server.proc.send_signal(signal.SIGINT)  # type: ignore[union-attr]
         assert await asyncio.to_thread(server.proc.wait, 60) == 0  # type: ignore[union-attr]
-        assert "matchlobby stopped; everything is saved." in server.output(server.began_at)
+        said = server.output(server.began_at)
+        assert "matchlobby stopped; everything is saved." in said
+        assert "the wait was cut short by a second signal: closing 1 connections" in said
         stuck.sock.close()
     finally:
         server.stop()

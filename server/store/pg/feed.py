@@ -184,6 +184,8 @@ class PushFeed:
                     await self._connect()
                     self.reconnects += 1
                     log.warning("push feed: listening again after a lost connection")
+                    if self.accounts_changed is not None:  # its notifications meanwhile are lost
+                        self.accounts_changed()
                 await self._read()
                 if self.tick is not None and time.monotonic() >= self._next_tick:
                     self._next_tick = time.monotonic() + self.tick_every
