@@ -14,12 +14,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from testkit import postgres
-from testkit.cli import add_user, replay_check
+from testkit.cli import replay_check
 from testkit.clients import name_of
-from testkit.constants import ADMIN, ADMIN_PASSWORD
 from testkit.db import integrity, sql
-from testkit.postgres import PgDb
+from testkit.own_cluster import database_on_its_own_cluster
 from testkit.server_loop import LobbyServer
 
 from clients.lobby_client import LobbyClient, LobbyError
@@ -62,12 +60,7 @@ async def _churn(a: LobbyClient, b: LobbyClient, acked: list[int], refused: list
 
 async def test_postgresql_stopped_mid_load_refuses_writes_serves_memory_and_recovers(
         tmp_path: Path, fast_config: Path) -> None:
-    cluster = postgres.private_cluster()
-    if cluster is None:
-        pytest.skip(postgres.MISSING)
-    try:
-        db = PgDb(postgres.new_database(cluster.url), tmp_path)
-        add_user(db, fast_config, ADMIN, ADMIN_PASSWORD, admin=True)  # type: ignore[arg-type]
+    async with database_on_its_own_cluster(tmp_path, fast_config) as (cluster, db):
         lobby = LobbyServer(db)  # type: ignore[arg-type]
         await lobby.start()
         try:
@@ -114,5 +107,3 @@ async def test_postgresql_stopped_mid_load_refuses_writes_serves_memory_and_reco
         assert integrity(db) == "ok"  # type: ignore[arg-type]
         code, out = await replay_check(db, fast_config)  # type: ignore[arg-type]
         assert code == 0, out
-    finally:
-        await asyncio.to_thread(cluster.stop)

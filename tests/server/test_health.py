@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import postgres
-from testkit.cli import add_user
-from testkit.constants import ADMIN, ADMIN_PASSWORD
+from testkit.constants import ADMIN
 from testkit.http import http_get, until_ready
-from testkit.postgres import PgDb
+from testkit.own_cluster import database_on_its_own_cluster
 from testkit.server_loop import LobbyServer
 
 from server.net import health
@@ -112,12 +110,7 @@ async def test_a_hung_sqlite_check_holds_one_thread_whatever_the_probes(
 
 @pytest.mark.postgresql
 async def test_readyz_is_503_while_postgresql_is_stopped(tmp_path: Path, fast_config: Path) -> None:
-    cluster = postgres.private_cluster()  # stopping the shared one would stop the others' tests
-    if cluster is None:
-        pytest.skip(postgres.MISSING)
-    try:
-        db = PgDb(postgres.new_database(cluster.url), tmp_path)
-        add_user(db, fast_config, ADMIN, ADMIN_PASSWORD, admin=True)  # type: ignore[arg-type]
+    async with database_on_its_own_cluster(tmp_path, fast_config) as (cluster, db):
         lobby = LobbyServer(db)  # type: ignore[arg-type]
         await lobby.start()
         try:
@@ -133,8 +126,6 @@ async def test_readyz_is_503_while_postgresql_is_stopped(tmp_path: Path, fast_co
             assert await until_ready(lobby.port, 200) == "ready\n"
         finally:
             await lobby.aclose()
-    finally:
-        await asyncio.to_thread(cluster.stop)
 
 
 class _Db:
