@@ -6,8 +6,10 @@ add``) is known here as soon, so it can be invited.
 
 The change's process cannot reach this server's connections; the database is what every
 server shares, so each one reads the rows appended since the last it saw, every
-:data:`POLL_INTERVAL` seconds (on SQLite only when ``PRAGMA data_version`` says another
-connection has committed since: a few microseconds on the event loop's thread).
+:data:`POLL_INTERVAL` seconds on SQLite (only when ``PRAGMA data_version`` says another
+connection has committed since: a few microseconds on the event loop's thread), and on
+PostgreSQL when the change's commit notifies the nodes (:meth:`AccountWatch.nudge`), with a
+poll every :data:`NOTIFIED_POLL_INTERVAL` seconds as a safety net.
 """
 
 from __future__ import annotations
