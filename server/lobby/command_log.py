@@ -5,7 +5,6 @@ passwords, session tokens and what players write."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Container
 from typing import Any
 
@@ -14,10 +13,10 @@ from server.lobby.state import Session
 log = logging.getLogger("matchlobby.commands")
 
 
-def answered(session: Session, command: str, message: dict[str, Any], started: float) -> None:
+def answered(session: Session, command: str, message: dict[str, Any], took: float) -> None:
     if not log.isEnabledFor(logging.DEBUG):
         return
-    duration = round(time.perf_counter() - started, 6)
+    duration = round(took, 6)
     failure = message.get("error")
     code = failure.get("code") if isinstance(failure, dict) else None
     player = session.player.name if session.player is not None else None

@@ -82,13 +82,14 @@ class Router:
         started = time.perf_counter()
         try:
             message = await self.run(call, request)
-            command_log.answered(session, request.cmd, message, started)
+            took = time.perf_counter() - started
+            command_log.answered(session, request.cmd, message, took)
             if reading:
                 self.lobby.reads.pay(session.address, read_cost(message, call.read))
             if not session.closed:
                 session.send(message)
             metrics.command(request.cmd, "ok" if message.get("ok") else message["error"]["code"],
-                            time.perf_counter() - started)
+                            took)
             call.pushes.send()
         finally:
             current_command.reset(token)

@@ -38,15 +38,20 @@ class Gate:
 
     def __init__(self, max_connections: int, per_address: int) -> None:
         self.max_connections = max_connections
-        self.per_address = per_address
         self.max_sockets = max_connections + handshake_room(max_connections)
-        self.max_sockets_per_address = per_address + handshake_room(per_address)
+        self.allow_per_address(per_address)
         self.sockets: Counter[str] = Counter()
         self.admitted: Counter[str] = Counter()
         self.open_sockets = 0
         self.open_connections = 0
         self.refused: Counter[str] = Counter()  # since the last log line, by reason
         self._report: asyncio.TimerHandle | None = None
+
+    def allow_per_address(self, per_address: int) -> None:
+        """Connections one client key may hold (at start, and after a reload), and the
+        sockets in their handshake beside them."""
+        self.per_address = per_address
+        self.max_sockets_per_address = per_address + handshake_room(per_address)
 
     def accept(self, address: str) -> str | None:
         """A socket from ``address`` was accepted: its client key, counted; ``None`` when it

@@ -31,7 +31,7 @@ from server.config import Limits, Tls
 from server.limits import TokenBucket
 from server.lobby import Router, Session
 from server.net.connection import Cork, CorkedConnection, NotUtf8, capped
-from server.net.descriptors import connection_budget, handshake_room, open_file_limit
+from server.net.descriptors import connection_budget, open_file_limit
 from server.net.drain import GOING_AWAY, REASON, RETRY_AFTER, Peer, drain, notice, unread
 from server.net.gate import Gate
 from server.net.health import DRAINING, PATHS, Health
@@ -138,20 +138,33 @@ class Transport:
             # costs ~30 µs a frame and a zlib context per connection for nothing.
             compression="deflate" if self.compression else None,
         )
+        self._use_origins(lim.origins)
+        log.info("at most %d connections (%d per address; open-file limit %d)",
+                 gate.max_connections, gate.per_address, open_file_limit())
+        self._watch_idle(lim.idle_timeout)
+        return self.server
+
+    def _use_origins(self, origins: tuple[str, ...]) -> None:
+        """The browser origins allowed from now on (at start, and after a reload), logged."""
+        assert self.server is not None
         ports = {int(sock.getsockname()[1]) for sock in self.server.sockets}
-        self.origins = OriginPolicy(lim.origins, host, ports, self.tls.enabled)
+        self.origins = OriginPolicy(origins, self.host, ports, self.tls.enabled)
         level = logging.WARNING if self.origins.wildcard_host and not self.origins.configured \
             else logging.INFO
         log.log(level, "%s", self.origins.describe())
-        log.info("at most %d connections (%d per address; open-file limit %d)",
-                 gate.max_connections, gate.per_address, open_file_limit())
         for entry in self.origins.malformed():
             log.warning("limits.origins: %r is not an origin such as "
                         "\"https://lobby.example.org\" (scheme://host[:port]); it allows nothing",
                         entry)
-        if lim.idle_timeout:
-            self._watchdog = asyncio.get_running_loop().create_task(self._close_idle(lim.idle_timeout))
-        return self.server
+
+    def _watch_idle(self, timeout: float) -> None:
+        """Close idle connections after ``timeout`` seconds (0: never), replacing the sweep
+        that ran with an earlier timeout."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if timeout:
+            self._watchdog = asyncio.get_running_loop().create_task(self._close_idle(timeout))
 
     async def _close_idle(self, timeout: float) -> None:
         """One sweep every quarter of the idle timeout (at most 30 s) closes the idle connections.
@@ -374,23 +387,12 @@ class Transport:
         if self.server is None:
             return
         if limits.origins != old.origins:
-            ports = {int(sock.getsockname()[1]) for sock in self.server.sockets}
-            self.origins = OriginPolicy(limits.origins, self.host, ports, self.tls.enabled)
-            log.info("%s", self.origins.describe())
-            if self.origins.malformed():
-                log.warning("limits.origins: %s are not origins such as \"https://lobby.example.org\"; "
-                            "they allow nothing", ", ".join(map(repr, self.origins.malformed())))
+            self._use_origins(limits.origins)
         if self.gate is not None and limits.connections_per_address != old.connections_per_address:
-            self.gate.per_address = limits.connections_per_address
-            self.gate.max_sockets_per_address = (limits.connections_per_address
-                                                 + handshake_room(limits.connections_per_address))
+            self.gate.allow_per_address(limits.connections_per_address)
         if limits.idle_timeout != old.idle_timeout:
-            if self._watchdog is not None:
-                self._watchdog.cancel()
-                self._watchdog = None
-            if limits.idle_timeout:
-                self._watchdog = asyncio.get_running_loop().create_task(
-                    self._close_idle(limits.idle_timeout))
+            self._watch_idle(limits.idle_timeout)
+
     async def drain(self, grace: float, hurry: asyncio.Event | None = None) -> None:
         """Stop taking players (``/readyz`` 503, WebSocket handshakes refused with 503) and
         close every connection once it has answered what it sent before it was told
