@@ -19,14 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from server import logsetup
 from server.config import Config, ConfigError, Limits, Tls, load_config
-from server.limits import LoginRate, ReadBudget, RegistrationLimit
-from server.lobby.invitation_limit import InvitationLimit
-from server.lobby.talk_limit import TalkLimit
 from server.store.backends import is_postgres
 
 if TYPE_CHECKING:
     from server.app import RunningServer
-    from server.lobby import Lobby
 
 log = logging.getLogger("matchlobby.reload")
 
@@ -118,7 +114,8 @@ def apply(server: RunningServer, new: Config, path: str) -> None:
             log.error("SIGHUP: the TLS certificate was not reloaded (%s)", e)
     if limits != old.limits:
         server.transport.reconfigure(limits)
-        _lobby_limits(server.lobby, old.limits, limits)
+        server.lobby.presence.interval = limits.presence_interval
+        server.lobby.use_limits(limits, old.limits)
     for field in dataclasses.fields(Config):
         name = field.name
         if name not in live and getattr(new, name) != getattr(old, name):
@@ -132,33 +129,3 @@ def apply(server: RunningServer, new: Config, path: str) -> None:
     server.config = server.lobby.config = dataclasses.replace(old, **live)
     log.info("SIGHUP: configuration %s read again%s", path,
              f"; applied: {', '.join(changed)}" if changed else "; nothing to apply")
-
-
-def _lobby_limits(lobby: Lobby, old: Limits, new: Limits) -> None:
-    """The lobby's allowances: the login throttle and presence in place, the token buckets
-    made anew (their counts start afresh) where their rates changed."""
-
-    def changed(*keys: str) -> bool:
-        return any(getattr(old, k) != getattr(new, k) for k in keys)
-
-    lobby.presence.interval = new.presence_interval
-    throttle = lobby.login_throttle
-    throttle.pairs.free = new.login_free_failures
-    throttle.addresses.free = new.login_address_failures
-    throttle.accounts.free = new.login_account_failures
-    for backoff in (throttle.pairs, throttle.addresses, throttle.accounts):
-        backoff.cap = new.login_max_delay
-    if changed("invitations_per_minute", "invitations_per_pair_per_minute",
-               "invitations_received_per_minute"):
-        lobby.invitation_limit = InvitationLimit(new.invitations_per_minute,
-                                                 new.invitations_per_pair_per_minute,
-                                                 new.invitations_received_per_minute)
-    if changed("talk_per_minute", "talk_address_per_minute", "shouts_per_minute",
-               "shouts_address_per_minute"):
-        lobby.talk_limit = TalkLimit(new)
-    if changed("registrations_per_hour"):
-        lobby.registrations = RegistrationLimit(new.registrations_per_hour)
-    if changed("account_logins_per_minute", "address_logins_per_minute"):
-        lobby.login_rate = LoginRate(new.account_logins_per_minute, new.address_logins_per_minute)
-    if changed("read_units_per_second", "read_units_burst"):
-        lobby.reads = ReadBudget(new.read_units_per_second, new.read_units_burst)

@@ -22,7 +22,7 @@ from server.api import (
     Publisher,
 )
 from server.commands import COMMANDS, CommandTable
-from server.config import Config
+from server.config import Config, Limits
 from server.limits import LoginRate, LoginThrottle, ReadBudget, RegistrationLimit
 from server.lobby.account_watch import AccountWatch
 from server.lobby.audience import Audience, to_players
@@ -94,10 +94,6 @@ class Lobby:
         self.ended: deque[int] = deque(maxlen=ENDED_KEPT)
         self._ended: set[int] = set()
         self.invitations = Invitations(config.invitation_timeout, self._invitation_expired)
-        self.invitation_limit = InvitationLimit(config.limits.invitations_per_minute,
-                                                config.limits.invitations_per_pair_per_minute,
-                                                config.limits.invitations_received_per_minute)
-        self.talk_limit = TalkLimit(config.limits)
         self.requests = StoredReplies()
         self.standings = EventStandings()
         self.listing = EventListing()
@@ -108,10 +104,8 @@ class Lobby:
                                             per_address=lim.login_address_failures,
                                             per_account=lim.login_account_failures,
                                             cap=lim.login_max_delay)
-        self.registrations = RegistrationLimit(lim.registrations_per_hour)
-        self.login_rate = LoginRate(lim.account_logins_per_minute, lim.address_logins_per_minute)
+        self.use_limits(lim)
         self.account_watch = AccountWatch(self)
-        self.reads = ReadBudget(lim.read_units_per_second, lim.read_units_burst)
         db.on_commit_failure = self.reload_plugins
         db.on_job_failure = self.resync_plugins
         db.on_job_start = self._job_started
@@ -121,6 +115,36 @@ class Lobby:
         self.seeking = Seeking(self)  # automatch's pool
 
     # ---- start-up -------------------------------------------------------------------------
+
+    def use_limits(self, lim: Limits, old: Limits | None = None) -> None:
+        """The allowances the lobby counts with, made from ``lim``. After a reload (``old``:
+        the limits before it) the login throttle keeps its counts and trusted addresses, and
+        only the token buckets whose values changed are made anew (their counts start afresh)."""
+
+        def changed(*keys: str) -> bool:
+            return old is None or any(getattr(old, k) != getattr(lim, k) for k in keys)
+
+        throttle = self.login_throttle
+        throttle.pairs.free = lim.login_free_failures
+        throttle.addresses.free = lim.login_address_failures
+        throttle.accounts.free = lim.login_account_failures
+        for backoff in (throttle.pairs, throttle.addresses, throttle.accounts):
+            backoff.cap = lim.login_max_delay
+        if changed("invitations_per_minute", "invitations_per_pair_per_minute",
+                   "invitations_received_per_minute"):
+            self.invitation_limit = InvitationLimit(lim.invitations_per_minute,
+                                                    lim.invitations_per_pair_per_minute,
+                                                    lim.invitations_received_per_minute)
+        if changed("talk_per_minute", "talk_address_per_minute", "shouts_per_minute",
+                   "shouts_address_per_minute"):
+            self.talk_limit = TalkLimit(lim)
+        if changed("registrations_per_hour"):
+            self.registrations = RegistrationLimit(lim.registrations_per_hour)
+        if changed("account_logins_per_minute", "address_logins_per_minute"):
+            self.login_rate = LoginRate(lim.account_logins_per_minute,
+                                        lim.address_logins_per_minute)
+        if changed("read_units_per_second", "read_units_burst"):
+            self.reads = ReadBudget(lim.read_units_per_second, lim.read_units_burst)
 
     async def start(self) -> None:
         """Load what is committed: stored replies, the plugins, players, live matches."""
