@@ -76,6 +76,11 @@ class Book(Protocol):
 
     def accept(self, new: Mapping[str, Any], unit: RatedUnit) -> None: ...
 
+    def predict(self, game: Game) -> float:
+        """The probability that side A wins ``game``, from the standings the book holds now (a
+        player it does not hold yet has :meth:`new_standing`'s): the system's own expectation,
+        which ``matchlobby evaluate`` scores against what happened."""
+
     def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
         """At start: every rated game of the ladder's closed events, in order (see
         ``LogReader.event_games``), for a system that solves the whole history; others ignore

@@ -125,6 +125,14 @@ class CasBook:
                                  paluba[i], dansas[i], peklos[i])
         return out
 
+    def predict(self, game: Game) -> float:
+        """Peklo's strengths as a Bradley–Terry probability: Peklo's Elo form is
+        1500 + 200·log₂(odds against a 1500 player), so A beats B with
+        1 / (1 + 2^((Peklo_B − Peklo_A) / 200)). A newcomer counts at Peklo's start."""
+        a, b = (self.standings.get(p) or self.new_standing(p)
+                for p in (game.side_a[0], game.side_b[0]))
+        return float(1.0 / (1.0 + 2.0 ** ((b.peklo - a.peklo) / 200.0)))
+
     def accept(self, new: Mapping[str, CasStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
         rows = cas_rows([g for g in unit.games if SYSTEM.counts(self.options, g)])

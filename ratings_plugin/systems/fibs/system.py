@@ -59,6 +59,11 @@ class FibsBook:
     def accept(self, new: Mapping[str, FibsStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
 
+    def predict(self, game: Game) -> float:
+        """FIBS's match-length formula (a game with no length as a 1-point match)."""
+        a, b = self.get(game.side_a[0]), self.get(game.side_b[0])
+        return win_probability(float(a.rating), float(b.rating), game.length or 1)
+
     def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
         """Nothing to load: no part of this system depends on the whole history."""
 

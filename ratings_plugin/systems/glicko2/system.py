@@ -104,6 +104,13 @@ class GlickoBook:
     def accept(self, new: Mapping[str, GlickoStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
 
+    def predict(self, game: Game) -> float:
+        """Glicko-2's expectation with both players' RDs, as they stand after their last
+        period (no idle growth is added for the time until the game)."""
+        a, b = (self.standings.get(p) or self.new_standing(p)
+                for p in (game.side_a[0], game.side_b[0]))
+        return win_probability(a.values, b.values)
+
     def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
         """Nothing to load: no part of this system depends on the whole history."""
 

@@ -73,6 +73,12 @@ class P4PBook:
     def accept(self, new: Mapping[str, P4PStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
 
+    def predict(self, game: Game) -> float:
+        """P4P's expected score of side A (a doubles side rated by its partners' mean)."""
+        points = {p: int(self.get(p).rating) for p in game.players}
+        diff = side_rating(game.side_a, points) - side_rating(game.side_b, points)
+        return float(expected_score(diff, self.options.p4p.f))
+
     def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
         """Nothing to load: no part of this system depends on the whole history."""
 
