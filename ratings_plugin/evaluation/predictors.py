@@ -1,0 +1,90 @@
+"""Who predicts: a ladder's system through its own book, and the two rows beside the systems.
+
+Each predictor is fed the units in order and hands back, for every game it scores, the
+probability that side A wins as it stood just before that game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from server.api import Game, LadderConfig, RatedUnit
+
+Predictions = list[tuple[Game, float]]
+"""A unit's scored games with their predictions (a list: the book has moved on when it is
+handed back)."""
+
+
+class SystemPredictor:
+    """A ladder's system predicting with its own book (``Book.predict``).
+
+    A system rated after each result (``rates_each_result``) predicts each game from the book
+    after the game before it: the unit is applied one game at a time (its ``compute`` applies
+    games one after another, so the ratings are the same). Any other system predicts every
+    game of a unit from the book before the unit (an event rated when it closes; a live match
+    is a unit of one game anyway). A game is scored when the system ``counts`` it.
+    """
+
+    def __init__(self, ladder: LadderConfig) -> None:
+        self.system = ladder.system
+        self.options = ladder.options
+        self.book = ladder.system.new_book(ladder.options)
+        self.each = ladder.system.rates_each_result
+
+    def counts(self, game: Game) -> bool:
+        return self.system.counts(self.options, game)
+
+    def feed(self, unit: RatedUnit) -> Predictions:
+        book, counts = self.book, self.counts
+        if self.each and len(unit.games) > 1:
+            said = []
+            for g in unit.games:
+                one = replace(unit, games=(g,))
+                if counts(g):
+                    said.append((g, book.predict(g)))
+                book.accept(book.compute(one), one)
+            return said
+        said = [(g, book.predict(g)) for g in unit.games if counts(g)]
+        book.accept(book.compute(unit), unit)
+        return said
+
+
+class Baseline:
+    """Always 0.5: what knowing nothing scores (its log-loss is ln 2)."""
+
+    def __init__(self, counts: Callable[[Game], bool]) -> None:
+        self.counts = counts
+
+    def feed(self, unit: RatedUnit) -> Predictions:
+        return [(g, 0.5) for g in unit.games if self.counts(g)]
+
+
+class WinRate:
+    """Only the players' results so far: each player's Laplace-smoothed win rate
+    (wins + 1) / (games + 2), a side of two by their mean, and A's chance rA / (rA + rB).
+    A draw is half a win; the rates move after every scored game, in order."""
+
+    def __init__(self, counts: Callable[[Game], bool]) -> None:
+        self.counts = counts
+        self.wins: dict[str, float] = {}
+        self.games: dict[str, int] = {}
+
+    def rate(self, side: tuple[str, ...]) -> float:
+        wins, games = self.wins, self.games
+        return sum((wins.get(p, 0.0) + 1.0) / (games.get(p, 0) + 2.0) for p in side) / len(side)
+
+    def feed(self, unit: RatedUnit) -> Predictions:
+        wins, games = self.wins, self.games
+        said = []
+        for g in unit.games:
+            if not self.counts(g):
+                continue
+            ra, rb = self.rate(g.side_a), self.rate(g.side_b)
+            said.append((g, ra / (ra + rb)))
+            y = 1.0 if g.score_a > g.score_b else 0.0 if g.score_a < g.score_b else 0.5
+            for side, won in ((g.side_a, y), (g.side_b, 1.0 - y)):
+                for p in side:
+                    wins[p] = wins.get(p, 0.0) + won
+                    games[p] = games.get(p, 0) + 1
+        return said
