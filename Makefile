@@ -15,7 +15,7 @@ TEST_SITE    := $(VENV)/test-plugins
 
 $(STAMP): pyproject.toml $(TEST_PLUGINS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench,postgresql]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench,postgresql,charts]'
 	rm -rf $(TEST_SITE)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(TEST_SITE) \
 	  $(dir $(TEST_PLUGINS))

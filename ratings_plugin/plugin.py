@@ -18,6 +18,7 @@ from ratings_plugin import store
 from ratings_plugin.book import Change, history_rows, ranked_rows, rate_unit, today
 from ratings_plugin.commands import cli_commands
 from ratings_plugin.corrections import rebuild
+from ratings_plugin.ladder_evaluation import evaluation_commands
 from ratings_plugin.queries import event_changes, lobby_commands
 from ratings_plugin.stakes import stake
 from server.api import (
@@ -75,7 +76,7 @@ class RatingsPlugin:
                                 tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
 
     def commands(self) -> Sequence[PluginCommand]:
-        return lobby_commands(self)
+        return (*lobby_commands(self), *evaluation_commands())
 
     def cli_commands(self) -> Sequence[CliCommand]:
         return cli_commands()

@@ -366,6 +366,22 @@ async def _ladders(lobby: LobbyServer, tmp: Path) -> None:
                              for r in rows]
 
 
+@case("evaluate")
+async def _evaluate(lobby: LobbyServer, tmp: Path) -> None:
+    alice, bob = await lobby.player("alice"), await lobby.player("bob")
+    for winner, loser in [(alice, bob), (alice, bob), (bob, alice)]:
+        await start_match(winner, loser, 3)
+        await loser.resign()
+    guest = await lobby.client()
+    report = await guest.call("evaluate", ladder="backgammon")
+    assert (report["ladder"], report["system"]) == ("backgammon", "fibs")
+    assert [(r["system"], r["games"]) for r in report["systems"]] == [
+        ("fibs", 3), ("baseline", 3), ("win_rate", 3)]
+    assert close(report["systems"][1]["log_loss"], 0.6931471805599453)  # ln 2
+    assert (await guest.send_line("evaluate backgammon"))["data"] == report
+    await expect_error(guest.call("evaluate", ladder="nowhere"), "not_found")
+
+
 @case("watch")
 async def _watch(lobby: LobbyServer, tmp: Path) -> None:
     watcher = await lobby.client()

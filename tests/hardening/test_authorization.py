@@ -78,6 +78,7 @@ EXPECTED: dict[str, Row] = {
     "ladder": Row("live", lambda s: {"ladder": "backgammon", "all": True}, OK, OK, OK, OK),
     "history": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),
     "ladders": Row("live", lambda s: {}, OK, OK, OK, OK),
+    "evaluate": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "streak": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),  # the streaks plugin's
     "watch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "unwatch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),

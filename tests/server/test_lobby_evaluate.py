@@ -1,0 +1,62 @@
+"""The lobby command ``evaluate LADDER`` on a real server: its report is what
+``ratings_plugin.evaluation.evaluate`` makes of the same committed log, and it follows the log
+(a new match, a void) although the lobby keeps it between changes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from testkit.clients import expect_error, play, start_match
+from testkit.server_loop import LobbyServer
+
+from ratings_plugin.evaluation import evaluate
+from server.store.backends import open_store
+
+
+async def expected(lobby: LobbyServer, ladder: str) -> dict[str, Any]:
+    """The report computed apart, from the log as a ``matchlobby`` sub-command reads it."""
+    config = next(x for x in lobby.config().ladders if x.name == ladder)
+    store = await open_store(str(lobby.db), [])
+    try:
+        units = await store.log.units(ladder)
+    finally:
+        await store.close()
+    return {"ladder": ladder, "system": config.system.name, **evaluate([({}, config)], units)}
+
+
+async def test_evaluate_reports_the_ladders_log_and_follows_it(lobby: LobbyServer) -> None:
+    alice, bob, carol = await lobby.players("alice", "bob", "carol")
+    guest = await lobby.client()
+    await expect_error(guest.call("evaluate", ladder="chess"), "not_found")
+    empty = await guest.call("evaluate", ladder="backgammon")
+    assert [(r["system"], r["games"], r["log_loss"]) for r in empty["systems"]] == [
+        ("fibs", 0, None), ("baseline", 0, None), ("win_rate", 0, None)]
+
+    for winner, loser, length in [(alice, bob, 5), (alice, carol, 3), (bob, carol, 7),
+                                  (alice, bob, 1), (carol, bob, 5)]:
+        await play(winner, loser, length)
+    first = await guest.call("evaluate", ladder="BACKGAMMON")
+    assert first == await expected(lobby, "backgammon")
+    rows = {r["system"]: r for r in first["systems"]}
+    assert [r["system"] for r in first["systems"]] == ["fibs", "baseline", "win_rate"]
+    assert rows["fibs"]["games"] == 5
+    assert math.isclose(rows["baseline"]["log_loss"], math.log(2))
+    assert rows["fibs"]["log_loss"] != rows["baseline"]["log_loss"]
+    assert await bob.call("evaluate", ladder="backgammon") == first  # asked again: the same
+
+    await play(bob, alice, 3)
+    second = await guest.call("evaluate", ladder="backgammon")
+    assert second == await expected(lobby, "backgammon")
+    assert second["systems"][0]["games"] == 6
+    assert second["systems"][0]["log_loss"] != first["systems"][0]["log_loss"]
+
+    # an unlimited match is not scored; a void takes a scored match out of the log
+    mid = await start_match(carol, alice, "unlimited")
+    await alice.call("resign")
+    assert (await guest.call("evaluate", ladder="backgammon")) == second
+    admin = await lobby.admin()
+    await admin.call("void", match=mid - 1, reason="wrong players")
+    third = await guest.call("evaluate", ladder="backgammon")
+    assert third == await expected(lobby, "backgammon")
+    assert third["systems"][0]["games"] == 5
