@@ -70,9 +70,11 @@ def draw(report: Mapping[str, Any], path: str) -> None:
     calibration.legend(loc="upper left", fontsize="small", frameon=False)
 
     positions = range(len(rows))
-    scores = [float(r["log_loss"]) for r in rows]
+    scored = [r["log_loss"] for r in rows]  # None: the row scored no game
+    scores = [0.0 if s is None else float(s) for s in scored]
     bars = losses.barh(positions, scores, color=[f"C{i}" for i in positions])
-    losses.bar_label(bars, labels=[f"{s:.4f}" for s in scores], padding=3, fontsize="small")
+    losses.bar_label(bars, labels=["no games" if s is None else f"{s:.4f}" for s in scored],
+                     padding=3, fontsize="small")
     losses.set_yticks(list(positions), names)
     losses.invert_yaxis()  # the report's order, top to bottom
     losses.set_xlim(0, max([*scores, 0.0]) * 1.2 or 1)

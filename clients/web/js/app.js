@@ -7,6 +7,7 @@ import { chartTimes, whenText } from "./charts.js";
 import { setUpDesk } from "./desk.js";
 import { $, el, fmtExpiry, plural } from "./dom.js";
 import { setUpDisputes } from "./disputes.js";
+import { evaluationPanel } from "./evaluation.js";
 import { setUpEvents } from "./events.js";
 import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl, restartWait } from "./lobby.js";
@@ -171,7 +172,9 @@ function buildLadder(info) {
         tbody)),
     empty,
     helpOf(columns.find((c) => c.key === "rating")),
-    legend(columns));
+    legend(columns),
+    evaluationPanel({ name: info.ladder, system: info.system, title: info.system_title || info.system },
+      (name) => lobby.call("evaluate", { ladder: name })));
   const ladder = {
     name: info.ladder, system: info.system, title: info.system_title || info.system, live: Boolean(info.live),
     columns, rows: null, movedUntil: new Map(), section, tbody, count, empty,

@@ -1,0 +1,63 @@
+"""The page shows a ladder's evaluation (the lobby's ``evaluate``): its scores by system and
+the calibration chart, asked for when opened and again on demand; axe-core finds nothing."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.async_api import Browser, expect
+from testkit.axe import axe_violations
+from testkit.browser import open_page
+from testkit.results import HEADER, today
+from testkit.server_loop import LobbyServer
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+NAMES = {"fibs": "FIBS", "baseline": "Always 0.5", "win_rate": "Win rates so far"}
+
+
+def results(rows: list[tuple[str, str, int]]) -> str:
+    return "\n".join([HEADER, *(f"Club,{today()},{a},{b},{n},0,{n}," for a, b, n in rows)]) + "\n"
+
+
+async def test_a_ladders_evaluation_shows_the_scores_and_the_calibration_chart(
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
+    admin, guest = await site.admin(), await site.client()
+    eid = (await admin.call("event create", name="Club", ladder="backgammon"))["id"]
+    # ann beats everyone, bea beats cid and dan, cid beats dan; now and then an upset
+    games = [("ann", "bea", 3), ("ann", "cid", 5), ("bea", "cid", 1), ("cid", "dan", 7),
+             ("bea", "dan", 3), ("ann", "dan", 1), ("dan", "ann", 1), ("bea", "cid", 5)] * 3
+    await admin.call("event import", new=True, event=eid, csv=results(games))
+    report = await guest.call("evaluate", ladder="backgammon")
+    assert report["systems"][0]["games"] == len(games)
+
+    page = await open_page(browser, site.http_url, errors=page_errors)
+    panel = page.locator("details.evaluation[data-ladder='backgammon']")
+    await panel.locator("summary").click()
+    rows = panel.locator("table.evaluation-table tbody tr")
+    await expect(rows).to_have_count(3)
+    for i, r in enumerate(report["systems"]):
+        row = rows.nth(i)
+        await expect(row.locator("th")).to_have_text(NAMES[r["system"]])
+        await expect(row.locator("td[data-key='games']")).to_have_text(str(r["games"]))
+        await expect(row.locator("td[data-key='log_loss']")).to_have_text(f"{r['log_loss']:.4f}")
+        await expect(row.locator("td[data-key='brier']")).to_have_text(f"{r['brier']:.4f}")
+    await expect(panel.locator(".verdict")).to_contain_text(
+        f"Over {len(games)} scored games, FIBS predicted with a log-loss of "
+        f"{report['systems'][0]['log_loss']:.4f}")
+    # the chart: uPlot's canvas, a line per row and the diagonal in its legend
+    figure = panel.locator("figure.calibration")
+    await expect(figure.locator("canvas")).to_have_count(1)
+    labels = figure.locator(".u-legend .u-series .u-label")
+    await expect(labels).to_have_text(["Predicted", "Perfectly calibrated", *NAMES.values()])
+    points = await page.evaluate("""() => {
+        const b = document.querySelector("figure.calibration canvas").getBoundingClientRect();
+        return [b.width, b.height]; }""")
+    assert points[0] >= 240 and points[1] > 100
+    assert await axe_violations(page) == []
+
+    # one more result: asked again, the panel shows the new count
+    await admin.call("event import", event=eid, csv=results([("dan", "bea", 3)]))
+    await panel.get_by_role("button", name="Ask again").click()
+    await expect(rows.first.locator("td[data-key='games']")).to_have_text(str(len(games) + 1))
+    await expect(labels).to_have_count(5)  # the chart drawn again, not added to
+    await expect(figure.locator("canvas")).to_have_count(1)
