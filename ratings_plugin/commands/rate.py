@@ -6,48 +6,26 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from ratings_plugin.book import ranked_rows
-from server.api import LadderConfig, RatedUnit, RatingSystem
+from ratings_plugin.commands.offline import Option, OptionError, file_ladder, file_units
 from server.api.registry import rating_systems
-from server.api.results_file import (
-    ResultRow,
-    ResultsError,
-    group_events,
-    parse_date,
-    read_results,
-)
+from server.api.results_file import ResultsError, parse_date, read_results
 from server.api.spreadsheet import escape
 
 
-def _check_rows(rows: Sequence[ResultRow], system: RatingSystem, source: str) -> LadderConfig:
-    """The ladder the rows make (singles, or doubles where a side has two players), every row
-    checked by the system; raises ``ResultsError`` naming the file and line."""
-    doubles_rows = [r for r in rows if len(r.game.side_a) > 1 or len(r.game.side_b) > 1]
-    try:
-        options = system.parse_options({"format": "doubles"} if doubles_rows else {})
-    except ValueError:
-        raise ResultsError(f"{source}:{doubles_rows[0].line}: {system.name} has no doubles: "
-                           "sides must be one player") from None
-    for r in rows:
-        g = r.game
-        if doubles_rows and (len(g.side_a) != 2 or len(g.side_b) != 2):
-            raise ResultsError(f"{source}:{r.line}: singles and doubles are mixed: this file's "
-                               f"first doubles game is on line {doubles_rows[0].line}")
-        try:
-            system.check_game(options, g)
-        except ValueError as e:
-            raise ResultsError(f"{source}:{r.line}: {e}") from None
-    return LadderConfig(system.name, system, options)
-
-
-def rate_file(system: str, path: str, as_of: str | None = None) -> dict[str, Any]:
-    """The ladder object printed by ``--format json``; raises ``ResultsError``.
+def rate_file(system: str, path: str, as_of: str | None = None,
+              table: Mapping[str, Any] | None = None, given: Sequence[Option] = ()
+              ) -> dict[str, Any]:
+    """The ladder object printed by ``--format json``; raises ``ResultsError`` (or
+    ``OptionError`` for an option).
 
     Each event of the file (its rows grouped by ``event``, in the order of
-    their first row) is one unit, as an event closed in the lobby.
+    their first row) is one unit, as an event closed in the lobby. ``table``
+    is a configured ladder's options (by default the file's shape decides
+    singles or doubles), ``given`` the options of ``--option`` applied on top.
     """
     systems = rating_systems()
     found = systems.get(system)
@@ -55,7 +33,7 @@ def rate_file(system: str, path: str, as_of: str | None = None) -> dict[str, Any
         raise ResultsError(f"unknown system {system!r}: choose one of "
                            f"{', '.join(sorted(systems))}")
     rows = read_results(path)
-    ladder = _check_rows(rows, found, path)
+    ladder = file_ladder(rows, found, path, table, given)
     if as_of is None:
         judged = max(r.game.played_on for r in rows)
     else:
@@ -64,10 +42,7 @@ def rate_file(system: str, path: str, as_of: str | None = None) -> dict[str, Any
         except ValueError as e:
             raise ResultsError(f"--as-of: {e}") from None
     book = found.new_book(ladder.options)
-    for seq, (_event, games) in enumerate(group_events(rows), start=1):
-        first = min(g.played_on for g in games)
-        unit = RatedUnit(system, seq, f"{first.isoformat()}T00:00:00Z", tuple(games), {},
-                         event_id=seq)
+    for unit in file_units(rows, system):
         book.accept(book.compute(unit), unit)
     return {"system": system, "as_of": judged.isoformat(),
             "columns": [c.as_dict() for c in found.columns(ladder.options)],
@@ -139,11 +114,12 @@ def format_csv(ladder: dict[str, Any]) -> str:
 
 
 def run(system: str, path: str, as_of: str | None, fmt: str,
-        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+        out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+        table: Mapping[str, Any] | None = None, given: Sequence[Option] = ()) -> int:
     """The command's body: 0 on success, 2 with a message on standard error."""
     try:
-        ladder = rate_file(system, path, as_of)
-    except ResultsError as e:
+        ladder = rate_file(system, path, as_of, table, given)
+    except (ResultsError, OptionError) as e:
         print(f"matchlobby rate: {e}", file=err)
         return 2
     if fmt == "json":
