@@ -23,15 +23,17 @@ WIDTH, HEIGHT, DPI = 11.0, 4.6, 100  # inches, and dots an inch: a PNG of 1100 Ã
 def unusable(path: str) -> str | None:
     """Why ``--chart path`` cannot be drawn (one line for the user), or ``None``: checked
     before the evaluation runs, which can take a while on a big log."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return f"--chart needs matplotlib, which is not installed: {INSTALL}"
     if os.path.splitext(path)[1].lower() not in FORMATS:
         return f"--chart {path}: the file must end in .png or .svg"
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         return f"--chart {path}: no folder {folder}"
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return f"--chart needs matplotlib, which is not installed: {INSTALL}"
+    if not os.access(folder, os.W_OK):
+        return f"--chart {path}: the folder {folder} cannot be written to"
     return None
 
 
@@ -40,7 +42,16 @@ def label(row: Mapping[str, Any]) -> str:
     variant: Mapping[str, Any] = row.get("variant") or {}
     if not variant:
         return str(row["system"])
-    return f"{row['system']} ({', '.join(f'{k}={v}' for k, v in variant.items())})"
+    return f"{row['system']} ({', '.join(f'{k}={_text(v)}' for k, v in variant.items())})"
+
+
+def _text(value: Any) -> str:
+    """An option's value as ``--option`` takes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(_text(x) for x in value)
+    return str(value)
 
 
 def draw(report: Mapping[str, Any], path: str) -> None:
@@ -48,7 +59,12 @@ def draw(report: Mapping[str, Any], path: str) -> None:
     names (``.png`` or ``.svg``)."""
     import matplotlib
 
-    matplotlib.use("Agg")  # no display: the chart is a file
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # an SVG's words stay text
+        figure = _figure(report)
+        figure.savefig(path, format=os.path.splitext(path)[1][1:].lower())
+
+
+def _figure(report: Mapping[str, Any]) -> Any:
     from matplotlib.figure import Figure
 
     rows: Sequence[Mapping[str, Any]] = report["systems"]
@@ -83,4 +99,4 @@ def draw(report: Mapping[str, Any], path: str) -> None:
                title=f"Log-loss by system ({games} games)")
     losses.grid(True, axis="x", color="0.9")
     losses.set_axisbelow(True)
-    figure.savefig(path, format=os.path.splitext(path)[1][1:].lower())
+    return figure

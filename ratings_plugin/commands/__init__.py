@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import sys
 
+from ratings_plugin import evaluation_chart
 from ratings_plugin.commands import evaluate, rate, replay
 from ratings_plugin.commands.offline import OptionError, Plan, parse_option, read_config_ladder
 from server.api import CliCommand, CliEnvironment
@@ -71,18 +72,24 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
                         "each --system with its options is a row")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="output format (default: table); the calibration bins are in json only")
+    p.add_argument("--chart", metavar="FILE.png|FILE.svg",
+                   help="also draw the calibration chart and the log-loss by system into FILE "
+                        "(needs matplotlib: pip install 'matchlobby[charts]')")
     p.set_defaults(plan=[])
 
 
 def _evaluate(args: argparse.Namespace, env: CliEnvironment) -> int:
+    if args.chart is not None and (problem := evaluation_chart.unusable(args.chart)):
+        print(f"matchlobby evaluate: {problem}", file=sys.stderr)
+        return 2
     if args.file is not None:
-        return evaluate.run_file(args.file, args.plan, args.format)
+        return evaluate.run_file(args.file, args.plan, args.format, chart=args.chart)
 
     async def main() -> int:
         db = await env.open()
         try:
             return await evaluate.run_ladder(db, env.ladders, args.config, args.ladder,
-                                             args.plan, args.format)
+                                             args.plan, args.format, chart=args.chart)
         finally:
             await db.close()
 

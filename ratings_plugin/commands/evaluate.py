@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ratings_plugin import evaluation_chart
 from ratings_plugin.commands.offline import (
     Option,
     OptionError,
@@ -179,7 +180,9 @@ def format_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def write(report: dict[str, Any], fmt: str, out: TextIO) -> None:
+def write(report: dict[str, Any], fmt: str, out: TextIO, chart: str | None = None) -> None:
+    if chart is not None:
+        evaluation_chart.draw(report, chart)
     if fmt == "json":
         out.write(json.dumps(report, ensure_ascii=False) + "\n")
     elif fmt == "csv":
@@ -189,25 +192,25 @@ def write(report: dict[str, Any], fmt: str, out: TextIO) -> None:
 
 
 def run_file(path: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout,
-             err: TextIO = sys.stderr) -> int:
+             err: TextIO = sys.stderr, chart: str | None = None) -> int:
     """``--file``: 0 on success, 2 with a message on standard error."""
     try:
         report = evaluate_file(path, plan)
     except (ResultsError, OptionError, Refused) as e:
         print(f"matchlobby evaluate: {e}", file=err)
         return 2
-    write(report, fmt, out)
+    write(report, fmt, out, chart)
     return 0
 
 
 async def run_ladder(db: Reader, ladders: Sequence[LadderConfig], config: str | None,
                      name: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout,
-                     err: TextIO = sys.stderr) -> int:
+                     err: TextIO = sys.stderr, chart: str | None = None) -> int:
     """``--ladder``: 0 on success, 2 with a message on standard error."""
     try:
         report = await evaluate_ladder(db, ladders, config, name, plan)
     except (OptionError, Refused) as e:
         print(f"matchlobby evaluate: {e}", file=err)
         return 2
-    write(report, fmt, out)
+    write(report, fmt, out, chart)
     return 0
