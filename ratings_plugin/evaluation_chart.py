@@ -17,7 +17,7 @@ from typing import Any
 
 INSTALL = "pip install 'matchlobby[charts]'"
 FORMATS = (".png", ".svg")
-WIDTH, HEIGHT, DPI = 11.0, 4.6, 100  # inches, and dots an inch: a PNG of 1100 × 460
+WIDTH, HEIGHT, DPI = 11.0, 5.4, 100  # inches, and dots an inch: a PNG of 1100 × 540
 
 
 def unusable(path: str) -> str | None:
@@ -78,12 +78,13 @@ def _figure(report: Mapping[str, Any]) -> Any:
         bins = [b for b in row["calibration"] if b["games"]]
         calibration.plot([b["predicted"] for b in bins], [b["observed"] for b in bins],
                          marker="o", markersize=4, linewidth=1.5, color=f"C{i}", label=name)
-    calibration.set(xlim=(0, 1), ylim=(0, 1), aspect="equal",
+    calibration.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), aspect="equal",
                     xlabel="Predicted chance that side A wins",
                     ylabel="Share of games side A won",
                     title="Calibration (ten bins)")
     calibration.grid(True, color="0.9")
-    calibration.legend(loc="upper left", fontsize="small", frameon=False)
+    calibration.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2,
+                       fontsize="small", frameon=False)  # below: the lines stay in sight
 
     positions = range(len(rows))
     scored = [r["log_loss"] for r in rows]  # None: the row scored no game

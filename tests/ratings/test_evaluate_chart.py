@@ -3,7 +3,6 @@ chart and the log-loss by system; without matplotlib, one line saying how to ins
 
 from __future__ import annotations
 
-import random
 import struct
 import subprocess
 import sys
@@ -11,29 +10,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from testkit.cli import cli_env, run_cli
+from testkit.club import club
 from testkit.constants import CLI_TIMEOUT
-from testkit.results import results_text
 
 from ratings_plugin.evaluation_chart import DPI, HEIGHT, INSTALL, WIDTH
 
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-def club(path: Path, seed: int = 7, players: int = 10, games: int = 240) -> Path:
-    """A results file of games drawn from latent strengths (a logistic win model), an event of
-    ten games a day."""
-    rnd = random.Random(seed)
-    strength = {f"p{i:02d}": rnd.gauss(0, 1) for i in range(players)}
-    rows = []
-    for n in range(games):
-        a, b = rnd.sample(sorted(strength), 2)
-        length = rnd.choice((1, 3, 5, 7))
-        won = rnd.random() < 1 / (1 + 2.718281828 ** (strength[b] - strength[a]))
-        day = f"2026-01-{1 + n // 10:02d}"
-        rows.append(f"Night {n // 10},{day},{a},{b},{length if won else 0},"
-                    f"{0 if won else length},{length},")
-    path.write_text(results_text(rows), encoding="utf-8")
-    return path
 
 
 def png_size(data: bytes) -> tuple[int, int]:
