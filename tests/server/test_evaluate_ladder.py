@@ -3,6 +3,7 @@ same results, read from the log's tables apart from the lobby's log reader."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -10,8 +11,14 @@ from typing import Any
 
 import pytest
 from testkit.cli import run_many
-from testkit.replays import CONFIG, write_log
+from testkit.replays import CONFIG, FIRST, LADDERS, write_log
 from testkit.results import results_text
+
+from ratings_plugin.commands.replay import match_log
+from ratings_plugin.evaluation import evaluate, evaluate_plain
+from server.store.connection import open_connection
+from server.store.log import ladder_units
+from server.store.port import SqliteTx
 
 pytestmark = pytest.mark.sqlite_only("the log is written straight into an SQLite file")
 
@@ -76,3 +83,25 @@ def test_a_ladders_log_scores_as_its_results_file(db_path: Path, tmp_path: Path)
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == ("matchlobby evaluate: unknown ladder 'chess': choose one "
                                       "of backgammon, hypergammon, scrabble")
+
+
+async def test_the_plain_path_gives_the_books_report_exactly(db_path: Path) -> None:
+    """A FIBS ladder's plain log rows give, bit for bit, the report its units give through
+    books; a row the plain replay does not take sends the ladder back to the books."""
+    write_log(db_path, 12, matches=200)
+    conn = open_connection(db_path)
+    try:
+        ids = {row["name"]: row["id"] for row in conn.execute("SELECT id, name FROM players")}
+        for ladder in LADDERS.values():
+            entries = [({}, ladder), ({"experience_includes_match": True}, dataclasses.replace(
+                ladder, options=ladder.system.parse_options({"experience_includes_match": True})))]
+            units = await ladder_units(SqliteTx(conn), ladder.name)
+            fast = evaluate_plain(entries, match_log(conn, ladder.name), ids)
+            assert fast is not None
+            assert fast == evaluate(entries, units)
+            assert fast["systems"][0]["games"] == len(units) > 100
+        conn.execute("UPDATE matches SET unrated_reason = 'practice' WHERE id = (SELECT max(id) "
+                     "FROM matches WHERE ladder = 'backgammon' AND seq IS NOT NULL)")
+        assert evaluate_plain([({}, FIRST)], match_log(conn, "backgammon"), ids) is None
+    finally:
+        conn.close()
