@@ -27,8 +27,9 @@ from ratings_plugin.commands.offline import (
     variant,
 )
 from ratings_plugin.commands.rate import spreadsheet_safe
-from ratings_plugin.evaluation import evaluate
-from server.api import LadderConfig, RatingSystem, Reader
+from ratings_plugin.commands.replay import EVENT_UNITS, fetched, match_log
+from ratings_plugin.evaluation import evaluate, evaluate_plain
+from server.api import LadderConfig, RatingSystem, Store, Tx
 from server.api.registry import rating_systems
 from server.api.results_file import ResultRow, ResultsError, read_results
 
@@ -108,14 +109,36 @@ def evaluate_file(path: str, plan: Sequence[Step]) -> dict[str, Any]:
     return evaluate(file_entries(rows, path, plan), file_units(rows, "file"))
 
 
-async def evaluate_ladder(db: Reader, ladders: Sequence[LadderConfig], config: str | None,
+async def _plain(db: Store, name: str, entries: Sequence[Entry]) -> dict[str, Any] | None:
+    """The report from the log's plain rows, streamed from SQLite in one snapshot, when every
+    system offers plain predictions and takes every row (``None``: use the books)."""
+    if db.backend != "sqlite":
+        return None
+    raw = db.native()
+
+    async def read(tx: Tx) -> dict[str, Any] | None:
+        ids = {row[1]: row[0] for row in await tx.fetchall("SELECT id, name FROM players")}
+        if raw.execute(EVENT_UNITS, (name,)).fetchone()[0]:
+            return None
+        return evaluate_plain(entries, fetched(match_log(raw, name)), ids)
+
+    report: dict[str, Any] | None = await db.snapshot(read)
+    return report
+
+
+async def evaluate_ladder(db: Store, ladders: Sequence[LadderConfig], config: str | None,
                           name: str, plan: Sequence[Step]) -> dict[str, Any]:
-    """The report of ``--ladder`` on the lobby's log."""
+    """The report of ``--ladder`` on the lobby's log: from its plain rows where the systems
+    allow (:func:`ratings_plugin.evaluation.evaluate_plain`, the same report), else from its
+    units through the books."""
     ladder = next((x for x in ladders if x.name == name), None)
     if ladder is None:
         raise Refused(f"unknown ladder {name!r}: choose one of "
                       f"{', '.join(x.name for x in ladders)}")
     entries = ladder_entries(ladder, config, plan)
+    fast = await _plain(db, name, entries)
+    if fast is not None:
+        return fast
     units = await db.log.units(name)
     try:
         return evaluate(entries, units)
@@ -203,7 +226,7 @@ def run_file(path: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout
     return 0
 
 
-async def run_ladder(db: Reader, ladders: Sequence[LadderConfig], config: str | None,
+async def run_ladder(db: Store, ladders: Sequence[LadderConfig], config: str | None,
                      name: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout,
                      err: TextIO = sys.stderr, chart: str | None = None) -> int:
     """``--ladder``: 0 on success, 2 with a message on standard error."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from ratings_plugin.evaluation.predictors import Baseline, Predictions, SystemPredictor, WinRate
-from ratings_plugin.evaluation.scores import Tally
+from ratings_plugin.evaluation.scores import report as scored
 from server.api import Game, LadderConfig, RatedUnit
 
 SEASONED = 20
@@ -17,30 +18,63 @@ class Predictor(Protocol):
     def feed(self, unit: RatedUnit) -> Predictions: ...
 
 
-class Row:
-    """One row of the report: a predictor, its two tallies and its players' scored games."""
+class Seasoning:
+    """Which scored games had only players with :data:`SEASONED` scored games before them.
 
-    def __init__(self, system: str, variant: dict[str, Any], predictor: Predictor) -> None:
+    Rows that score the same games (a system's and the two beside it, which use its
+    ``counts``) share one, so each game is looked at once."""
+
+    def __init__(self) -> None:
+        self.played: dict[str, int] = {}
+        self.flags = bytearray()
+
+    def add(self, players: tuple[str, ...]) -> None:
+        played = self.played
+        self.flags.append(all(played.get(x, 0) >= SEASONED for x in players))
+        for x in players:
+            played[x] = played.get(x, 0) + 1
+
+
+class Collected:
+    """One row's predictions and the outcomes, in game order, and which games were seasoned."""
+
+    def __init__(self, seasoning: Seasoning) -> None:
+        self.ps = array("d")
+        self.ys = array("d")
+        self.seasoning = seasoning
+
+    def report(self, system: str, variant: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        flags = np.frombuffer(bytes(self.seasoning.flags[:len(self.ps)]), dtype=np.uint8) != 0
+        ps, ys = np.frombuffer(self.ps), np.frombuffer(self.ys)
+        return {"system": system, "variant": variant, **scored(ps, ys),
+                "after_20": scored(ps[flags], ys[flags])}
+
+
+class Row:
+    """One row of the report: a predictor and what it said."""
+
+    def __init__(self, system: str, variant: dict[str, Any], predictor: Predictor,
+                 seasoning: Seasoning, leads: bool) -> None:
         self.system = system
         self.variant = variant
         self.predictor = predictor
-        self.all = Tally()
-        self.seasoned = Tally()
-        self.played: dict[str, int] = {}
+        self.collected = Collected(seasoning)
+        self.leads = leads  # it moves the shared seasoning on
 
     def feed(self, unit: RatedUnit) -> None:
-        played = self.played
+        c = self.collected
+        ps, ys = c.ps, c.ys
+        seasoning = c.seasoning
         for g, p in self.predictor.feed(unit):
-            y = 1.0 if g.score_a > g.score_b else 0.0 if g.score_a < g.score_b else 0.5
-            self.all.add(p, y)
-            if all(played.get(x, 0) >= SEASONED for x in g.players):
-                self.seasoned.add(p, y)
-            for x in g.players:
-                played[x] = played.get(x, 0) + 1
+            ps.append(p)
+            ys.append(1.0 if g.score_a > g.score_b else 0.0 if g.score_a < g.score_b else 0.5)
+            if self.leads:
+                seasoning.add(g.players)
 
     def report(self) -> dict[str, Any]:
-        return {"system": self.system, "variant": self.variant, **self.all.report(),
-                "after_20": self.seasoned.report()}
+        return self.collected.report(self.system, self.variant)
 
 
 def _rated(game: Game) -> bool:
@@ -58,11 +92,14 @@ def evaluate(entries: Sequence[tuple[dict[str, Any], LadderConfig]], units: Iter
     raises its ``ValueError``.
     """
     systems = [SystemPredictor(ladder) for _, ladder in entries]
-    rows = [Row(ladder.system.name, dict(variant), predictor)
-            for (variant, ladder), predictor in zip(entries, systems, strict=True)]
+    rows = []
+    for (variant, ladder), predictor in zip(entries, systems, strict=True):
+        rows.append(Row(ladder.system.name, dict(variant), predictor, Seasoning(), True))
     if baselines:
         counts = systems[0].counts if systems else _rated
-        rows += [Row("baseline", {}, Baseline(counts)), Row("win_rate", {}, WinRate(counts))]
+        shared, leads = (rows[0].collected.seasoning, False) if rows else (Seasoning(), True)
+        rows += [Row("baseline", {}, Baseline(counts), shared, leads),
+                 Row("win_rate", {}, WinRate(counts), shared, False)]
     for unit in units:
         for row in rows:
             row.feed(unit)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 CLAMP = 1e-15
 """Log-loss takes ``p`` clamped to [1e-15, 1 − 1e-15]: only so that a certain prediction that
@@ -48,45 +51,36 @@ def accuracy(p: float, y: float) -> float:
 
 
 def bin_of(p: float) -> int:
+    """The calibration bin ``p`` falls in (0–9)."""
     return bisect_right(EDGES, p)
 
 
-class Tally:
-    """Running sums of the scores of one row's predictions (a million games take no list)."""
+def report(ps: ArrayLike, ys: ArrayLike) -> dict[str, Any]:
+    """The scores of predictions ``ps`` against outcomes ``ys`` (the same length) as the report
+    shows them: means (``None`` with no games) and the ten calibration bins, empty ones kept
+    with ``games`` 0. Vectorised: a million games take a fraction of a second."""
+    import numpy as np
 
-    __slots__ = ("bin_games", "bin_p", "bin_y", "brier", "games", "log_loss", "right")
-
-    def __init__(self) -> None:
-        self.games = 0
-        self.log_loss = 0.0
-        self.brier = 0.0
-        self.right = 0.0
-        self.bin_games = [0] * BINS
-        self.bin_p = [0.0] * BINS
-        self.bin_y = [0.0] * BINS
-
-    def add(self, p: float, y: float) -> None:
-        self.games += 1
-        self.log_loss += log_loss(p, y)
-        self.brier += (p - y) * (p - y)
-        self.right += accuracy(p, y)
-        i = bisect_right(EDGES, p)
-        self.bin_games[i] += 1
-        self.bin_p[i] += p
-        self.bin_y[i] += y
-
-    def report(self) -> dict[str, Any]:
-        """The scores as the report shows them: means (``None`` with no games) and the ten
-        calibration bins, empty ones kept with ``games`` 0."""
-        n = self.games
-        bins = []
-        for i in range(BINS):
-            k = self.bin_games[i]
-            bins.append({"bin": [i / BINS, (i + 1) / BINS], "games": k,
-                         "predicted": self.bin_p[i] / k if k else None,
-                         "observed": self.bin_y[i] / k if k else None})
-        return {"games": n,
-                "log_loss": self.log_loss / n if n else None,
-                "brier": self.brier / n if n else None,
-                "accuracy": self.right / n if n else None,
-                "calibration": bins}
+    p = np.asarray(ps, dtype=np.float64)
+    y = np.asarray(ys, dtype=np.float64)
+    n = len(p)
+    q = np.clip(p, CLAMP, 1.0 - CLAMP)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        losses = -(np.where(y > 0.0, y * np.log(q), 0.0)
+                   + np.where(y < 1.0, (1.0 - y) * np.log(1.0 - q), 0.0))
+    right = np.where((p == 0.5) | (y == 0.5), 0.5, ((p > 0.5) == (y == 1.0)).astype(np.float64))
+    which = np.searchsorted(np.array(EDGES), p, side="right")
+    games = np.bincount(which, minlength=BINS)
+    sum_p = np.bincount(which, weights=p, minlength=BINS)
+    sum_y = np.bincount(which, weights=y, minlength=BINS)
+    bins = []
+    for i in range(BINS):
+        k = int(games[i])
+        bins.append({"bin": [i / BINS, (i + 1) / BINS], "games": k,
+                     "predicted": float(sum_p[i] / k) if k else None,
+                     "observed": float(sum_y[i] / k) if k else None})
+    return {"games": n,
+            "log_loss": float(losses.mean()) if n else None,
+            "brier": float(((p - y) ** 2).mean()) if n else None,
+            "accuracy": float(right.mean()) if n else None,
+            "calibration": bins}

@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from ratings_plugin.systems.fibs import rate_ratings
+from ratings_plugin.systems.fibs import rate_ratings, win_probability
 from ratings_plugin.systems.fibs.standing import FibsLadder, FibsStanding
 from server.api import HistoryPair, LogRow, NotPlain
 
@@ -85,6 +85,26 @@ class FibsReplay:
                 yield (pb[4], rb, nb, pa[4], ra, na, mid, eid, at)
             else:
                 yield (pa[4], ra, na, pb[4], rb, nb, mid, eid, at)
+
+    def predictions(self, log: Iterable[LogRow]) -> Iterator[float]:
+        """Each row's probability that side A wins, from the standings before it (what the
+        book's ``predict`` says there), the row then applied as :meth:`pairs` applies it: the
+        fast path of ``matchlobby evaluate``. Raises :class:`~server.api.NotPlain` as
+        :meth:`pairs` does."""
+        state = self._state
+        start = self.options.fibs.start_rating
+        said: list[float] = []
+
+        def peeked() -> Iterator[LogRow]:
+            for row in log:
+                pa, pb, length = state.get(row[3]), state.get(row[4]), row[5]
+                said.append(win_probability(start if pa is None else pa[0],
+                                            start if pb is None else pb[0],
+                                            length if length is not None and length > 0 else 1))
+                yield row
+
+        for _ in self.pairs(peeked()):
+            yield said.pop()
 
     def _new(self, name: str, start: float) -> list[Any]:
         pid = self.ids.get(name)
