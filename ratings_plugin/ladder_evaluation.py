@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ratings_plugin.evaluation import evaluate
-from server.api import ANYONE, Arg, CommandContext, CommandSpec, LadderConfig, PluginCommand, Reader
+from server.api import (
+    ANYONE,
+    Arg,
+    CommandContext,
+    CommandError,
+    CommandSpec,
+    LadderConfig,
+    PluginCommand,
+    Reader,
+)
 
 LOG_STATE = """SELECT (SELECT max(seq) FROM matches WHERE ladder = ?),
     (SELECT max(seq) FROM events WHERE ladder = ?),
@@ -45,7 +54,11 @@ class Evaluations:
                 return kept[2]
             units = await ctx.reader.log.units(config.name)
             ctx.charge(sum(len(u.games) for u in units))  # every game of the ladder was read
-            report = await asyncio.to_thread(evaluate, [({}, config)], units)
+            try:
+                report = await asyncio.to_thread(evaluate, [({}, config)], units)
+            except ValueError as e:  # a game the ladder's options, since changed, refuse
+                raise CommandError("conflict", f"{config.system.title} cannot rate the log of "
+                                   f"{config.name} as it is configured now: {e}") from None
             self.kept[config.name] = (state, config, report)
             return report
 

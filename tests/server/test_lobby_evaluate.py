@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from testkit.clients import expect_error, play, start_match
+from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 
 from ratings_plugin.evaluation import evaluate
+from server.config import Config, load_config
 from server.store.backends import open_store
 
 
@@ -60,3 +64,34 @@ async def test_evaluate_reports_the_ladders_log_and_follows_it(lobby: LobbyServe
     third = await guest.call("evaluate", ladder="backgammon")
     assert third == await expected(lobby, "backgammon")
     assert third["systems"][0]["games"] == 5
+
+
+async def test_a_log_the_ladders_options_now_refuse_is_a_conflict(db_path: Path,
+                                                                  tmp_path: Path) -> None:
+    """A singles P4P ladder configured as doubles after its first event: its system refuses
+    the log's games, and ``evaluate`` says so instead of failing."""
+    configs = {"now": '[[ladders]]\nname = "league"\nsystem = "p4p"\n'}
+    path = tmp_path / "ladders.toml"
+
+    def ladders(config: Config) -> Config:
+        path.write_text(configs["now"], encoding="utf-8")
+        return replace(config, ladders=load_config(path).ladders)
+
+    lobby = LobbyServer(db_path, configure=ladders)
+    await lobby.start()
+    try:
+        admin = await lobby.admin()
+        event = (await admin.call("event create", name="Night", ladder="league"))["id"]
+        await admin.call("event import", new=True, event=event,
+                         csv=results_text([f"Night,{today()},ann,bob,10,5,,"]))
+        await admin.call("event close", event=event)
+        assert (await admin.call("evaluate", ladder="league"))["systems"][0]["games"] == 1
+        configs["now"] += 'format = "doubles"\n'
+        await lobby.restart()
+        guest = await lobby.client()
+        refused = await expect_error(guest.call("evaluate", ladder="league"), "conflict")
+        assert refused.message.startswith("P4P cannot rate the log of league as it is "
+                                          "configured now: ")
+        assert (await guest.call("ladders"))["ladders"][0]["format"] == "doubles"  # still up
+    finally:
+        await lobby.aclose()
