@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sqlite3
 import statistics
@@ -89,9 +90,10 @@ def main() -> None:
             fibs = report["systems"][0]
             print(f"round {n}: evaluate {spent:.2f} s, replay --check {first:.2f} s and "
                   f"{second:.2f} s: {spent / base:.2f} × (FIBS log-loss {fibs['log_loss']:.4f}, "
-                  f"after 20 {fibs['after_20']['log_loss']:.4f})", flush=True)
-        print(f"evaluate / replay --check: {statistics.median(ratios):.2f} × (median of "
-              f"{len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)})")
+                  f"after 20 {fibs['after_20']['log_loss']:.4f}); load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
+        print(f"ratio evaluate / replay --check: {statistics.median(ratios):.2f} × (median of "
+              f"{len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)}; target about 1 ×)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
