@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 
 from ratings_plugin.commands import evaluate, rate, replay
@@ -77,6 +78,10 @@ def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
 def _evaluate(args: argparse.Namespace, env: CliEnvironment) -> int:
     if args.file is not None:
         return evaluate.run_file(args.file, args.plan, args.format)
+    if "://" not in env.database and not os.path.exists(env.database):
+        # opening would make an empty lobby there: a mistyped --db would score nothing
+        print(f"matchlobby evaluate: {env.database}: no such database file", file=sys.stderr)
+        return 2
 
     async def main() -> int:
         db = await env.open()
