@@ -32,7 +32,7 @@ def plain_predictors(entries: Sequence[tuple[dict[str, Any], LadderConfig]],
         plain = offer(ladder.options, ids) if callable(offer) else None
         if plain is None or not callable(getattr(plain, "predictions", None)):
             return None
-        found.append(plain)  # type: ignore[arg-type]
+        found.append(plain)
     return found
 
 
