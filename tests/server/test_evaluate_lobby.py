@@ -44,3 +44,33 @@ async def test_matches_played_in_the_lobby_score_as_their_results_file(
     assert missing.returncode == 2
     assert missing.stderr.strip().endswith("missing.db: no such database file")
     assert not (tmp_path / "missing.db").exists()
+
+
+async def test_events_closed_in_the_lobby_score_as_their_results_file(
+        lobby: LobbyServer, db_path: Path, tmp_path: Path) -> None:
+    """ČAS events (each a unit rated at its close, a draw among the games) through the books."""
+    admin = await lobby.admin()
+    days = {"Day 1": [("ann", "ben", 420, 380), ("cid", "dan", 390, 390), ("ann", "cid", 400, 350),
+                      ("ben", "dan", 330, 420)],
+            "Day 2": [("ann", "ben", 500, 300), ("cid", "dan", 440, 300), ("ann", "dan", 450, 320)]}
+    rows = []
+    for day, games in days.items():
+        event = (await admin.call("event create", name=day, ladder="scrabble"))["id"]
+        these = [f"{day},{today()},{a},{b},{sa},{sb},," for a, b, sa, sb in games]
+        await admin.call("event import", new=True, event=event, csv=results_text(these))
+        await admin.call("event close", event=event)
+        rows += these
+    results = tmp_path / "days.csv"
+    results.write_text(results_text(rows), encoding="utf-8")
+    on_ladder = await run_cli_async(["evaluate", "--ladder", "scrabble", "--db", str(db_path),
+                                     "--format", "json"], tmp_path)
+    on_file = await run_cli_async(["evaluate", "--file", str(results), "--system", "cas",
+                                   "--format", "json"], tmp_path)
+    assert on_ladder.returncode == 0, on_ladder.stderr
+    assert on_file.returncode == 0, on_file.stderr
+    ladder, file = json.loads(on_ladder.stdout), json.loads(on_file.stdout)
+    assert [(r["system"], r["games"]) for r in ladder["systems"]] == [
+        ("cas", 7), ("baseline", 7), ("win_rate", 7)]
+    assert ladder == file
+    day_one = 4  # predicted from the empty ladder: 0.5 each
+    assert ladder["systems"][0]["calibration"][5]["games"] >= day_one
