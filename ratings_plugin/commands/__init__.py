@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 
 from ratings_plugin import evaluation_chart
@@ -28,7 +29,8 @@ def _rate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE",
                    help="the lobby's TOML configuration, read for --ladder (nothing else of it)")
     p.add_argument("--ladder", metavar="NAME",
-                   help="rate with this configured ladder's system and options (needs --config)")
+                   help="rate with this configured ladder's system and options (from --config, "
+                        "else the default ladders)")
     p.add_argument("--option", metavar="K=V", action="append", default=[],
                    help=OPTION_HELP + "; applied on top of the ladder's options (repeatable)")
 
@@ -42,14 +44,12 @@ def _rate(args: argparse.Namespace, env: CliEnvironment) -> int:
         given = [parse_option(o) for o in args.option]
         if args.ladder is None:
             if args.system is None or args.results is None:
-                return refuse("give SYSTEM and RESULTS.csv, or --config FILE --ladder NAME "
+                return refuse("give SYSTEM and RESULTS.csv, or --ladder NAME (with --config FILE) "
                               "and RESULTS.csv")
             return rate.run(args.system, args.results, args.as_of, args.format, given=given)
-        if args.config is None:
-            return refuse("--ladder needs --config FILE (the configuration that names it)")
         if args.system is None or args.results is not None:
             return refuse("with --ladder give only RESULTS.csv (the ladder names its system)")
-        system, table = read_config_ladder(args.config, args.ladder)
+        system, table = read_config_ladder(args.config, args.ladder, env.ladders)
     except OptionError as e:
         return refuse(str(e))
     return rate.run(system.name, args.system, args.as_of, args.format, table=table, given=given)
@@ -84,6 +84,10 @@ def _evaluate(args: argparse.Namespace, env: CliEnvironment) -> int:
         return 2
     if args.file is not None:
         return evaluate.run_file(args.file, args.plan, args.format, chart=args.chart)
+    if "://" not in env.database and not os.path.exists(env.database):
+        # opening would make an empty lobby there: a mistyped --db would score nothing
+        print(f"matchlobby evaluate: {env.database}: no such database file", file=sys.stderr)
+        return 2
 
     async def main() -> int:
         db = await env.open()

@@ -98,6 +98,10 @@ def ladder_entries(ladder: LadderConfig, config: str | None, plan: Sequence[Step
         system = _system(name)
         base = table if system.name == ladder.system.name else (
             {"format": "doubles"} if ladder.format == "doubles" else {})
+        try:
+            system.parse_options(base)
+        except (TypeError, ValueError) as e:
+            raise Refused(f"--system {name}: cannot rate ladder {ladder.name!r}: {e}") from None
         entries.append((variant(given), LadderConfig(ladder.name, system,
                                                      options_of(system, base, given))))
     return entries
@@ -106,7 +110,11 @@ def ladder_entries(ladder: LadderConfig, config: str | None, plan: Sequence[Step
 def evaluate_file(path: str, plan: Sequence[Step]) -> dict[str, Any]:
     """The report of ``--file``; raises ``ResultsError``, ``OptionError`` or :class:`Refused`."""
     rows = read_results(path)
-    return evaluate(file_entries(rows, path, plan), file_units(rows, "file"))
+    entries = file_entries(rows, path, plan)
+    try:
+        return evaluate(entries, file_units(rows, "file"))
+    except ValueError as e:
+        raise Refused(f"{path}: {e}") from None
 
 
 async def _plain(db: Store, name: str, entries: Sequence[Entry]) -> dict[str, Any] | None:

@@ -101,17 +101,28 @@ def configured_table(config: str | None, ladder: LadderConfig) -> dict[str, Any]
     return {"format": "doubles"} if ladder.format == "doubles" else {}
 
 
-def read_config_ladder(config: str, name: str) -> tuple[RatingSystem, dict[str, Any]]:
+def read_config_ladder(config: str | None, name: str, defaults: Sequence[LadderConfig]
+                       ) -> tuple[RatingSystem, dict[str, Any]]:
     """The system and options table of the ladder ``name`` in the configuration file ``config``
-    (a command that opens no database reads only this of the file)."""
+    (a command that opens no database reads only this of the file); with no file, or a file
+    with no ``[[ladders]]``, the lobby's default ladders (``defaults``)."""
     from server.api.registry import rating_systems
 
-    try:
-        with open(config, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise OptionError(f"--config {config}: {getattr(e, 'strerror', None) or e}") from None
-    entries = [e for e in data.get("ladders", []) if isinstance(e, dict)]
+    data: dict[str, Any] = {}
+    if config is not None:
+        try:
+            with open(config, "rb") as f:
+                data = tomllib.load(f)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise OptionError(f"--config {config}: {getattr(e, 'strerror', None) or e}"
+                              ) from None
+    if "ladders" not in data:
+        for ladder in defaults:
+            if ladder.name == name:
+                return ladder.system, configured_table(None, ladder)
+        names = ", ".join(x.name for x in defaults)
+        raise OptionError(f"--ladder {name}: no such ladder (the default ladders: {names})")
+    entries = [e for e in data["ladders"] if isinstance(e, dict)]
     for entry in entries:
         if entry.get("name") == name:
             system = rating_systems().get(entry.get("system"))  # type: ignore[arg-type]

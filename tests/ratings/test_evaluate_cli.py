@@ -10,6 +10,8 @@ from typing import Any
 from testkit.cli import Completed, run_many
 from testkit.results import results_text
 
+from ratings_plugin.commands.offline import parse_value
+
 
 def report(done: Completed) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
@@ -167,3 +169,9 @@ def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
     assert ratings(plain) == {"a": 290, "c": 290, "b": 210, "d": 210}  # K 80
     assert missing.returncode == 2 and "--ladder chess: no such ladder" in missing.stderr
     assert refused.returncode == 2 and "--option k_values=0: " in refused.stderr
+
+
+def test_option_values_read_as_in_the_configuration() -> None:
+    assert [parse_value(v) for v in ("true", "false", "16", "0.5", "40,30,20", "[40]", "[]",
+                                     "Newcomer", '"12"')] == [
+        True, False, 16, 0.5, [40, 30, 20], [40], [], "Newcomer", "12"]
