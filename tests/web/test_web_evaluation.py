@@ -1,5 +1,6 @@
 """The page shows a ladder's evaluation (the lobby's ``evaluate``): its scores by system and
-the calibration chart, asked for when opened and again on demand; axe-core finds nothing."""
+the calibration chart, asked for when opened and again on demand, saying when results came
+in since; axe-core finds nothing."""
 
 from __future__ import annotations
 
@@ -55,9 +56,14 @@ async def test_a_ladders_evaluation_shows_the_scores_and_the_calibration_chart(
     assert points[0] >= 240 and points[1] > 100
     assert await axe_violations(page) == []
 
-    # one more result: asked again, the panel shows the new count
+    # one more result: the panel says so (the ladder's push), and asked again counts it
+    status = panel.get_by_role("status")
+    await expect(status).to_have_text("")
     await admin.call("event import", event=eid, csv=results([("dan", "bea", 3)]))
+    await expect(status).to_have_text("New results have come in since: “Ask again” counts them.")
+    await expect(rows.first.locator("td[data-key='games']")).to_have_text(str(len(games)))
     await panel.get_by_role("button", name="Ask again").click()
     await expect(rows.first.locator("td[data-key='games']")).to_have_text(str(len(games) + 1))
+    await expect(status).to_have_text("")
     await expect(labels).to_have_count(5)  # the chart drawn again, not added to
     await expect(figure.locator("canvas")).to_have_count(1)

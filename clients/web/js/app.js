@@ -173,8 +173,7 @@ function buildLadder(info) {
     empty,
     helpOf(columns.find((c) => c.key === "rating")),
     legend(columns),
-    evaluationPanel({ name: info.ladder, system: info.system, title: info.system_title || info.system },
-      (name) => lobby.call("evaluate", { ladder: name })));
+    evaluationPanel({ name: info.ladder, system: info.system, title: info.system_title || info.system }, lobby));
   const ladder = {
     name: info.ladder, system: info.system, title: info.system_title || info.system, live: Boolean(info.live),
     columns, rows: null, movedUntil: new Map(), section, tbody, count, empty,

@@ -95,19 +95,27 @@ function verdict(report, ladder) {
     `${better ? ", better than a coin." : "."}`;
 }
 
-// The panel for one ladder; `ask(ladder)` returns the `evaluate` reply.
-// `ladder`: { name, system, title }.
-export function evaluationPanel(ladder, ask) {
+// The panel for one ladder (`ladder`: { name, system, title }), asking `lobby` (js/lobby.js).
+// Results that come in while it is open are not worked in by themselves (a big ladder's log
+// takes seconds to replay): the panel says so, and "Ask again" does it.
+export function evaluationPanel(ladder, lobby) {
   const status = el("p", { class: "hint", role: "status" });
   const body = el("div", { class: "evaluation-body" });
   let chart = null;
   let asked = 0;
+  let shown = false; // a report is on screen
+
+  function changed(data) {
+    if (!shown || !data || data.ladder !== ladder.name) return;
+    status.textContent = "New results have come in since: “Ask again” counts them.";
+  }
+  for (const push of ["rating_changed", "ladder_updated", "match_corrected"]) lobby.on(push, changed);
 
   async function load() {
     const mine = ++asked;
     status.textContent = "Working out how well each system predicted…";
     try {
-      const report = await ask(ladder.name);
+      const report = await lobby.call("evaluate", { ladder: ladder.name });
       if (mine !== asked) return;
       if (chart) chart.destroy();
       chart = null;
@@ -119,6 +127,7 @@ export function evaluationPanel(ladder, ask) {
       body.replaceChildren(el("p", { class: "verdict" }, verdict(report, ladder)), scoresTable(report, ladder), figure);
       body.dataset.games = String(report.systems[0] ? report.systems[0].games : 0);
       status.textContent = "";
+      shown = true;
       watchTables(body);
       if (report.systems.some((r) => r.games > 0)) chart = drawCalibration(report, ladder, plot);
       else figure.hidden = true;
