@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from ratings_plugin.evaluation.scores import outcome
 from server.api import Game, LadderConfig, RatedUnit
 
 Predictions = list[tuple[Game, float]]
@@ -82,7 +83,7 @@ class WinRate:
                 continue
             ra, rb = self.rate(g.side_a), self.rate(g.side_b)
             said.append((g, ra / (ra + rb)))
-            y = 1.0 if g.score_a > g.score_b else 0.0 if g.score_a < g.score_b else 0.5
+            y = outcome(g.score_a, g.score_b)
             for side, won in ((g.side_a, y), (g.side_b, 1.0 - y)):
                 for p in side:
                     wins[p] = wins.get(p, 0.0) + won

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from ratings_plugin.evaluation.predictors import Baseline, Predictions, SystemPredictor, WinRate
+from ratings_plugin.evaluation.scores import outcome
 from ratings_plugin.evaluation.scores import report as scored
 from server.api import Game, LadderConfig, RatedUnit
 
@@ -69,7 +70,7 @@ class Row:
         seasoning = c.seasoning
         for g, p in self.predictor.feed(unit):
             ps.append(p)
-            ys.append(1.0 if g.score_a > g.score_b else 0.0 if g.score_a < g.score_b else 0.5)
+            ys.append(outcome(g.score_a, g.score_b))
             if self.leads:
                 seasoning.add(g.players)
 

@@ -7,7 +7,6 @@ A prediction is ``p``, the probability that side A wins; the outcome ``y`` is 1 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,11 +47,6 @@ def accuracy(p: float, y: float) -> float:
     if p == 0.5 or y == 0.5:
         return 0.5
     return 1.0 if (p > 0.5) == (y == 1.0) else 0.0
-
-
-def bin_of(p: float) -> int:
-    """The calibration bin ``p`` falls in (0–9)."""
-    return bisect_right(EDGES, p)
 
 
 def report(ps: ArrayLike, ys: ArrayLike) -> dict[str, Any]:

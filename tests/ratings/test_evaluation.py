@@ -13,6 +13,7 @@ import pytest
 
 from ratings_plugin.evaluation import accuracy, brier, evaluate, log_loss
 from ratings_plugin.evaluation.predictors import SystemPredictor
+from ratings_plugin.evaluation.scores import report
 from server.api import Game, LadderConfig, RatedUnit, RatingSystem
 from server.api.registry import rating_systems
 
@@ -208,3 +209,21 @@ def test_variants_are_rows_of_their_own() -> None:
     assert (first["variant"], second["variant"]) == (plain, variant)
     assert first["games"] == second["games"] == 400
     assert first["log_loss"] != second["log_loss"]
+
+
+def test_the_report_sums_the_scores_of_each_prediction() -> None:
+    rng = random.Random(2)
+    ps = [rng.choice([0.0, 0.5, 1.0, 0.1, 0.95, rng.random()]) for _ in range(500)]
+    ys = [rng.choice([0.0, 0.5, 1.0]) for _ in ps]
+    got = report(ps, ys)
+    assert got["games"] == 500
+    assert got["log_loss"] == pytest.approx(sum(map(log_loss, ps, ys)) / 500, abs=1e-12)
+    assert got["brier"] == pytest.approx(sum(map(brier, ps, ys)) / 500, abs=1e-12)
+    assert got["accuracy"] == pytest.approx(sum(map(accuracy, ps, ys)) / 500, abs=1e-12)
+    for i, b in enumerate(got["calibration"]):
+        inside = [(p, y) for p, y in zip(ps, ys, strict=True)
+                  if i / 10 <= p < (i + 1) / 10 or (i == 9 and p == 1.0)]
+        assert b["games"] == len(inside)
+        if inside:
+            assert b["predicted"] == pytest.approx(sum(p for p, _ in inside) / len(inside))
+            assert b["observed"] == pytest.approx(sum(y for _, y in inside) / len(inside))
