@@ -9,9 +9,13 @@ an open event, a finished match) and the expected result for each role:
 - ``other``: another logged-in player, not part of it;
 - ``admin``: a tournament director, not part of it either.
 
-The cases are generated from ``server.commands.COMMANDS``, so a new command fails here
-until it is given its row. Each case runs on a real server in a fresh situation (new
-players), and a refused command must leave the database exactly as it was.
+The cases are generated from the command table (``server.plugins.command_table``), so a new
+command of the project (the lobby's or the ratings plugin's) fails here until it is given its
+row. A command of another installed plugin (an outside package: the test plugins streaks and
+headtohead) gets a row made from its declaration: tried in a live match, its arguments made
+from their kinds, and refused or answered as its declared role says. Each case runs on a real
+server in a fresh situation (new players), and a refused command must leave the database
+exactly as it was.
 """
 
 from __future__ import annotations
@@ -34,9 +38,9 @@ from websockets.exceptions import ConnectionClosed
 
 from clients import LobbyClient
 from server.commands import ADMIN as ADMIN_ROLE
-from server.commands import ANYONE, PLAYER
+from server.commands import ANYONE, PLAYER, CommandSpec
 from server.config import Config, Limits
-from server.plugins import command_table
+from server.plugins import command_table, load_plugins
 from server.users import add_user
 
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
@@ -78,7 +82,6 @@ EXPECTED: dict[str, Row] = {
     "ladder": Row("live", lambda s: {"ladder": "backgammon", "all": True}, OK, OK, OK, OK),
     "history": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),
     "ladders": Row("live", lambda s: {}, OK, OK, OK, OK),
-    "streak": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),  # the streaks plugin's
     "watch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "unwatch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "ready off": Row("live", lambda s: {}, NLI, OK, OK, OK),
@@ -141,6 +144,41 @@ EXPECTED: dict[str, Row] = {
                NLI, FORBIDDEN, FORBIDDEN, OK),
     "unban": Row("live", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
 }
+
+
+
+def outside_commands() -> dict[str, CommandSpec]:
+    """The commands of the installed plugins that are not the project's own."""
+    return {c.spec.name: c.spec for plugin in load_plugins(Config())
+            if not type(plugin).__module__.startswith("ratings_plugin.") for c in plugin.commands()}
+
+
+def argument(kind: str, s: Scene, names: Iterator[str]) -> Any:
+    """A well-formed value of an argument kind, taken from the scene (a live match)."""
+    values: dict[str, Callable[[], Any]] = {
+        "name": lambda: next(names), "side": lambda: next(names), "ladder": lambda: "backgammon",
+        "password": lambda: PASSWORD, "id": lambda: s.match, "count": lambda: 1,
+        "score": lambda: 1, "length": lambda: 1, "date": lambda: "2026-03-14",
+        "status": lambda: "open", "csv": lambda: csv_for(s)}
+    return values.get(kind, lambda: "Fine words")()
+
+
+def derived(spec: CommandSpec) -> Row:
+    """An outside plugin's command: its required arguments from their kinds (names: the player,
+    then their opponent), and the outcome its role gives each caller."""
+    def args(s: Scene) -> dict[str, Any]:
+        names = iter((s.player, s.opponent, s.other, s.target))
+        return {a.name: argument(a.kind, s, names) for a in spec.args if not a.optional}
+
+    if spec.role == ANYONE:
+        return Row("live", args, OK, OK, OK, OK)
+    if spec.role == PLAYER:
+        return Row("live", args, NLI, OK, OK, OK)
+    return Row("live", args, NLI, FORBIDDEN, FORBIDDEN, OK)
+
+
+OUTSIDE = outside_commands()
+EXPECTED.update({name: derived(spec) for name, spec in OUTSIDE.items() if name not in EXPECTED})
 
 CASES = [(name, role) for name in COMMANDS for role in ROLES]
 CHECKED: list[tuple[str, str]] = []
@@ -284,6 +322,7 @@ async def scene(server: ServerThread, made: list[Scene], kind: str) -> Scene:
 
 
 def test_every_command_has_its_row() -> None:
+    assert {"streak", "h2h"} <= set(OUTSIDE), "the test plugins' commands are tried here too"
     assert set(EXPECTED) == set(COMMANDS), (
         f"commands without a row: {sorted(set(COMMANDS) - set(EXPECTED))}; "
         f"rows without a command: {sorted(set(EXPECTED) - set(COMMANDS))}")
