@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import pytest
 from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD
 from testkit.db import dump_db
+from testkit.outside import outside_commands, well_formed
 from testkit.server_thread import ServerThread
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -40,7 +41,7 @@ from clients import LobbyClient
 from server.commands import ADMIN as ADMIN_ROLE
 from server.commands import ANYONE, PLAYER, CommandSpec
 from server.config import Config, Limits
-from server.plugins import command_table, load_plugins
+from server.plugins import command_table
 from server.users import add_user
 
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
@@ -147,28 +148,11 @@ EXPECTED: dict[str, Row] = {
 
 
 
-def outside_commands() -> dict[str, CommandSpec]:
-    """The commands of the installed plugins that are not the project's own."""
-    return {c.spec.name: c.spec for plugin in load_plugins(Config())
-            if not type(plugin).__module__.startswith("ratings_plugin.") for c in plugin.commands()}
-
-
-def argument(kind: str, s: Scene, names: Iterator[str]) -> Any:
-    """A well-formed value of an argument kind, taken from the scene (a live match)."""
-    values: dict[str, Callable[[], Any]] = {
-        "name": lambda: next(names), "side": lambda: next(names), "ladder": lambda: "backgammon",
-        "password": lambda: PASSWORD, "id": lambda: s.match, "count": lambda: 1,
-        "score": lambda: 1, "length": lambda: 1, "date": lambda: "2026-03-14",
-        "status": lambda: "open", "csv": lambda: csv_for(s)}
-    return values.get(kind, lambda: "Fine words")()
-
-
 def derived(spec: CommandSpec) -> Row:
     """An outside plugin's command: its required arguments from their kinds (names: the player,
     then their opponent), and the outcome its role gives each caller."""
     def args(s: Scene) -> dict[str, Any]:
-        names = iter((s.player, s.opponent, s.other, s.target))
-        return {a.name: argument(a.kind, s, names) for a in spec.args if not a.optional}
+        return well_formed(spec, (s.player, s.opponent, s.other, s.target), s.match, csv_for(s))
 
     if spec.role == ANYONE:
         return Row("live", args, OK, OK, OK, OK)
