@@ -93,7 +93,7 @@ function fieldNode(id, f) {
     return el("label", { class: "check" }, el("input", { id, name: f.key, type: "checkbox" }), ` ${words(f.label)}`);
   }
   return el("label", {}, `${label} `, el("input", {
-    id, name: f.key, required: !f.optional, maxlength: "200", autocomplete: "off",
+    id, name: f.key, required: !f.optional, autocomplete: "off",
   }));
 }
 
