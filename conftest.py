@@ -27,7 +27,8 @@ import pytest
 from server.api.registry import plugin_factories
 
 TEST_SITE = Path(sys.prefix) / "test-plugins"
-TEST_PLUGINS = {"streaks": Path(__file__).resolve().parent / "tests" / "plugins" / "streaks"}
+TEST_PLUGINS = {name: Path(__file__).resolve().parent / "tests" / "plugins" / name
+                for name in ("headtohead", "streaks")}
 
 pytest_plugins = ["testkit.session", "testkit.fixtures"]
 

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from clients import ban_lines, talk_lines
+from clients.any_shape import shaped
 from clients.lobby_client import restart_wait
 from clients.models import Column, LadderInfo, columns_from, guess_columns
 
@@ -467,9 +468,8 @@ def help_(data: dict[str, Any], ladders: Ladders = NO_LADDERS,
 
 def generic(data: Any, ladders: Ladders = NO_LADDERS,
             viewer: Viewer = NOBODY) -> str:
-    if isinstance(data, dict):
-        return ", ".join(f"{k}: {_s(v)}" for k, v in data.items() if not isinstance(v, list | dict))
-    return _s(data)
+    """A reply the client has no words for (a plugin's command), whatever its shape."""
+    return shaped(data)
 
 
 # ---- replies of the lobby's commands ----------------------------------------------------------

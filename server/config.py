@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from server.api import LadderConfig
-from server.api.registry import RegistryError, rating_systems
+from server.api.registry import RegistryError, plugin_factories, rating_systems
 
 
 class ConfigError(ValueError):
@@ -194,6 +194,20 @@ NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,62}")
 STARTUP_CHECKS = ("quick", "schema")
 
 
+def _installed_plugins(tables: dict[str, Any], where: str) -> None:
+    """Every ``[plugins.NAME]`` names an installed plugin: a misspelt name is refused when the
+    file is read, by every sub-command alike, rather than met later as a plugin left unset."""
+    try:
+        installed = plugin_factories()
+    except RegistryError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    unknown = sorted(set(tables) - set(installed))
+    if unknown:
+        named = ", ".join(f"[plugins.{name}]" for name in unknown)
+        raise ConfigError(f"{where}: {named} name{'s' if len(unknown) == 1 else ''} no installed "
+                          f"plugin; installed: {', '.join(installed) or 'none'}")
+
+
 def load_config(path: str | Path | None) -> Config:
     """Read ``path`` (or return the defaults when it is ``None``)."""
     if path is None:
@@ -264,6 +278,7 @@ def load_config(path: str | Path | None) -> Config:
         plugins = data["plugins"]
         if not isinstance(plugins, dict) or not all(isinstance(v, dict) for v in plugins.values()):
             raise ConfigError(f"{path}: [plugins] holds one table per plugin: [plugins.NAME]")
+        _installed_plugins(plugins, str(path))
         kwargs["plugins"] = plugins
     if "tls" in data:
         tls = data["tls"]

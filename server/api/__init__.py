@@ -20,6 +20,7 @@ from server.api.commands import (
 )
 from server.api.events import DomainEvent, EventClosed, LadderCorrected, MatchFinished
 from server.api.plugin import LobbyPlugin, PluginSetup
+from server.api.plugin_base import PluginBase
 from server.api.publish import Data, Publisher
 from server.api.rating import (
     Book,
@@ -56,3 +57,4 @@ __all__ = [
     "Reader", "Row", "Schema", "Standing", "Store", "StoredStanding", "Table", "TableColumn", "Tx",
     "valid_name",
 ]
+__all__ += ["PluginBase"]

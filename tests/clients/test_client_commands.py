@@ -26,6 +26,7 @@ from testkit.clients import (
 )
 from testkit.constants import ADMIN, PASSWORD
 from testkit.fibs import FibsModel, check_changes, close
+from testkit.outside import outside_commands, well_formed
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 from testkit.shapes import LADDERS_REPLY
@@ -35,6 +36,7 @@ from server.plugins import command_table
 
 DROP_TIMEOUT = 0.4  # the claim case's: short, so that a claim can be tested without a long wait
 COMMANDS = command_table()  # the lobby's own commands and its plugins'
+OUTSIDE = outside_commands()  # those of installed plugins the project does not ship
 
 Case = Callable[[LobbyServer, Path], Awaitable[None]]
 CASES: dict[str, Case] = {}
@@ -50,11 +52,26 @@ def case(command: str) -> Callable[[Case], Case]:
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 async def test_round_trip(command: str, lobby: LobbyServer, tmp_path: Path) -> None:
-    run = CASES.get(command)
+    run = CASES.get(command) or (outside_case(command) if command in OUTSIDE else None)
     assert run is not None, f"no round-trip case for {command!r}: add one to CASES"
     await run(lobby, tmp_path)
     answered = [r for c in lobby.clients for r in c.replies if r["cmd"] == command]
     assert any(r["ok"] for r in answered), f"the case for {command!r} never had it accepted"
+
+
+def outside_case(command: str) -> Case:
+    """An outside plugin's command without a case of its own: run with well-formed arguments
+    (two players and the match between them) by a caller its role admits."""
+    spec = OUTSIDE[command]
+
+    async def run(lobby: LobbyServer, tmp: Path) -> None:
+        alice, bob = await lobby.player("alice"), await lobby.player("bob")
+        match = await start_match(alice, bob)
+        await bob.resign()
+        caller = await lobby.admin() if spec.role == "admin" else alice
+        await caller.call(command, **well_formed(spec, ("alice", "bob"), match))
+
+    return run
 
 
 def test_every_case_is_a_command() -> None:

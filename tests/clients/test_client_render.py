@@ -417,9 +417,10 @@ def test_errors_and_odd_replies() -> None:
         "Removed eve: the name is free again.")
     assert render_reply(ok("invite", {"to": "bob", "ladder": "backgammon", "length": 3})) == (
         "You invited bob to a 3-point backgammon match.")  # no expiry, no stake
-    # a reply that lacks what its renderer needs falls back to the plain form, never raises
+    # a reply that lacks what its renderer needs falls back to the plain form, never raises,
+    # and drops nothing
     assert render_reply(ok("whois", {"player": "x", "ratings": [{"ladder": "chess"}]})
-                        ) == "player: x"
+                        ) == "player: x\nratings:\n  ladder\n  chess"
     assert render_reply(ok("ladder", None)) == "-"
     assert render_reply(ok("logout", {"player": "a", "logged_in": False})) == "Logged out of a."
     # a plugin's command, which this client knows nothing of, shows its fields

@@ -9,9 +9,13 @@ an open event, a finished match) and the expected result for each role:
 - ``other``: another logged-in player, not part of it;
 - ``admin``: a tournament director, not part of it either.
 
-The cases are generated from ``server.commands.COMMANDS``, so a new command fails here
-until it is given its row. Each case runs on a real server in a fresh situation (new
-players), and a refused command must leave the database exactly as it was.
+The cases are generated from the command table (``server.plugins.command_table``), so a new
+command of the project (the lobby's or the ratings plugin's) fails here until it is given its
+row. A command of another installed plugin (an outside package: the test plugins streaks and
+headtohead) gets a row made from its declaration: tried in a live match, its arguments made
+from their kinds, and refused or answered as its declared role says. Each case runs on a real
+server in a fresh situation (new players), and a refused command must leave the database
+exactly as it was.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from typing import Any, NamedTuple
 import pytest
 from testkit.constants import ADMIN, ADMIN_PASSWORD, FAST_HASHING, PASSWORD
 from testkit.db import dump_db
+from testkit.outside import outside_commands, well_formed
 from testkit.server_thread import ServerThread
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from clients import LobbyClient
 from server.commands import ADMIN as ADMIN_ROLE
-from server.commands import ANYONE, PLAYER
+from server.commands import ANYONE, PLAYER, CommandSpec
 from server.config import Config, Limits
 from server.plugins import command_table
 from server.users import add_user
@@ -79,7 +84,6 @@ EXPECTED: dict[str, Row] = {
     "history": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),
     "ladders": Row("live", lambda s: {}, OK, OK, OK, OK),
     "evaluate": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
-    "streak": Row("live", lambda s: {"name": s.player}, OK, OK, OK, OK),  # the streaks plugin's
     "watch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "unwatch": Row("live", lambda s: {"ladder": "backgammon"}, OK, OK, OK, OK),
     "ready off": Row("live", lambda s: {}, NLI, OK, OK, OK),
@@ -142,6 +146,24 @@ EXPECTED: dict[str, Row] = {
                NLI, FORBIDDEN, FORBIDDEN, OK),
     "unban": Row("live", lambda s: {"name": s.target}, NLI, FORBIDDEN, FORBIDDEN, OK),
 }
+
+
+
+def derived(spec: CommandSpec) -> Row:
+    """An outside plugin's command: its required arguments from their kinds (names: the player,
+    then their opponent), and the outcome its role gives each caller."""
+    def args(s: Scene) -> dict[str, Any]:
+        return well_formed(spec, (s.player, s.opponent, s.other, s.target), s.match, csv_for(s))
+
+    if spec.role == ANYONE:
+        return Row("live", args, OK, OK, OK, OK)
+    if spec.role == PLAYER:
+        return Row("live", args, NLI, OK, OK, OK)
+    return Row("live", args, NLI, FORBIDDEN, FORBIDDEN, OK)
+
+
+OUTSIDE = outside_commands()
+EXPECTED.update({name: derived(spec) for name, spec in OUTSIDE.items() if name not in EXPECTED})
 
 CASES = [(name, role) for name in COMMANDS for role in ROLES]
 CHECKED: list[tuple[str, str]] = []
@@ -285,6 +307,7 @@ async def scene(server: ServerThread, made: list[Scene], kind: str) -> Scene:
 
 
 def test_every_command_has_its_row() -> None:
+    assert {"streak", "h2h"} <= set(OUTSIDE), "the test plugins' commands are tried here too"
     assert set(EXPECTED) == set(COMMANDS), (
         f"commands without a row: {sorted(set(COMMANDS) - set(EXPECTED))}; "
         f"rows without a command: {sorted(set(EXPECTED) - set(COMMANDS))}")

@@ -102,6 +102,11 @@ def test_the_wheel_and_sdist_carry_every_file_of_the_page(installed: Installed) 
     assert not {f for f in page_files() if f"clients/web/{f}" not in in_sdist}
 
 
+def test_the_plugin_api_ships_typed(installed: Installed) -> None:
+    """``server/api/py.typed`` (PEP 561): mypy checks a plugin against the installed API."""
+    assert "server/api/py.typed" in zipfile.ZipFile(installed.wheel).namelist()
+
+
 def test_the_installed_lobby_is_the_wheels(installed: Installed) -> None:
     where = run([installed.venv / "bin" / "python", "-c",
                  "import asyncpg, clients, server; print(server.__file__); print(clients.__file__);"

@@ -13,6 +13,7 @@ import { download, fileName, historyCsv, historyJson } from "./exports.js";
 import { Lobby, LobbyError, lobbyUrl, restartWait } from "./lobby.js";
 import { setUpSeek } from "./seek.js";
 import { setUpPlay } from "./play.js";
+import { setUpPluginCommands } from "./plugin_commands.js";
 import { forgetSession, saveSession, savedSession } from "./session.js";
 import { stakeTable } from "./stake.js";
 import { historyTable } from "./story.js";
@@ -41,6 +42,7 @@ const state = {
 };
 window.matchlobby = { lobby, state, alerts, charts: state.charts };
 const talk = setUpTalk({ lobby, act, state });
+const pluginCommands = setUpPluginCommands({ lobby, act });
 
 // ---- small helpers ------------------------------------------------------------------------
 
@@ -1111,6 +1113,7 @@ lobby.on("open", (hello) => {
     await loadLadders();
     await loadWho();
     await loadBrowse();
+    await pluginCommands.load();
     const wanted = profileFromHash() || (again ? state.profile : null);
     if (wanted) await openProfile(wanted, { focus: false });
     document.body.dataset.loaded = "true"; // what tests and screenshots wait for

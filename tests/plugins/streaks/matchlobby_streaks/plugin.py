@@ -15,7 +15,6 @@ from matchlobby_streaks import table
 from server.api import (
     ANYONE,
     Arg,
-    CliCommand,
     CommandContext,
     CommandSpec,
     DomainEvent,
@@ -23,10 +22,9 @@ from server.api import (
     LadderConfig,
     LadderCorrected,
     MatchFinished,
+    PluginBase,
     PluginCommand,
     PluginSetup,
-    Publisher,
-    Reader,
     Schema,
     Tx,
 )
@@ -36,7 +34,10 @@ STREAK = CommandSpec("streak", ANYONE,
                      (Arg("name", "name"),), read_only=True)
 
 
-class StreaksPlugin:
+class StreaksPlugin(PluginBase):
+    """Keeps nothing in memory and publishes nothing: every answer is read from its table,
+    committed with the result that made it."""
+
     name = table.NAME
 
     def __init__(self, setup: PluginSetup) -> None:
@@ -45,12 +46,6 @@ class StreaksPlugin:
 
     def commands(self) -> Sequence[PluginCommand]:
         return (PluginCommand(STREAK, self.streak),)
-
-    def cli_commands(self) -> Sequence[CliCommand]:
-        return ()
-
-    async def load(self, reader: Reader, committed: bool) -> None:
-        """Nothing to load: every answer is read from the table."""
 
     async def on_event(self, tx: Tx, event: DomainEvent) -> None:
         if isinstance(event, MatchFinished | EventClosed):
@@ -61,19 +56,6 @@ class StreaksPlugin:
             ladder = self.ladders.get(event.ladder)
             if ladder is not None:
                 await table.rebuild(tx, ladder)
-
-    def reply_fields(self, event: DomainEvent, outcome: Any) -> dict[str, Any]:
-        return {}
-
-    def on_commit(self, done: Sequence[tuple[DomainEvent, Any]], publish: Publisher,
-                  bulk: bool = False) -> None:
-        """Nothing to publish: the table is committed with the result."""
-
-    def describe_player(self, name: str, brief: bool) -> dict[str, Any]:
-        return {}
-
-    def describe_match(self, ladder: str, a: str, b: str, length: int | None) -> dict[str, Any]:
-        return {}
 
     async def streak(self, ctx: CommandContext, args: dict[str, Any]) -> dict[str, Any]:
         name = ctx.player_name(args["name"])
