@@ -46,6 +46,16 @@ from server.api.storage import (
     TableColumn,
     Tx,
 )
+from server.api.systems import (
+    BookBase,
+    FastReplay,
+    HistoryLoading,
+    LadderOptions,
+    SharedField,
+    StandingBase,
+    SystemBase,
+    TailCorrections,
+)
 
 __all__ = [
     "ADMIN", "ANYONE", "LOG_TABLES", "NAME_RULE", "PLAYER", "Arg", "Book", "CliCommand",
@@ -55,4 +65,8 @@ __all__ = [
     "PlainReplay", "PluginCommand", "PluginSetup", "Publisher", "RatedUnit", "RatingSystem",
     "Reader", "Row", "Schema", "Standing", "Store", "StoredStanding", "Table", "TableColumn", "Tx",
     "valid_name",
+]
+__all__ += [
+    "BookBase", "FastReplay", "HistoryLoading", "LadderOptions", "SharedField", "StandingBase",
+    "SystemBase", "TailCorrections",
 ]

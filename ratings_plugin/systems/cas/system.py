@@ -242,12 +242,5 @@ class Cas:
                            int(stored.state.get("dansa", dansa.START)),
                            float(stored.state.get("peklo", PEKLO_START)))
 
-    def rewind(self, options: CasLadder, s: CasStanding, rating_before: float,
-               last_played: date | None, lengths: Sequence[int | None]) -> CasStanding:
-        raise NotImplementedError("a ČAS ladder is corrected from its whole log")
-
-    def plain_replay(self, options: CasLadder, ids: Mapping[str, int]) -> None:
-        return None
-
 
 SYSTEM: RatingSystem = Cas()

@@ -111,9 +111,6 @@ class GlickoBook:
                 for p in (game.side_a[0], game.side_b[0]))
         return win_probability(a.values, b.values)
 
-    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
-        """Nothing to load: no part of this system depends on the whole history."""
-
 
 class Glicko2:
     name = "glicko2"
@@ -187,13 +184,6 @@ class Glicko2:
         st = stored.state
         return GlickoStanding(player, stored.rating, float(st["rd"]), float(st["volatility"]),
                               stored.games, common.from_iso(stored.last_played), st.get("last_at"))
-
-    def rewind(self, options: GlickoLadder, s: GlickoStanding, rating_before: float,
-               last_played: date | None, lengths: Sequence[int | None]) -> GlickoStanding:
-        raise NotImplementedError("a Glicko-2 ladder is corrected from its whole log")
-
-    def plain_replay(self, options: GlickoLadder, ids: Mapping[str, int]) -> None:
-        return None
 
 
 SYSTEM: RatingSystem = Glicko2()

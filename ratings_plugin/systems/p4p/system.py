@@ -79,9 +79,6 @@ class P4PBook:
         diff = side_rating(game.side_a, points) - side_rating(game.side_b, points)
         return float(expected_score(diff, self.options.p4p.f))
 
-    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
-        """Nothing to load: no part of this system depends on the whole history."""
-
 
 def _ints(table: Mapping[str, Any], key: str, default: tuple[int, ...]) -> tuple[int, ...]:
     value = table.get(key, default)
@@ -164,13 +161,6 @@ class P4P:
     def decode(self, options: P4PLadder, player: str, stored: StoredStanding) -> P4PStanding:
         return P4PStanding(player, int(stored.rating), stored.games,
                            common.from_iso(stored.last_played))
-
-    def rewind(self, options: P4PLadder, s: P4PStanding, rating_before: float,
-               last_played: date | None, lengths: Sequence[int | None]) -> P4PStanding:
-        raise NotImplementedError("a P4P ladder is corrected from its whole log")
-
-    def plain_replay(self, options: P4PLadder, ids: Mapping[str, int]) -> None:
-        return None
 
 
 SYSTEM: RatingSystem = P4P()
