@@ -5,6 +5,7 @@ systems import it and nothing else of the server; the server uses it to find
 them (:mod:`server.api.registry`) and to talk to them.
 """
 
+from server.api import rules
 from server.api.commands import (
     ADMIN,
     ANYONE,
@@ -68,5 +69,5 @@ __all__ = [
 ]
 __all__ += [
     "BookBase", "FastReplay", "HistoryLoading", "LadderOptions", "SharedField", "StandingBase",
-    "SystemBase", "TailCorrections",
+    "SystemBase", "TailCorrections", "rules",
 ]
