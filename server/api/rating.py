@@ -1,10 +1,15 @@
-"""Rating systems: what a ladder's system must offer the lobby and the ratings plugin.
+"""Rating systems: what the lobby and the ratings plugin call on a ladder's system.
 
 A system is pure: no I/O, no asyncio. It parses its ladder options, makes
 books (a ladder's standings in memory) that rate one unit at a time, says how
 its ladders are shown (the columns, the order) and how likely one player is to
 beat another. Systems are found through the ``matchlobby.rating_systems``
 entry points; a ladder's ``system`` in the configuration names one.
+
+This module holds the protocols as the callers see them. A system is written
+on :mod:`server.api.systems`' base classes, which give every member but the
+core a default; the optional capabilities (a fast replay, tail corrections,
+history loading, a shared field) are described there too.
 """
 
 from __future__ import annotations

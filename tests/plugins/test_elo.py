@@ -75,6 +75,15 @@ def test_found_by_its_entry_point_and_imports_only_server_api() -> None:
     assert project == {"server.api"}, project
 
 
+def test_docs_plugins_shows_its_code() -> None:
+    """docs/PLUGINS.md's worked example is the plugin's code, line for line."""
+    docs = (PLUGIN.parents[2] / "docs" / "PLUGINS.md").read_text(encoding="utf-8")
+    example = docs.split("### The worked example: Elo", 1)[1].split("```python\n", 1)[1]
+    source = (PLUGIN / "matchlobby_elo" / "system.py").read_text(encoding="utf-8")
+    lines = [line for line in example.split("```", 1)[0].splitlines() if line.strip()]
+    assert len(lines) > 20 and [line for line in lines if line not in source.splitlines()] == []
+
+
 def test_it_defines_only_the_core_and_its_book_predicts() -> None:
     system = rating_systems()["elo"]
     own = {n for n in vars(type(system)) if not n.startswith("_")}
