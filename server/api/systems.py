@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from datetime import date
-from typing import Any, Generic, Protocol, TypeVar, cast, get_type_hints
+from typing import Any, Generic, Protocol, TypeVar, cast, get_args, get_origin, get_type_hints
 
 from server.api import rules
 from server.api.rating import (
@@ -182,7 +182,17 @@ class SystemBase(ABC, Generic[Opts, S]):
     """Its own configuration keys (besides ``name``, ``system``, ``format``,
     ``inactivity_days``)."""
     standing_type: type[StandingBase] = StandingBase
-    """The class :meth:`decode` makes (a subclass of :class:`StandingBase`)."""
+    """The class :meth:`decode` makes: by default the standing class the system is declared
+    with (``SystemBase[Options, Standing]``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "standing_type" in cls.__dict__:
+            return
+        for base in getattr(cls, "__orig_bases__", ()):
+            args = get_args(base)
+            if get_origin(base) is SystemBase and len(args) == 2 and isinstance(args[1], type):
+                cls.standing_type = args[1]
 
     # --- the core ---------------------------------------------------------------------------
 

@@ -186,7 +186,6 @@ class Cas(SystemBase[CasLadder, CasStanding]):
     title = "ČAS"
     draws = True
     shared_field = "peklo"
-    standing_type = CasStanding
 
     def read_options(self, table: Mapping[str, Any]) -> CasLadder:
         return CasLadder()

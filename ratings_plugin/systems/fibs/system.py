@@ -40,7 +40,6 @@ class Fibs(SystemBase[FibsLadder, FibsStanding]):
     rates_each_result = True
     match_lengths = True
     keys = frozenset({"experience_includes_match", "start_rating"})
-    standing_type = FibsStanding
 
     def read_options(self, table: Mapping[str, Any]) -> FibsLadder:
         includes = table.get("experience_includes_match", True)

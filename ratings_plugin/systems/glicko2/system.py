@@ -107,7 +107,6 @@ class Glicko2(SystemBase[GlickoLadder, GlickoStanding]):
     draws = True
     keys = frozenset({"tau", "start_rating", "start_rd", "start_volatility", "periods_per_day",
                       "provisional_rd"})
-    standing_type = GlickoStanding
 
     def read_options(self, table: Mapping[str, Any]) -> GlickoLadder:
         d = GlickoOptions()

@@ -85,7 +85,6 @@ class P4P(SystemBase[P4PLadder, P4PStanding]):
     title = "P4P"
     doubles_allowed = True
     keys = frozenset({"k_thresholds", "k_values", "start_class", "floor", "f"})
-    standing_type = P4PStanding
 
     def read_options(self, table: Mapping[str, Any]) -> P4PLadder:
         floor = table.get("floor")
