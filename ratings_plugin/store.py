@@ -135,7 +135,7 @@ def shared_by_ladder(rows: Iterable[Sequence[Any]]) -> dict[str, dict[int, float
 
 def shared_row(ladder: LadderConfig, standings: Iterable[Any], ids: Mapping[str, int]
                ) -> tuple[str, bytes, bytes]:
-    """The ladder's shared values (``ladder.system.shared_field`` of every standing)."""
+    """The ladder's shared values (the system's ``shared_field`` of every standing)."""
     field = shared_field(ladder.system)
     assert field is not None
     standings = list(standings)

@@ -176,7 +176,8 @@ class RatingSystem(Protocol):
         """Refuse a game its ladders cannot rate (raises ``ValueError`` with the reason)."""
 
     def counts(self, options: Any, game: Game) -> bool:
-        """Whether the game moves ratings at all (an unrated or unlimited game does not)."""
+        """Whether the game moves ratings at all: an unrated game does not, nor an unlimited
+        one on a system of live matches or match lengths (see :func:`server.api.rules.counts`)."""
 
     def initial_rating(self, options: Any) -> float | None:
         """What history shows as a newcomer's rating before their first unit (``None``: they

@@ -129,7 +129,8 @@ class BookBase(ABC, Generic[Opts, S]):
 
         Default: every game checked (:meth:`SystemBase.check_game`), then the games that count
         (:meth:`SystemBase.counts`) applied one after another with :meth:`rate_game`, each
-        from the standings the previous one left.
+        from the standings the previous one left. Singles only: a system with doubles
+        defines its own.
         """
         system, options = self.system, self.options
         for g in unit.games:
@@ -138,6 +139,8 @@ class BookBase(ABC, Generic[Opts, S]):
         for g in unit.games:
             if not system.counts(options, g):
                 continue
+            if len(g.side_a) != 1 or len(g.side_b) != 1:
+                raise ValueError(f"{system.title} rates doubles with a compute of its own")
             a, b = g.side_a[0], g.side_b[0]
             sa, sb = work.get(a) or self.standing(a), work.get(b) or self.standing(b)
             na, nb = self.rate_game(g, sa, sb)
