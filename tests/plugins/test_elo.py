@@ -24,8 +24,9 @@ from testkit.db import sql
 from testkit.server_loop import LobbyServer, with_ladders
 
 from clients import LobbyClient
-from server.api import Game, RatedUnit
+from server.api import Game, LadderConfig, RatedUnit
 from server.api.registry import rating_systems
+from server.api.systems import history_loading, plain_replay, shared_field, tail_corrections
 
 PLUGIN = Path(__file__).resolve().parent / "elo"
 K = 24.0
@@ -113,6 +114,21 @@ def test_it_defines_only_the_core_and_its_book_predicts() -> None:
         system.check_game(options, Game(("ann",), ("ben",), 1, 1, day))
     with pytest.raises(ValueError, match="k must be positive"):
         system.parse_options({"k": 0})
+
+
+def test_capabilities_are_found_by_their_members() -> None:
+    """Elo has none of the optional capabilities; the ratings plugin finds each system's."""
+    found = {}
+    for name in ("elo", "fibs", "p4p", "glicko2", "cas"):
+        system = rating_systems()[name]
+        ladder = LadderConfig(name, system, system.parse_options({}))
+        book = system.new_book(ladder.options)
+        found[name] = (plain_replay(ladder, {}) is not None,
+                       tail_corrections(system) is not None,
+                       history_loading(book) is not None, shared_field(system))
+    assert found == {"elo": (False, False, False, None), "fibs": (True, True, False, None),
+                     "p4p": (False, False, False, None), "glicko2": (False, False, False, None),
+                     "cas": (False, False, True, "peklo")}
 
 
 async def win(winner: LobbyClient, loser: LobbyClient) -> dict[str, float]:
