@@ -78,6 +78,7 @@ from ratings_plugin.commands.replay import (  # noqa: E402
 )
 from ratings_plugin.systems import fibs  # noqa: E402
 from server.api import LadderConfig, PlainReplay  # noqa: E402
+from server.api.systems import plain_replay  # noqa: E402
 from server.config import Config, default_ladders  # noqa: E402
 from server.plugins import migrate_all  # noqa: E402
 from server.store.connection import PRAGMAS, open_connection  # noqa: E402
@@ -92,7 +93,7 @@ LENGTH_P = np.array([30, 2, 15, 2, 20, 2, 15, 2, 5, 2, 5], dtype=float) / 100
 
 def plain(ladder: LadderConfig, ids: dict[str, int]) -> PlainReplay:
     """The ladder's plain replay, the fast path of ``matchlobby replay``."""
-    replay = ladder.system.plain_replay(ladder.options, ids)
+    replay = plain_replay(ladder, ids)
     assert replay is not None
     return replay
 

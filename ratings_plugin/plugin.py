@@ -38,6 +38,7 @@ from server.api import (
     Schema,
     Tx,
 )
+from server.api.systems import history_loading, shared_field
 
 CHANGED_ROWS = 20
 """The most rows a ``ladder_updated`` lists: a push stays a few KB whatever the ladder's size
@@ -96,7 +97,7 @@ class RatingsPlugin:
             if ladder is None:
                 continue
             saved = store.stored(row)
-            field_ = ladder.system.shared_field
+            field_ = shared_field(ladder.system)
             if field_ is not None:
                 value = shared.get(row[0], {}).get(row[1])
                 if value is not None:
@@ -105,7 +106,9 @@ class RatingsPlugin:
         self.ids = {row[1]: row[0] for row in await reader.fetchall("SELECT id, name FROM players")}
         self.history_top = {row[0]: int(row[1]) for row in await reader.fetchall(store.HISTORY_TOP)}
         for name, book in books.items():
-            book.load_history(await reader.log.event_games(name))
+            loading = history_loading(book)
+            if loading is not None:
+                loading.load_history(await reader.log.event_games(name))
         self.books = books
         if committed:
             self.published = {name: dict(book.standings) for name, book in books.items()}
@@ -120,7 +123,7 @@ class RatingsPlugin:
         config = self.ladders.get(ladder)
         if config is None:
             return True
-        if config.system.shared_field is not None or not config.system.rates_each_result:
+        if shared_field(config.system) is not None or not config.system.rates_each_result:
             return False  # a close may move standings that no history row names
         top = self.history_top.get(ladder, 0)
         moved = await reader.fetchall(store.HISTORY_SINCE, (top, ladder))
@@ -150,7 +153,7 @@ class RatingsPlugin:
         ladder = self.ladders[unit.ladder]
         book = self.books[unit.ladder]
         new, changes = rate_unit(ladder, book, unit)
-        if ladder.system.shared_field is None:
+        if shared_field(ladder.system) is None:
             await tx.executemany(store.UPSERT, store.rating_rows(ladder, new.values(), self.ids))
         elif new:  # a close with no rated game returns nothing: the shared row stands
             # A close returns the whole ladder, but only the shared field moved for those outside

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from server.api import Index, LadderConfig, Schema, StoredStanding, Table, TableColumn, Tx
+from server.api.systems import shared_field
 
 RatingRow = tuple[str, int, float, int, str | None, str]
 """ladder, player id, rating, games, last played, state (JSON)."""
@@ -134,8 +135,8 @@ def shared_by_ladder(rows: Iterable[Sequence[Any]]) -> dict[str, dict[int, float
 
 def shared_row(ladder: LadderConfig, standings: Iterable[Any], ids: Mapping[str, int]
                ) -> tuple[str, bytes, bytes]:
-    """The ladder's shared values (``ladder.system.shared_field`` of every standing)."""
-    field = ladder.system.shared_field
+    """The ladder's shared values (the system's ``shared_field`` of every standing)."""
+    field = shared_field(ladder.system)
     assert field is not None
     standings = list(standings)
     return encode_shared(ladder.name, [ids[s.player] for s in standings],
@@ -150,7 +151,7 @@ async def write_ladder(tx: Tx, ladder: LadderConfig, standings: Iterable[Any],
     await tx.execute("DELETE FROM ratings WHERE ladder = ?", (ladder.name,))
     await tx.execute(SHARED_DELETE, (ladder.name,))
     await tx.executemany(INSERT_RATINGS, rows)  # none left to conflict with: a bulk insert
-    if ladder.system.shared_field is not None and standings:
+    if shared_field(ladder.system) is not None and standings:
         await tx.executemany(SHARED_UPSERT, [shared_row(ladder, standings, ids)])
     return rows
 

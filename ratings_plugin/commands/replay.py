@@ -43,6 +43,7 @@ from ratings_plugin.commands.replay_helper import (
     writers_held,
 )
 from server.api import HistoryPair, LadderConfig, LogRow, NotPlain, PlainReplay, Reader, Store, Tx
+from server.api.systems import plain_replay, shared_field
 
 # A ratings row's values as compared (its system's fields decoded), and the shared value last.
 COMPARED = ("rating", "games", "last_played", "state", "shared")
@@ -129,7 +130,7 @@ def _plain(raw: sqlite3.Connection | None, ladder: LadderConfig, ids: Mapping[st
     has no event units (it may still refuse a row)."""
     if raw is None:
         return None
-    plain = ladder.system.plain_replay(ladder.options, ids)
+    plain = plain_replay(ladder, ids)
     if plain is None or raw.execute(EVENT_UNITS, (ladder.name,)).fetchone()[0]:
         return None
     return plain
@@ -145,7 +146,7 @@ Replayed = tuple[list[store.RatingRow], dict[int, float]]
 
 def _shared(ladder: LadderConfig, standings: Mapping[str, Any], ids: Mapping[str, int]
             ) -> dict[int, float]:
-    field = ladder.system.shared_field
+    field = shared_field(ladder.system)
     if field is None:
         return {}
     return {ids[p]: getattr(s, field) for p, s in standings.items()}
@@ -367,7 +368,7 @@ async def _check(tx: Tx, raw: sqlite3.Connection | None, ladders: Sequence[Ladde
 
 def _default_shared(ladder: LadderConfig) -> float | None:
     """What a player absent from the ladder's shared values has (a new standing's value)."""
-    field = ladder.system.shared_field
+    field = shared_field(ladder.system)
     if field is None:
         return None
     value: float = getattr(ladder.system.new_book(ladder.options).new_standing("x"), field)
@@ -524,7 +525,7 @@ def _rewrite_fast(raw: sqlite3.Connection, ladder: LadderConfig, replay: PlainRe
         raw.execute("DELETE FROM ratings WHERE ladder = ?", (name,))
         raw.executemany(store.UPSERT, rows)
     raw.execute(store.SHARED_DELETE, (name,))
-    if ladder.system.shared_field is not None and standings:
+    if shared_field(ladder.system) is not None and standings:
         raw.execute(store.SHARED_UPSERT, store.shared_row(ladder, standings.values(), ids))
     return Rewritten(len(rows), agreed.rows, written)
 

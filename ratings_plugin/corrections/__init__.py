@@ -22,6 +22,7 @@ from ratings_plugin.corrections.tail import (
     write_tail,
 )
 from server.api import Book, LadderConfig, LogRow, NotPlain, RatedUnit, Tx
+from server.api.systems import plain_replay, tail_corrections
 
 
 def unit_rows(units: Iterable[RatedUnit]) -> Iterator[LogRow]:
@@ -39,7 +40,7 @@ def replay_units(ladder: LadderConfig, units: Sequence[RatedUnit], ids: Mapping[
     """:func:`~ratings_plugin.book.replay_ladder` of ``units`` applied to ``book`` (which is
     changed), bit for bit, through the system's plain replay when it has one and every unit
     suits it (a few µs a match instead of ~15 µs through a book)."""
-    plain = ladder.system.plain_replay(ladder.options, ids)
+    plain = plain_replay(ladder, ids)
     if plain is not None:
         name = ladder.name
         try:
@@ -60,7 +61,7 @@ async def rebuild(tx: Tx, ladder: LadderConfig, book: Book, seq: int | None,
                   ids: dict[str, int]) -> Book:
     """The ladder after its log changed from unit ``seq`` on (``None``: anywhere), written to the
     plugin's tables; ``ids`` (name → id) learns the players of the units read."""
-    if seq is not None and ladder.system.tail_corrections:
+    if seq is not None and tail_corrections(ladder.system) is not None:
         units = await tx.log.units(ladder.name, seq)
         for unit in units:
             ids.update(unit.player_ids)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ratings_plugin.book import HistoryRow
 from server.api import Book, LadderConfig, RatedUnit, Tx
+from server.api.systems import tail_corrections
 
 # The ladder's matches from a seq on, in order: the corrected one first (a voided match keeps
 # its seq), through the (ladder, seq) index.
@@ -98,7 +99,9 @@ async def stored_tail(tx: Tx, ladder: LadderConfig, book: Book, since: int,
         mine.lengths.append(length)
         mine.last = max(mine.last, day)
     still = await asyncio.to_thread(_last_days, units, ladder)  # a long tail
-    system, options = ladder.system, ladder.options
+    system, options = tail_corrections(ladder.system), ladder.options
+    if system is None:
+        raise TailMismatch(f"{ladder.system.title} has no tail corrections")
     standings: dict[str, Any] = {}
     for player_id, mine in played.items():
         name = names.get(player_id)

@@ -5,6 +5,7 @@ systems import it and nothing else of the server; the server uses it to find
 them (:mod:`server.api.registry`) and to talk to them.
 """
 
+from server.api import rules
 from server.api.commands import (
     ADMIN,
     ANYONE,
@@ -47,6 +48,16 @@ from server.api.storage import (
     TableColumn,
     Tx,
 )
+from server.api.systems import (
+    BookBase,
+    FastReplay,
+    HistoryLoading,
+    LadderOptions,
+    SharedField,
+    StandingBase,
+    SystemBase,
+    TailCorrections,
+)
 
 __all__ = [
     "ADMIN", "ANYONE", "LOG_TABLES", "NAME_RULE", "PLAYER", "Arg", "Book", "CliCommand",
@@ -58,3 +69,7 @@ __all__ = [
     "valid_name",
 ]
 __all__ += ["PluginBase"]
+__all__ += [
+    "BookBase", "FastReplay", "HistoryLoading", "LadderOptions", "SharedField", "StandingBase",
+    "SystemBase", "TailCorrections", "rules",
+]

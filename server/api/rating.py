@@ -1,10 +1,15 @@
-"""Rating systems: what a ladder's system must offer the lobby and the ratings plugin.
+"""Rating systems: what the lobby and the ratings plugin call on a ladder's system.
 
 A system is pure: no I/O, no asyncio. It parses its ladder options, makes
 books (a ladder's standings in memory) that rate one unit at a time, says how
 its ladders are shown (the columns, the order) and how likely one player is to
 beat another. Systems are found through the ``matchlobby.rating_systems``
 entry points; a ladder's ``system`` in the configuration names one.
+
+This module holds the protocols as the callers see them. A system is written
+on :mod:`server.api.systems`' base classes, which give every member but the
+core a default; the optional capabilities (a fast replay, tail corrections,
+history loading, a shared field) are described there too.
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ class Column:
 
 
 class Standing(Protocol):
-    """What every system's standing has (systems add their own fields)."""
+    """What every system's standing has (systems add their own fields): a frozen dataclass
+    is best (:class:`server.api.StandingBase`), since books share standings and never change
+    one."""
 
     @property
     def player(self) -> str: ...
@@ -57,15 +64,20 @@ class Standing(Protocol):
         """Rated games played on the ladder."""
 
     @property
-    def last_played(self) -> date | None: ...
+    def last_played(self) -> date | None:
+        """The day of the player's latest rated game (inactivity counts from it)."""
 
 
 class Book(Protocol):
-    """A ladder's standings in memory, rated one unit at a time.
+    """A ladder's standings in memory, rated one unit at a time (write one on
+    :class:`server.api.BookBase`).
 
-    :meth:`compute` leaves the book as it is and returns the new standing of
-    every player whose standing changes; the caller commits them and then
-    :meth:`accept`\\ s them, so nothing is seen before it is durable.
+    ``standings`` holds each player's :class:`Standing` by name; a player it
+    does not hold has :meth:`new_standing`'s. :meth:`compute` leaves the book
+    as it is and returns the new standing of every player whose standing the
+    unit changes (a system rated game by game applies the unit's games one
+    after another); the caller commits them and then :meth:`accept`\\ s them,
+    so nothing is seen before it is durable.
     """
 
     standings: dict[str, Any]
@@ -80,11 +92,6 @@ class Book(Protocol):
         """The probability that side A wins ``game``, from the standings the book holds now (a
         player it does not hold yet has :meth:`new_standing`'s): the system's own expectation,
         which ``matchlobby evaluate`` scores against what happened."""
-
-    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
-        """At start: every rated game of the ladder's closed events, in order (see
-        ``LogReader.event_games``), for a system that solves the whole history; others ignore
-        it."""
 
 
 LogRow = tuple[int, int | None, str, str, str, int | None, int, int, str, str | None]
@@ -124,6 +131,14 @@ class StoredStanding:
 
 
 class RatingSystem(Protocol):
+    """What the lobby and the ratings plugin call on a system.
+
+    Write a system on :class:`server.api.SystemBase`, which gives every member
+    but the core a default. The optional capabilities (a fast replay, tail
+    corrections, history loading, a shared field) are not members: see
+    :mod:`server.api.systems`.
+    """
+
     @property
     def name(self) -> str:
         """The name a configuration uses (``fibs``)."""
@@ -146,16 +161,6 @@ class RatingSystem(Protocol):
         """Its games are matches to a length: a scored result's winner reaches the length and
         the loser stays below it (backgammon)."""
 
-    @property
-    def tail_corrections(self) -> bool:
-        """A correction may replay the log from the corrected unit on, starting from the
-        standings the stored history gives for that point (see :meth:`rewind`)."""
-
-    @property
-    def shared_field(self) -> str | None:
-        """A standing field every unit may move for every player (ČAS's Peklo): stored as one
-        value per ladder rather than in each player's row."""
-
     def parse_options(self, table: Mapping[str, Any]) -> Any:
         """A ladder's options from its configuration (the keys besides ``name`` and
         ``system``); raises ``ValueError`` naming the problem."""
@@ -171,7 +176,8 @@ class RatingSystem(Protocol):
         """Refuse a game its ladders cannot rate (raises ``ValueError`` with the reason)."""
 
     def counts(self, options: Any, game: Game) -> bool:
-        """Whether the game moves ratings at all (an unrated or unlimited game does not)."""
+        """Whether the game moves ratings at all: an unrated game does not, nor an unlimited
+        one on a system of live matches or match lengths (see :func:`server.api.rules.counts`)."""
 
     def initial_rating(self, options: Any) -> float | None:
         """What history shows as a newcomer's rating before their first unit (``None``: they
@@ -197,16 +203,6 @@ class RatingSystem(Protocol):
     def encode(self, standing: Any) -> StoredStanding: ...
 
     def decode(self, options: Any, player: str, stored: StoredStanding) -> Any: ...
-
-    def rewind(self, options: Any, standing: Any, rating_before: float,
-               last_played: date | None, lengths: Sequence[int | None]) -> Any:
-        """The standing before a tail of the log in which the player's rated games had these
-        ``lengths``, given the rating history shows before the first of them and the last day
-        they played before it; only systems with :attr:`tail_corrections`. Raises
-        ``ValueError`` when the tail is more than the standing holds."""
-
-    def plain_replay(self, options: Any, ids: Mapping[str, int]) -> PlainReplay | None:
-        """A faster replay of a ladder of single matches from plain log rows, or ``None``."""
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ CASES: dict[str, Case] = {
     "zero length": Case(
         "fibs", body("Night,2026-03-14,ann,bob,3,1,0,"), "results.csv:7", "length must be positive: '0'",
     ),
-    "unknown system": Case("elo", body("Open,2026-03-14,ann,bob,400,300,,"), "", "unknown system 'elo'"),
+    "unknown system": Case("chess", body("Open,2026-03-14,ann,bob,400,300,,"), "", "unknown system 'chess'"),
     "empty file": Case("cas", b"", "results.csv", "the file is empty"),
     "not utf-8": Case(
         "cas", body("EVENT,2026-03-14,ann,bob,400,300,,").replace(b"EVENT", "Jérôme".encode("latin-1")),

@@ -34,7 +34,7 @@ def test_no_file_gives_the_four_default_ladders() -> None:
                                           "not 'abc'"),
     ("[limits]\nburst = 2.5\n", "burst: expected a whole number that is not negative, not 2.5"),
     ("[limits]\norigins = 'x'\n", "origins"),
-    ("[[ladders]]\nname = 'x'\nsystem = 'elo'\n", "unknown rating system"),
+    ("[[ladders]]\nname = 'x'\nsystem = 'chess'\n", "unknown rating system"),
     ("[[ladders]]\nname = 'x'\nsystem = 'fibs'\nformat = 'doubles'\n", "doubles"),
     ("[tls]\ncertificate = 'c.pem'\n", "[tls]"),
     ("[server\n", "Expected"),

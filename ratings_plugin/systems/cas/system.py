@@ -9,36 +9,40 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from ratings_plugin.systems import common
 from ratings_plugin.systems.cas import dansa
 from ratings_plugin.systems.cas.dansa import DansaRating
 from ratings_plugin.systems.cas.paluba import START as PALUBA_START
-from server.api import Column, Game, RatedUnit, RatingSystem, StoredStanding
+from server.api import (
+    BookBase,
+    Column,
+    Game,
+    LadderOptions,
+    RatedUnit,
+    RatingSystem,
+    StandingBase,
+    SystemBase,
+)
+from server.api.rules import last_dates, later
 
 if TYPE_CHECKING:
     from ratings_plugin.systems.cas import peklo
 
-KEYS = common.COMMON_KEYS
 PEKLO_START = 1500.0
 _CasRow = tuple[str, str, int, int]
 
 
 @dataclass(frozen=True)
-class CasLadder:
-    inactivity_days: int | None = common.DEFAULT_INACTIVITY_DAYS
+class CasLadder(LadderOptions):
+    """A ČAS ladder has the common options only."""
 
 
 @dataclass(frozen=True, slots=True)
-class CasStanding:
+class CasStanding(StandingBase):
     """A player's combined strength (``rating``) and its three components."""
 
-    player: str
     rating: int
-    games: int = 0
-    last_played: date | None = None
     paluba: int = PALUBA_START
     dansa: int = dansa.START
     peklo: float = PEKLO_START
@@ -48,20 +52,19 @@ def cas_rows(games: Sequence[Game]) -> list[_CasRow]:
     return [(g.side_a[0], g.side_b[0], g.score_a, g.score_b) for g in games]
 
 
-class CasBook:
+class CasBook(BookBase[CasLadder, CasStanding]):
     """Standings and the whole history of rated games, which Peklo solves at every close.
 
     :meth:`compute` keeps the history it extended, for :meth:`accept` of the
     same games to adopt instead of extending it again.
     """
 
-    def __init__(self, options: CasLadder) -> None:
+    def __init__(self, system: Cas, options: CasLadder) -> None:
         # Peklo and the combination need numpy, imported with the first ČAS book: a process
         # that rates no ČAS ladder (a client, `rate fibs`, `user add`) starts without it.
         from ratings_plugin.systems.cas import peklo
 
-        self.options = options
-        self.standings: dict[str, CasStanding] = {}
+        super().__init__(system, options)
         self.history = peklo.PekloHistory()
         self._pending: tuple[peklo.PekloHistory, int, list[_CasRow], peklo.PekloHistory] | None \
             = None
@@ -85,9 +88,10 @@ class CasBook:
 
         from ratings_plugin.systems.cas import combined
 
+        system, ladder = self.system, self.options
         for g in unit.games:
-            SYSTEM.check_game(self.options, g)
-        games = [g for g in unit.games if SYSTEM.counts(self.options, g)]
+            system.check_game(ladder, g)
+        games = [g for g in unit.games if system.counts(ladder, g)]
         if not games:
             return {}
         standings = self.standings
@@ -116,12 +120,12 @@ class CasBook:
                                       np.array(dansas, dtype=np.float64), elos).tolist()
         peklos = elos.tolist()
         out = _rerated(names, olds, strength, peklos, moved)
-        last = common.last_dates(games)
+        last = last_dates(games)
         for p, d in moved.items():
             i = history.index[p]
             s = olds[i]
             out[p] = CasStanding(p, strength[i], d.games,
-                                 last[p] if s is None else common.later(s.last_played, last[p]),
+                                 last[p] if s is None else later(s.last_played, last[p]),
                                  paluba[i], dansas[i], peklos[i])
         return out
 
@@ -135,7 +139,7 @@ class CasBook:
 
     def accept(self, new: Mapping[str, CasStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
-        rows = cas_rows([g for g in unit.games if SYSTEM.counts(self.options, g)])
+        rows = cas_rows([g for g in unit.games if self.system.counts(self.options, g)])
         pending, self._pending = self._pending, None
         if pending is not None and pending[0] is self.history and pending[1] == len(
                 self.history) and pending[2] == rows:
@@ -174,35 +178,23 @@ def _rerated(names: Sequence[str], olds: Sequence[CasStanding | None], ratings: 
     return out
 
 
-class Cas:
+class Cas(SystemBase[CasLadder, CasStanding]):
+    """The ČAS ladder; Peklo is its shared field, solved over the whole history (which its
+    books load at start)."""
+
     name = "cas"
     title = "ČAS"
-    live_matches = False
-    rates_each_result = False
-    tail_corrections = False
-    match_lengths = False
-    shared_field: str | None = "peklo"
+    draws = True
+    shared_field = "peklo"
 
-    def option_keys(self) -> frozenset[str]:
-        return KEYS
-
-    def parse_options(self, table: Mapping[str, Any]) -> CasLadder:
-        common.doubles(table, False, self.title)
-        return CasLadder(common.inactivity_days(table))
-
-    def doubles(self, options: CasLadder) -> bool:
-        return False
+    def read_options(self, table: Mapping[str, Any]) -> CasLadder:
+        return CasLadder()
 
     def new_book(self, options: CasLadder) -> CasBook:
-        return CasBook(options)
-
-    def check_game(self, options: CasLadder, game: Game) -> None:
-        common.check_sides(game, 1, "singles")
-
-    def counts(self, options: CasLadder, game: Game) -> bool:
-        return game.unrated_reason is None
+        return CasBook(self, options)
 
     def initial_rating(self, options: CasLadder) -> float | None:
+        """None: a newcomer has no strength until the ladder is renormalised with them."""
         return None
 
     def columns(self, options: CasLadder) -> Sequence[Column]:
@@ -216,38 +208,10 @@ class Cas:
                        help="Long-term strength fitted to every game ever rated."),
                 Column("games", "Games", "integer"))
 
-    def row(self, options: CasLadder, s: CasStanding, active: bool) -> dict[str, Any]:
-        return {"rating": int(s.rating), "games": s.games, "active": active,
-                "paluba": s.paluba, "dansa": s.dansa, "peklo": s.peklo}
-
-    def is_active(self, options: CasLadder, s: CasStanding, as_of: date | None) -> bool:
-        return common.is_active(options.inactivity_days, s.last_played, as_of)
-
-    def order(self, s: CasStanding) -> float:
-        return s.rating
-
     def expectation(self, options: CasLadder, a: CasStanding, b: CasStanding,
                     length: int | None) -> float:
         """Dansa's: the normal expectation at its scale."""
         return dansa.expectation(a.dansa, b.dansa)
-
-    def encode(self, s: CasStanding) -> StoredStanding:
-        return StoredStanding(float(s.rating), s.games, common.iso(s.last_played),
-                              {"paluba": s.paluba, "dansa": s.dansa})
-
-    def decode(self, options: CasLadder, player: str, stored: StoredStanding) -> CasStanding:
-        return CasStanding(player, int(stored.rating), stored.games,
-                           common.from_iso(stored.last_played),
-                           int(stored.state.get("paluba", PALUBA_START)),
-                           int(stored.state.get("dansa", dansa.START)),
-                           float(stored.state.get("peklo", PEKLO_START)))
-
-    def rewind(self, options: CasLadder, s: CasStanding, rating_before: float,
-               last_played: date | None, lengths: Sequence[int | None]) -> CasStanding:
-        raise NotImplementedError("a ČAS ladder is corrected from its whole log")
-
-    def plain_replay(self, options: CasLadder, ids: Mapping[str, int]) -> None:
-        return None
 
 
 SYSTEM: RatingSystem = Cas()

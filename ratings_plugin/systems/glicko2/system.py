@@ -14,32 +14,33 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from ratings_plugin.systems import common
 from ratings_plugin.systems.glicko2 import Glicko, GlickoOptions, idle, rate, win_probability
-from server.api import Column, Game, RatedUnit, RatingSystem, StoredStanding
+from server.api import (
+    BookBase,
+    Column,
+    LadderOptions,
+    RatedUnit,
+    RatingSystem,
+    StandingBase,
+    SystemBase,
+)
+from server.api.rules import last_dates, later, number
 
-KEYS = frozenset({"tau", "start_rating", "start_rd", "start_volatility", "periods_per_day",
-                  "provisional_rd"}) | common.COMMON_KEYS
 SECONDS_A_DAY = 86_400.0
 
 
 @dataclass(frozen=True)
-class GlickoLadder:
+class GlickoLadder(LadderOptions):
     glicko: GlickoOptions = field(default_factory=GlickoOptions)
-    inactivity_days: int | None = common.DEFAULT_INACTIVITY_DAYS
 
 
 @dataclass(frozen=True, slots=True)
-class GlickoStanding:
+class GlickoStanding(StandingBase):
     """Rating, RD and volatility after the player's last period; ``last_at`` is when their last
     live match ended (``None`` when their last period was an event)."""
 
-    player: str
-    rating: float
-    rd: float
-    volatility: float
-    games: int = 0
-    last_played: date | None = None
+    rd: float = 350.0
+    volatility: float = 0.06
     last_at: str | None = None
 
     @property
@@ -51,14 +52,11 @@ def _moment(at: str) -> datetime:
     return datetime.fromisoformat(at)
 
 
-class GlickoBook:
-    def __init__(self, options: GlickoLadder) -> None:
-        self.options = options
-        self.standings: dict[str, GlickoStanding] = {}
-
+class GlickoBook(BookBase[GlickoLadder, GlickoStanding]):
     def new_standing(self, player: str) -> GlickoStanding:
         o = self.options.glicko
-        return GlickoStanding(player, o.start_rating, o.start_rd, o.start_volatility)
+        return GlickoStanding(player, o.start_rating, rd=o.start_rd,
+                              volatility=o.start_volatility)
 
     def _days_away(self, s: GlickoStanding, unit: RatedUnit, first_day: date) -> float:
         if s.last_played is None:
@@ -70,9 +68,10 @@ class GlickoBook:
 
     def compute(self, unit: RatedUnit) -> dict[str, GlickoStanding]:
         """One rating period: everyone from their values before it, after the idle step."""
+        system, ladder = self.system, self.options
         for g in unit.games:
-            SYSTEM.check_game(self.options, g)
-        games = [g for g in unit.games if SYSTEM.counts(self.options, g)]
+            system.check_game(ladder, g)
+        games = [g for g in unit.games if system.counts(ladder, g)]
         if not games:
             return {}
         first_day = min(g.played_on for g in games)
@@ -91,68 +90,42 @@ class GlickoBook:
             score = 0.5 if g.is_draw else 1.0 if g.a_won else 0.0
             results[a].append((start[b], score))
             results[b].append((start[a], 1.0 - score))
-        last = common.last_dates(games)
+        last = last_dates(games)
         out: dict[str, GlickoStanding] = {}
         for p, s in before.items():
             new = rate(start[p], results[p], options.tau)
-            out[p] = GlickoStanding(p, new.rating, new.rd, new.volatility,
-                                    s.games + len(results[p]),
-                                    common.later(s.last_played, last[p]),
+            out[p] = GlickoStanding(p, new.rating, s.games + len(results[p]),
+                                    later(s.last_played, last[p]), new.rd, new.volatility,
                                     unit.at if unit.live else None)
         return out
 
-    def accept(self, new: Mapping[str, GlickoStanding], unit: RatedUnit) -> None:
-        self.standings.update(new)
 
-    def predict(self, game: Game) -> float:
-        """Glicko-2's expectation with both players' RDs, as they stand after their last
-        period (no idle growth is added for the time until the game)."""
-        a, b = (self.standings.get(p) or self.new_standing(p)
-                for p in (game.side_a[0], game.side_b[0]))
-        return win_probability(a.values, b.values)
-
-    def load_history(self, games: Sequence[tuple[str, str, int, int]]) -> None:
-        """Nothing to load: no part of this system depends on the whole history."""
-
-
-class Glicko2:
+class Glicko2(SystemBase[GlickoLadder, GlickoStanding]):
     name = "glicko2"
     title = "Glicko-2"
     live_matches = True
-    rates_each_result = False
-    tail_corrections = False
-    match_lengths = False
-    shared_field: str | None = None
+    draws = True
+    keys = frozenset({"tau", "start_rating", "start_rd", "start_volatility", "periods_per_day",
+                      "provisional_rd"})
 
-    def option_keys(self) -> frozenset[str]:
-        return KEYS
-
-    def parse_options(self, table: Mapping[str, Any]) -> GlickoLadder:
-        common.doubles(table, False, self.title)
+    def read_options(self, table: Mapping[str, Any]) -> GlickoLadder:
         d = GlickoOptions()
-        options = GlickoOptions(
-            tau=common.number(table, "tau", d.tau),
-            start_rating=common.number(table, "start_rating", d.start_rating),
-            start_rd=common.number(table, "start_rd", d.start_rd),
-            start_volatility=common.number(table, "start_volatility", d.start_volatility),
-            periods_per_day=common.number(table, "periods_per_day", d.periods_per_day),
-            provisional_rd=common.number(table, "provisional_rd", d.provisional_rd))
-        return GlickoLadder(options, common.inactivity_days(table))
-
-    def doubles(self, options: GlickoLadder) -> bool:
-        return False
+        return GlickoLadder(glicko=GlickoOptions(
+            tau=number(table, "tau", d.tau),
+            start_rating=number(table, "start_rating", d.start_rating),
+            start_rd=number(table, "start_rd", d.start_rd),
+            start_volatility=number(table, "start_volatility", d.start_volatility),
+            periods_per_day=number(table, "periods_per_day", d.periods_per_day),
+            provisional_rd=number(table, "provisional_rd", d.provisional_rd)))
 
     def new_book(self, options: GlickoLadder) -> GlickoBook:
-        return GlickoBook(options)
+        return GlickoBook(self, options)
 
-    def check_game(self, options: GlickoLadder, game: Game) -> None:
-        common.check_sides(game, 1, "singles")
-
-    def counts(self, options: GlickoLadder, game: Game) -> bool:
-        return game.unrated_reason is None and game.length is not None
-
-    def initial_rating(self, options: GlickoLadder) -> float:
-        return options.glicko.start_rating
+    def expectation(self, options: GlickoLadder, a: GlickoStanding, b: GlickoStanding,
+                    length: int | None) -> float:
+        """Glicko-2's expectation with both players' RDs, as they stand after their last
+        period (no idle growth is added for the time until the game)."""
+        return win_probability(a.values, b.values)
 
     def columns(self, options: GlickoLadder) -> Sequence[Column]:
         return (Column("rating", "Rating", "real", 2),
@@ -167,33 +140,6 @@ class Glicko2:
     def row(self, options: GlickoLadder, s: GlickoStanding, active: bool) -> dict[str, Any]:
         return {"rating": s.rating, "games": s.games, "active": active, "rd": s.rd,
                 "volatility": s.volatility, "provisional": s.rd > options.glicko.provisional_rd}
-
-    def is_active(self, options: GlickoLadder, s: GlickoStanding, as_of: date | None) -> bool:
-        return common.is_active(options.inactivity_days, s.last_played, as_of)
-
-    def order(self, s: GlickoStanding) -> float:
-        return s.rating
-
-    def expectation(self, options: GlickoLadder, a: GlickoStanding, b: GlickoStanding,
-                    length: int | None) -> float:
-        return win_probability(a.values, b.values)
-
-    def encode(self, s: GlickoStanding) -> StoredStanding:
-        return StoredStanding(s.rating, s.games, common.iso(s.last_played),
-                              {"rd": s.rd, "volatility": s.volatility, "last_at": s.last_at})
-
-    def decode(self, options: GlickoLadder, player: str, stored: StoredStanding
-               ) -> GlickoStanding:
-        st = stored.state
-        return GlickoStanding(player, stored.rating, float(st["rd"]), float(st["volatility"]),
-                              stored.games, common.from_iso(stored.last_played), st.get("last_at"))
-
-    def rewind(self, options: GlickoLadder, s: GlickoStanding, rating_before: float,
-               last_played: date | None, lengths: Sequence[int | None]) -> GlickoStanding:
-        raise NotImplementedError("a Glicko-2 ladder is corrected from its whole log")
-
-    def plain_replay(self, options: GlickoLadder, ids: Mapping[str, int]) -> None:
-        return None
 
 
 SYSTEM: RatingSystem = Glicko2()

@@ -1,4 +1,10 @@
-"""What every system's ladders share: activity, the configuration keys, dates, the game checks."""
+"""The lobby-wide rules of a ladder, the same for every rating system.
+
+:class:`server.api.systems.SystemBase` applies them by default; a system
+written without it can call them itself. They raise ``ValueError`` with a
+message for people (the lobby turns it into a ``bad_request`` reply, the
+configuration check into one line naming the ladder).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,15 @@ from collections.abc import Iterable, Mapping
 from datetime import date, timedelta
 from typing import Any
 
-from server.api import Game
+from server.api.records import Game
 
 COMMON_KEYS = frozenset({"inactivity_days", "format"})
+"""The configuration keys every ladder takes, whatever its system."""
 DEFAULT_INACTIVITY_DAYS = 365
 
 
 def inactivity_days(table: Mapping[str, Any]) -> int | None:
-    """``inactivity_days`` (default 365; 0 or absent-by-``None`` turns inactivity off)."""
+    """``inactivity_days`` (default 365; 0 turns inactivity off: ``None``)."""
     days = table.get("inactivity_days", DEFAULT_INACTIVITY_DAYS)
     if days in (0, None):
         return None
@@ -24,12 +31,13 @@ def inactivity_days(table: Mapping[str, Any]) -> int | None:
     return days
 
 
-def doubles(table: Mapping[str, Any], allowed: bool, system: str) -> bool:
+def parse_format(table: Mapping[str, Any], doubles_allowed: bool, title: str) -> bool:
+    """``format``: ``"singles"`` (the default) or ``"doubles"``; true for doubles."""
     fmt = table.get("format", "singles")
     if fmt not in ("singles", "doubles"):
         raise ValueError("format must be 'singles' or 'doubles'")
-    if fmt == "doubles" and not allowed:
-        raise ValueError(f"{system} has no doubles ladders: format must be 'singles'")
+    if fmt == "doubles" and not doubles_allowed:
+        raise ValueError(f"{title} has no doubles ladders: format must be 'singles'")
     return bool(fmt == "doubles")
 
 
@@ -41,8 +49,15 @@ def is_active(days: int | None, last_played: date | None, as_of: date | None) ->
     return last_played >= as_of - timedelta(days=days)
 
 
+def counts(game: Game, unlimited_rated: bool) -> bool:
+    """Whether a game moves ratings: not when it is unrated, nor when it is unlimited (no
+    length) on a ladder whose system plays live matches or matches to a length."""
+    return game.unrated_reason is None and (unlimited_rated or game.length is not None)
+
+
 def check_sides(game: Game, width: int, kind: str) -> None:
-    """The checks every system makes of a game's sides and scores (raises ``ValueError``)."""
+    """A game's sides and scores: ``width`` players a side (``kind`` names the format), nobody
+    twice, no negative score, a positive length."""
     for side in (game.side_a, game.side_b):
         if len(side) != width:
             each = "one player a side" if width == 1 else f"{width} players a side, joined by +"
@@ -58,6 +73,7 @@ def check_sides(game: Game, width: int, kind: str) -> None:
 
 
 def no_draws(game: Game, system: str) -> None:
+    """Refuse a rated draw on a system that has none (an unrated game may end level)."""
     if game.is_draw and game.unrated_reason is None:
         raise ValueError(f"{system} has no draws: the scores must differ")
 
@@ -72,6 +88,7 @@ def last_dates(games: Iterable[Game]) -> dict[str, date]:
 
 
 def later(a: date | None, b: date | None) -> date | None:
+    """The later of two days, either of which may be unknown."""
     if a is None:
         return b
     if b is None:
@@ -88,6 +105,7 @@ def from_iso(text: str | None) -> date | None:
 
 
 def number(table: Mapping[str, Any], key: str, default: float) -> float:
+    """An option that is a number (a whole one is taken as a float)."""
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{key} must be a number")
@@ -95,6 +113,7 @@ def number(table: Mapping[str, Any], key: str, default: float) -> float:
 
 
 def whole(table: Mapping[str, Any], key: str, default: int) -> int:
+    """An option that is a whole number."""
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{key} must be a whole number")

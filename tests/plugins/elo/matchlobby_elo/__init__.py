@@ -1,0 +1,1 @@
+"""Plain Elo as a matchlobby rating system, written on ``server.api.SystemBase``."""
