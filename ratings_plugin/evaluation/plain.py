@@ -1,6 +1,6 @@
 """``evaluate`` on plain log rows: the fast path for a ladder of single matches.
 
-A system whose plain replay (``RatingSystem.plain_replay``) also offers
+A system whose plain replay (the optional ``FastReplay.plain_replay``) also offers
 ``predictions(log) -> Iterator[float]`` (each row's probability that side A
 wins from the standings before it, the row then applied; :class:`NotPlain` for
 a row it does not take, as ``pairs``) is evaluated from the log's rows with no
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from ratings_plugin.evaluation.report import SEASONED, Collected, Seasoning
-from server.api import LadderConfig, LogRow, NotPlain
+from server.api import LadderConfig, LogRow, NotPlain, systems
 
 
 class PlainPredictions(Protocol):
@@ -28,8 +28,7 @@ def plain_predictors(entries: Sequence[tuple[dict[str, Any], LadderConfig]],
     """Each entry's plain predictions, or ``None`` when one of the systems has none."""
     found: list[PlainPredictions] = []
     for _, ladder in entries:
-        offer = getattr(ladder.system, "plain_replay", None)  # an optional capability
-        plain = offer(ladder.options, ids) if callable(offer) else None
+        plain = systems.plain_replay(ladder, ids)
         if plain is None or not callable(getattr(plain, "predictions", None)):
             return None
         found.append(plain)

@@ -5,20 +5,22 @@ It is found through its ``matchlobby.rating_systems`` entry point, imports only
 its options, a newcomer's standing, the rating of one game and the
 expectation. With no other code a ladder configured ``system = "elo"`` rates
 live matches, ``matchlobby rate elo`` rates a results file, ``replay --check``
-agrees with the log after a void, and its books predict. Every number is
+agrees with the log after a void, ``matchlobby evaluate`` scores its predictions, and its
+books predict. Every number is
 checked against the Elo formula written out here.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import math
 from collections.abc import AsyncIterator
 from datetime import date
 from pathlib import Path
 
 import pytest
-from testkit.cli import rate_file, replay_check
+from testkit.cli import rate_file, replay_check, run_cli_async
 from testkit.clients import start_match
 from testkit.db import sql
 from testkit.server_loop import LobbyServer, with_ladders
@@ -166,6 +168,22 @@ async def test_live_matches_a_void_and_replay_check(club: LobbyServer) -> None:
     rows = (await admin.call("ladder", ladder="club"))["players"]
     assert {r["player"]: r["rating"] for r in rows} == pytest.approx(ratings, rel=1e-12)
     assert (await replay_check(club.db, config))[0] == 0
+
+    # evaluate scores its predictions with no code of its own: the two rated matches left, each
+    # predicted by the Elo expectation from the ratings just before it (the winner is side A)
+    done = await run_cli_async(["evaluate", "--ladder", "club", "--db", str(club.db),
+                                "--config", str(config), "--format", "json"], club.db.parent)
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)["systems"][0]
+    before: dict[str, float] = {}
+    chances = []
+    for w, lo in [("alice", "bob"), ("alice", "carol")]:
+        rw, rl = before.get(w, 1500.0), before.get(lo, 1500.0)
+        chances.append(1.0 / (1.0 + 10.0 ** ((rl - rw) / 400.0)))
+        elo(before, w, lo)
+    assert (row["system"], row["games"]) == ("elo", 2)
+    assert row["log_loss"] == pytest.approx(-sum(map(math.log, chances)) / 2, abs=1e-12)
+    assert row["brier"] == pytest.approx(sum((1 - p) ** 2 for p in chances) / 2, abs=1e-12)
 
 
 async def test_rate_gives_the_elo_numbers(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def test_every_system_that_can_rate_the_file_and_variants(tmp_path: Path) -> Non
          "--system", "p4p", "--option", "k_values=16,16,16"],
     ], tmp_path)
     assert [r["system"] for r in report(every)["systems"]] == [
-        "cas", "fibs", "glicko2", "p4p", "baseline", "win_rate"]
+        "cas", "elo", "fibs", "glicko2", "p4p", "baseline", "win_rate"]
     assert [r["system"] for r in report(with_draws)["systems"]] == [
         "cas", "glicko2", "baseline", "win_rate"]
     # both ČAS predictions were 0.5 (everyone new, one event); the draw is half a win
