@@ -13,7 +13,7 @@ a row at a time beside the baselines'.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ratings_plugin.evaluation.report import SEASONED, Collected, Seasoning
 from server.api import LadderConfig, LogRow, NotPlain, systems
@@ -31,7 +31,7 @@ def plain_predictors(entries: Sequence[tuple[dict[str, Any], LadderConfig]],
         plain = systems.plain_replay(ladder, ids)
         if plain is None or not callable(getattr(plain, "predictions", None)):
             return None
-        found.append(plain)
+        found.append(cast(PlainPredictions, plain))
     return found
 
 
