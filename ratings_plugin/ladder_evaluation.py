@@ -108,8 +108,6 @@ def evaluation_commands() -> Sequence[PluginCommand]:
 
     return (
         PluginCommand(CommandSpec("evaluate", ANYONE,
-                                  "How well the ladder's system has predicted its results, "
-                                  "beside a 0.5 baseline and the players' win rates: "
-                                  "log-loss, Brier score, accuracy and calibration.",
+                                  "How well the ladder's system has predicted its results.",
                                   (Arg("ladder", "ladder"),), read_only=True), run),
     )

@@ -244,7 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return client_main(args.url, args.json, args.batch, args.pushes, not args.no_bell)
     if plugin_command is not None and not plugin_command.needs_config:
-        return plugin_command.run(args, Environment(Config(), writable=False))
+        try:  # such a command may still take --config for its ladders
+            config = load_config(getattr(args, "config", None))
+        except ConfigError as e:
+            print(f"matchlobby: {e}", file=sys.stderr)
+            return 2
+        return plugin_command.run(args, Environment(config, writable=False))
     try:
         config = _config(args)
     except ConfigError as e:

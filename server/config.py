@@ -54,7 +54,7 @@ def ladder_config(entry: dict[str, Any], where: str) -> LadderConfig:
         options = system.parse_options(table)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{where} ({name}): {e}") from None
-    return LadderConfig(name, system, options)
+    return LadderConfig(name, system, options, table)
 
 
 @dataclass(frozen=True)

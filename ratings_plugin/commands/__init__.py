@@ -10,7 +10,7 @@ import sys
 
 from ratings_plugin import evaluation_chart
 from ratings_plugin.commands import evaluate, rate, replay
-from ratings_plugin.commands.offline import OptionError, Plan, parse_option, read_config_ladder
+from ratings_plugin.commands.offline import OptionError, Plan, find_ladder, parse_option
 from server.api import CliCommand, CliEnvironment
 
 OPTION_HELP = ("a system option, as in a ladder's configuration table: true/false, numbers, "
@@ -27,7 +27,7 @@ def _rate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="output format (default: table)")
     p.add_argument("--config", metavar="FILE",
-                   help="the lobby's TOML configuration, read for --ladder (nothing else of it)")
+                   help="the lobby's TOML configuration, whose ladders --ladder names")
     p.add_argument("--ladder", metavar="NAME",
                    help="rate with this configured ladder's system and options (from --config, "
                         "else the default ladders)")
@@ -49,10 +49,11 @@ def _rate(args: argparse.Namespace, env: CliEnvironment) -> int:
             return rate.run(args.system, args.results, args.as_of, args.format, given=given)
         if args.system is None or args.results is not None:
             return refuse("with --ladder give only RESULTS.csv (the ladder names its system)")
-        system, table = read_config_ladder(args.config, args.ladder, env.ladders)
+        ladder = find_ladder(env.ladders, args.ladder)
     except OptionError as e:
         return refuse(str(e))
-    return rate.run(system.name, args.system, args.as_of, args.format, table=table, given=given)
+    return rate.run(ladder.system.name, args.system, args.as_of, args.format,
+                    table=ladder.table, given=given)
 
 
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,8 +93,8 @@ def _evaluate(args: argparse.Namespace, env: CliEnvironment) -> int:
     async def main() -> int:
         db = await env.open()
         try:
-            return await evaluate.run_ladder(db, env.ladders, args.config, args.ladder,
-                                             args.plan, args.format, chart=args.chart)
+            return await evaluate.run_ladder(db, env.ladders, args.ladder, args.plan,
+                                             args.format, chart=args.chart)
         finally:
             await db.close()
 

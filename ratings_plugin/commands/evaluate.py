@@ -19,7 +19,6 @@ from ratings_plugin import evaluation_chart
 from ratings_plugin.commands.offline import (
     Option,
     OptionError,
-    configured_table,
     file_ladder,
     file_units,
     options_of,
@@ -83,13 +82,13 @@ def file_entries(rows: Sequence[ResultRow], source: str, plan: Sequence[Step]) -
     return entries
 
 
-def ladder_entries(ladder: LadderConfig, config: str | None, plan: Sequence[Step]
+def ladder_entries(ladder: LadderConfig, plan: Sequence[Step]
                    ) -> list[Entry]:
     """The ladder as configured, then a row for the options given before any ``--system``
     (on top of the ladder's), then one for each ``--system`` (the ladder's options when it is
     the ladder's system, else that system's own defaults) with its options."""
     lead, groups = _groups(plan)
-    table = configured_table(config, ladder)
+    table = ladder.table
     entries: list[Entry] = [({}, ladder)]
     if lead:
         entries.append((variant(lead), LadderConfig(
@@ -134,8 +133,8 @@ async def _plain(db: Store, name: str, entries: Sequence[Entry]) -> dict[str, An
     return report
 
 
-async def evaluate_ladder(db: Store, ladders: Sequence[LadderConfig], config: str | None,
-                          name: str, plan: Sequence[Step]) -> dict[str, Any]:
+async def evaluate_ladder(db: Store, ladders: Sequence[LadderConfig], name: str,
+                          plan: Sequence[Step]) -> dict[str, Any]:
     """The report of ``--ladder`` on the lobby's log: from its plain rows where the systems
     allow (:func:`ratings_plugin.evaluation.evaluate_plain`, the same report), else from its
     units through the books."""
@@ -143,7 +142,7 @@ async def evaluate_ladder(db: Store, ladders: Sequence[LadderConfig], config: st
     if ladder is None:
         raise Refused(f"unknown ladder {name!r}: choose one of "
                       f"{', '.join(x.name for x in ladders)}")
-    entries = ladder_entries(ladder, config, plan)
+    entries = ladder_entries(ladder, plan)
     fast = await _plain(db, name, entries)
     if fast is not None:
         return fast
@@ -234,12 +233,12 @@ def run_file(path: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout
     return 0
 
 
-async def run_ladder(db: Store, ladders: Sequence[LadderConfig], config: str | None,
-                     name: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout,
+async def run_ladder(db: Store, ladders: Sequence[LadderConfig], name: str,
+                     plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout,
                      err: TextIO = sys.stderr, chart: str | None = None) -> int:
     """``--ladder``: 0 on success, 2 with a message on standard error."""
     try:
-        report = await evaluate_ladder(db, ladders, config, name, plan)
+        report = await evaluate_ladder(db, ladders, name, plan)
     except (OptionError, Refused) as e:
         print(f"matchlobby evaluate: {e}", file=err)
         return 2

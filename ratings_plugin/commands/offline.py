@@ -10,7 +10,6 @@ options, so a ladder with K=16 is reproduced offline exactly.
 from __future__ import annotations
 
 import argparse
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,53 +84,14 @@ def options_of(system: RatingSystem, table: Mapping[str, Any], given: Sequence[O
     return system.parse_options(merged)
 
 
-def configured_table(config: str | None, ladder: LadderConfig) -> dict[str, Any]:
-    """A configured ladder's options as its ``[[ladders]]`` table gives them (the keys besides
-    ``name`` and ``system``); a default ladder's are only its format."""
-    entries: list[Any] = []
-    if config is not None:
-        try:
-            with open(config, "rb") as f:
-                entries = tomllib.load(f).get("ladders", [])
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise OptionError(f"--config {config}: {e}") from None
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("name") == ladder.name:
-            return {k: v for k, v in entry.items() if k not in RESERVED}
-    return {"format": "doubles"} if ladder.format == "doubles" else {}
-
-
-def read_config_ladder(config: str | None, name: str, defaults: Sequence[LadderConfig]
-                       ) -> tuple[RatingSystem, dict[str, Any]]:
-    """The system and options table of the ladder ``name`` in the configuration file ``config``
-    (a command that opens no database reads only this of the file); with no file, or a file
-    with no ``[[ladders]]``, the lobby's default ladders (``defaults``)."""
-    from server.api.registry import rating_systems
-
-    data: dict[str, Any] = {}
-    if config is not None:
-        try:
-            with open(config, "rb") as f:
-                data = tomllib.load(f)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-            raise OptionError(f"--config {config}: {getattr(e, 'strerror', None) or e}"
-                              ) from None
-    if "ladders" not in data:
-        for ladder in defaults:
-            if ladder.name == name:
-                return ladder.system, configured_table(None, ladder)
-        names = ", ".join(x.name for x in defaults)
-        raise OptionError(f"--ladder {name}: no such ladder (the default ladders: {names})")
-    entries = [e for e in data["ladders"] if isinstance(e, dict)]
-    for entry in entries:
-        if entry.get("name") == name:
-            system = rating_systems().get(entry.get("system"))  # type: ignore[arg-type]
-            if system is None:
-                raise OptionError(f"--config {config}: ladder {name!r} has an unknown system "
-                                  f"{entry.get('system')!r}")
-            return system, {k: v for k, v in entry.items() if k not in RESERVED}
-    names = ", ".join(str(e.get("name")) for e in entries) or "none"
-    raise OptionError(f"--ladder {name}: no such ladder in {config} (its ladders: {names})")
+def find_ladder(ladders: Sequence[LadderConfig], name: str) -> LadderConfig:
+    """The configured ladder ``name`` (the configuration's, else the default ladders); raises
+    :class:`OptionError` listing the ladders there are."""
+    for ladder in ladders:
+        if ladder.name == name:
+            return ladder
+    names = ", ".join(x.name for x in ladders) or "none"
+    raise OptionError(f"--ladder {name}: no such ladder (the configured ladders: {names})")
 
 
 def file_ladder(rows: Sequence[ResultRow], system: RatingSystem, source: str,

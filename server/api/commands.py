@@ -154,7 +154,9 @@ class CliCommand:
     """A ``matchlobby`` sub-command a plugin adds (``rate``, ``replay``).
 
     ``configure`` adds its arguments to its parser; ``run`` returns the exit
-    status. ``needs_config`` is false for commands that touch no database.
+    status. ``needs_config`` is false for commands that touch no database: they get no
+    ``--config``/``--db`` options, and the lobby's configuration only if they add a
+    ``--config`` of their own (read and checked as for every command).
     """
 
     name: str

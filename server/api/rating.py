@@ -15,7 +15,7 @@ history loading, a shared field) are described there too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal, Protocol
 
@@ -207,11 +207,14 @@ class RatingSystem(Protocol):
 
 @dataclass(frozen=True)
 class LadderConfig:
-    """A configured ladder: its name, its system and the options parsed by that system."""
+    """A configured ladder: its name, its system and the options parsed by that system;
+    ``table`` is its options as the configuration wrote them (the keys besides ``name`` and
+    ``system``), so a command can apply more on top and parse them again."""
 
     name: str
     system: RatingSystem
     options: Any
+    table: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def format(self) -> str:

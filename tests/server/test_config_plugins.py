@@ -36,8 +36,11 @@ def with_config(config: Path, folder: Path) -> list[list[str]]:
         if "--config" not in options:
             continue
         argv = list(words)
+        # one of each required group of alternatives (evaluate's --ladder | --file)
+        chosen = [g._group_actions[0] for g in parser._mutually_exclusive_groups if g.required]
         for action in parser._actions:
-            if action.required or (not action.option_strings and action.nargs is None):
+            if action.required or action in chosen or (
+                    not action.option_strings and action.nargs is None):
                 value = str(next(iter(action.choices))) if action.choices else str(folder / "x")
                 argv += [action.option_strings[0], value] if action.option_strings else [value]
         argv += ["--config", str(config)]
@@ -52,7 +55,7 @@ def test_an_unknown_plugin_table_is_one_line_and_exit_2(tmp_path: Path) -> None:
     config.write_text('[plugins.streak]\nlength = 3\n\n[plugins.streaks]\n', encoding="utf-8")
     runs = with_config(config, tmp_path)
     assert {r[0] for r in runs} >= {"serve", "migrate", "replay", "user", "check", "backup",
-                                    "restore", "copy"}
+                                    "restore", "copy", "rate", "evaluate"}
     assert ["user", "list"] in [r[:2] for r in runs]
     for argv, done in zip(runs, run_many(runs, tmp_path), strict=True):
         assert done.returncode == 2, (argv, done.stderr)
