@@ -106,14 +106,17 @@ def ladder_entries(ladder: LadderConfig, plan: Sequence[Step]
     return entries
 
 
+CANNOT_RATE = "a system cannot rate it with these options"
+
+
 def evaluate_file(path: str, plan: Sequence[Step]) -> dict[str, Any]:
     """The report of ``--file``; raises ``ResultsError``, ``OptionError`` or :class:`Refused`."""
     rows = read_results(path)
     entries = file_entries(rows, path, plan)
     try:
         return evaluate(entries, file_units(rows, "file"))
-    except ValueError as e:
-        raise Refused(f"{path}: {e}") from None
+    except (ArithmeticError, ValueError) as e:
+        raise Refused(f"{path}: {CANNOT_RATE}: {e}") from None
 
 
 async def _plain(db: Store, name: str, entries: Sequence[Entry]) -> dict[str, Any] | None:
@@ -149,8 +152,8 @@ async def evaluate_ladder(db: Store, ladders: Sequence[LadderConfig], name: str,
     units = await db.log.units(name)
     try:
         return evaluate(entries, units)
-    except ValueError as e:
-        raise Refused(f"ladder {name!r}: a system cannot rate its log: {e}") from None
+    except (ArithmeticError, ValueError) as e:
+        raise Refused(f"ladder {name!r}: {CANNOT_RATE}: {e}") from None
 
 
 # --- output ---------------------------------------------------------------------------------

@@ -42,8 +42,11 @@ def rate_file(system: str, path: str, as_of: str | None = None,
         except ValueError as e:
             raise ResultsError(f"--as-of: {e}") from None
     book = found.new_book(ladder.options)
-    for unit in file_units(rows, system):
-        book.accept(book.compute(unit), unit)
+    try:
+        for unit in file_units(rows, system):
+            book.accept(book.compute(unit), unit)
+    except ArithmeticError as e:  # options a system takes but cannot compute with
+        raise ResultsError(f"{path}: {system} cannot rate it with these options: {e}") from None
     return {"system": system, "as_of": judged.isoformat(),
             "columns": [c.as_dict() for c in found.columns(ladder.options)],
             "players": ranked_rows(ladder, book.standings.values(), judged)}

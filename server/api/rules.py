@@ -8,6 +8,7 @@ configuration check into one line naming the ladder).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from datetime import date, timedelta
 from typing import Any
@@ -17,6 +18,9 @@ from server.api.records import Game
 COMMON_KEYS = frozenset({"inactivity_days", "format"})
 """The configuration keys every ladder takes, whatever its system."""
 DEFAULT_INACTIVITY_DAYS = 365
+LARGEST = 10**15
+"""The largest size of a number option: far beyond any rating system's, small enough that
+none overflows a float."""
 
 
 def inactivity_days(table: Mapping[str, Any]) -> int | None:
@@ -109,7 +113,13 @@ def number(table: Mapping[str, Any], key: str, default: float) -> float:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{key} must be a number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or abs(number) > LARGEST:
+        raise ValueError(f"{key} must be a number between -{LARGEST:g} and {LARGEST:g}")
+    return number
 
 
 def whole(table: Mapping[str, Any], key: str, default: int) -> int:
@@ -117,4 +127,6 @@ def whole(table: Mapping[str, Any], key: str, default: int) -> int:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{key} must be a whole number")
+    if abs(value) > LARGEST:
+        raise ValueError(f"{key} must be a whole number between -{LARGEST:g} and {LARGEST:g}")
     return value

@@ -131,6 +131,9 @@ def test_bad_input_exits_2_with_the_file_and_line(tmp_path: Path) -> None:
          "experience_includes_match=maybe"],
         ["evaluate", "--file", str(good), "--option", "tau=0.5"],
         ["evaluate", "--file", str(good), "--system", "cas", "--option", "k"],
+        ["evaluate", "--file", str(good), "--system", "fibs", "--option", "start_rating=nan"],
+        ["evaluate", "--file", str(good), "--system", "p4p", "--option",
+         "k_values=999999999999999999999999999999,50,30"],
     ], tmp_path)
     for done in runs:
         assert done.returncode == 2, done
@@ -144,6 +147,8 @@ def test_bad_input_exits_2_with_the_file_and_line(tmp_path: Path) -> None:
     assert "--option experience_includes_match=maybe: " in messages[3]
     assert "--option tau=0.5: name the --system" in messages[4]
     assert "--option k: write it as KEY=VALUE" in messages[5]
+    assert "--option start_rating=nan: start_rating must be a number between" in messages[6]
+    assert f"{good}: a system cannot rate it with these options: " in messages[7]
 
 
 def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
