@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from clients import ban_lines, talk_lines
+from clients import ban_lines, evaluation_lines, talk_lines
 from clients.any_shape import shaped
 from clients.lobby_client import restart_wait
 from clients.models import Column, LadderInfo, columns_from, guess_columns
@@ -805,6 +805,7 @@ REPLIES: dict[str, Renderer] = {
     "adjudicate": adjudicated,
     **talk_lines.REPLIES,
     **ban_lines.REPLIES,
+    **evaluation_lines.REPLIES,
 }
 
 

@@ -247,8 +247,10 @@ class SystemBase(ABC, Generic[Opts, S]):
         return self.new_book(options).new_standing("").rating
 
     def columns(self, options: Opts) -> Sequence[Column]:
-        """Rating (two decimals) and games."""
-        return (Column("rating", "Rating", "real", 2), Column("games", "Games", "integer"))
+        """Rating (two decimals) and games, each with a short ``help`` for people."""
+        return (Column("rating", "Rating", "real", 2,
+                       help="The player's rating on this ladder: the higher, the stronger."),
+                Column("games", "Games", "integer", help="Rated games played on this ladder."))
 
     def row(self, options: Opts, standing: S, active: bool) -> dict[str, Any]:
         """``rating``, ``games``, ``active`` and the standing's own fields."""

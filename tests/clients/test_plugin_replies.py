@@ -8,6 +8,8 @@ and lists of objects as tables.
 
 from __future__ import annotations
 
+import re
+
 from testkit.cli import run_batch
 from testkit.clients import start_match
 from testkit.results import results_text, today
@@ -60,3 +62,27 @@ def test_any_shape_drops_nothing() -> None:
     assert shaped([{"a": 1, "b": "long text"}, {"a": 22, "b": "x"}]).splitlines() == [
         " a  b", " 1  long text", "22  x"]
     assert shaped("plain") == "plain"
+
+
+async def test_evaluate_prints_the_command_lines_table(lobby: LobbyServer) -> None:
+    """``evaluate LADDER`` reads as ``matchlobby evaluate --ladder``'s table (a row a system,
+    four decimals), under a line saying how many games were scored, not as a dump of the
+    calibration bins."""
+    alice, bob = await lobby.players("alice", "bob")
+    for winner, loser in ((alice, bob), (alice, bob), (bob, alice)):
+        await start_match(winner, loser, 3)
+        await loser.resign()
+    report = await alice.call("evaluate", ladder="backgammon")
+    done = await run_batch(lobby.url, ["evaluate backgammon"])
+    assert done.returncode == 0, done.stderr
+    head, columns, *rows, foot = done.lines
+    assert head == ("How well fibs has predicted backgammon: 3 games scored, "
+                    "0 of them after every player's first 20 (20+).")
+    assert re.split(r"\s{2,}", columns) == [
+        "system", "variant", "games", "log-loss", "Brier", "accuracy", "games 20+",
+        "log-loss 20+", "Brier 20+", "accuracy 20+"]
+    assert [r.split() for r in rows] == [
+        [s["system"], "-", "3", f"{s['log_loss']:.4f}", f"{s['brier']:.4f}",
+         f"{s['accuracy']:.4f}", "0", "-", "-", "-"] for s in report["systems"]]
+    assert [s["system"] for s in report["systems"]] == ["fibs", "baseline", "win_rate"]
+    assert foot.startswith("Lower log-loss and Brier are better")

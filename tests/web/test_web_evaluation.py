@@ -67,3 +67,25 @@ async def test_a_ladders_evaluation_shows_the_scores_and_the_calibration_chart(
     await expect(status).to_have_text("")
     await expect(labels).to_have_count(5)  # the chart drawn again, not added to
     await expect(figure.locator("canvas")).to_have_count(1)
+
+
+async def test_the_verdict_waits_for_enough_games(
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
+    """Three games say nothing of a system: the verdict gives the count and no comparison
+    with a coin until 100 games are scored, then gives it."""
+    admin = await site.admin()
+    eid = (await admin.call("event create", name="Club", ladder="backgammon"))["id"]
+    await admin.call("event import", new=True, event=eid, csv=results([("ann", "bea", 1)] * 3))
+    page = await open_page(browser, site.http_url, errors=page_errors)
+    panel = page.locator("details.evaluation[data-ladder='backgammon']")
+    await panel.locator("summary").click()
+    verdict = panel.locator(".verdict")
+    await expect(verdict).to_contain_text("Over 3 scored games, FIBS predicted")
+    await expect(verdict).to_contain_text("too few games to tell")
+    await expect(verdict).not_to_contain_text("than a coin.")
+
+    await admin.call("event import", event=eid, csv=results([("ann", "bea", 1)] * 97))
+    await panel.get_by_role("button", name="Ask again").click()
+    await expect(verdict).to_contain_text("Over 100 scored games, FIBS predicted")
+    await expect(verdict).to_contain_text(", better than a coin.")
+    await expect(verdict).not_to_contain_text("too few")

@@ -16,7 +16,7 @@ from testkit.clients import play
 from testkit.constants import PASSWORD
 from testkit.fibs import FibsModel
 from testkit.results import HEADER
-from testkit.server_loop import LobbyServer
+from testkit.server_loop import LobbyServer, with_ladders
 from testkit.zeta import LADDER, with_zeta
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -163,3 +163,31 @@ async def test_a_system_no_client_knows(zeta_site: LobbyServer, browser: Browser
     await expect(page.locator("#status")).to_contain_text(f"Your rating: {shown}.")
     await expect(page.locator("#last-result li[data-player='carol']")).to_have_text(
         f"carol: {round(before)} → {shown}")
+
+
+ELO_CONFIG = """
+[[ladders]]
+name = "club"
+system = "elo"
+"""
+
+
+async def test_an_outside_systems_default_columns_are_explained(
+        db_path: Path, browser: Browser, page_errors: list[str]) -> None:
+    """The Elo test plugin (tests/plugins/elo) keeps the base class's columns, Rating and
+    Games: its ladder explains them as the others explain theirs."""
+    config = db_path.with_name("elo.toml")
+    config.write_text(ELO_CONFIG, encoding="utf-8")
+    site = LobbyServer(db_path, configure=with_ladders(config))
+    await site.start()
+    try:
+        columns = (await (await site.client()).call("ladders"))["ladders"][0]["columns"]
+        page = await open_page(browser, site.http_url, errors=page_errors)
+        legend = page.locator("section[data-ladder='club'] details.legend")
+        await expect(legend.locator("summary")).to_have_text("What the columns mean")
+        await legend.locator("summary").click()
+        await expect(legend.locator("dt")).to_have_text(["Rating", "Games"])
+        await expect(legend.locator("dd")).to_have_text([c["help"] for c in columns])
+        await expect(legend.locator("dd").first).to_contain_text("rating on this ladder")
+    finally:
+        await site.aclose()

@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Browser, Page, expect
 from testkit.axe import axe_violations
+from testkit.browser import open_page
 from testkit.clients import start_match
 from testkit.constants import ROOT
 from testkit.outside import outside_commands
@@ -19,6 +20,8 @@ from testkit.server_loop import LobbyServer
 from server.plugins import command_table
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+PHONE = 390
 
 
 async def cells(page: Page, selector: str) -> list[list[str]]:
@@ -65,6 +68,10 @@ async def test_a_plugin_command_runs_from_its_form_and_shows_its_nested_reply(
         ["backgammon", "2", "1", "0", today()],
         ["scrabble", "0", "1", "1", today()],
     ]
+    # at 1280 px the section is in the wide column: its table needs no sideways scrolling
+    wrap = form.locator(".table-wrap")
+    assert await wrap.evaluate("w => w.scrollWidth <= w.clientWidth")
+    assert (await section.bounding_box() or {}).get("width", 0) > 600
     assert await axe_violations(page) == []
 
     # a refusal is shown in the form, and the last reply goes
@@ -81,6 +88,17 @@ async def test_a_plugin_command_runs_from_its_form_and_shows_its_nested_reply(
     assert await cells(page, "#plugin-commands form[data-command=streak] table") == [
         ["ladder", "current", "best"], ["backgammon", "1", "1"], ["scrabble", "0", "1"]]
     assert await axe_violations(page) == []
+
+
+async def test_more_commands_fit_a_phone(site: LobbyServer, browser: Browser,
+                                         page_errors: list[str]) -> None:
+    """At 390 px the section spans the screen and the page does not scroll sideways."""
+    page = await open_page(browser, site.http_url, width=PHONE, height=844, errors=page_errors)
+    section = page.locator("#plugin-commands")
+    await expect(section).to_be_visible()
+    box = await section.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE
+    assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE
 
 
 async def test_the_pages_own_commands_are_the_projects() -> None:

@@ -83,16 +83,25 @@ function drawCalibration(report, ladder, node) {
   return new window.uPlot(opts, calibrationData(report), node);
 }
 
-// The sentence above the chart: the system's log-loss beside the 0.5 baseline's.
+// Fewer scored games than this and a log-loss says little: a few lucky guesses beat a coin.
+export const ENOUGH_GAMES = 100;
+
+// The sentence above the chart: the system's log-loss beside the 0.5 baseline's, over how many
+// games, and a verdict only when there are enough of them.
 function verdict(report, ladder) {
   const own = report.systems[0];
   const base = report.systems.find((r) => r.system === "baseline");
   if (!own || !own.games) return "No rated game has been scored on this ladder yet.";
   const name = rowName(own, ladder);
-  const better = base && base.log_loss !== null && own.log_loss < base.log_loss;
-  return `Over ${own.games} scored game${own.games === 1 ? "" : "s"}, ${name} predicted with a log-loss of ` +
-    `${fmt(own.log_loss)}${base && base.log_loss !== null ? ` (always saying 0.5: ${fmt(base.log_loss)})` : ""}` +
-    `${better ? ", better than a coin." : "."}`;
+  const hasBase = base && base.log_loss !== null;
+  const scores = `Over ${own.games} scored game${own.games === 1 ? "" : "s"}, ${name} predicted with a log-loss of ` +
+    `${fmt(own.log_loss)}${hasBase ? ` (always saying 0.5: ${fmt(base.log_loss)})` : ""}`;
+  if (own.games < ENOUGH_GAMES) {
+    return `${scores}. That is too few games to tell whether it predicts better than a coin ` +
+      `(it takes about ${ENOUGH_GAMES}).`;
+  }
+  if (!hasBase) return `${scores}.`;
+  return `${scores}, ${own.log_loss < base.log_loss ? "better" : "no better"} than a coin.`;
 }
 
 // The panel for one ladder (`ladder`: { name, system, title }), asking `lobby` (js/lobby.js).
