@@ -175,3 +175,26 @@ def test_option_values_read_as_in_the_configuration() -> None:
     assert [parse_value(v) for v in ("true", "false", "16", "0.5", "40,30,20", "[40]", "[]",
                                      "Newcomer", '"12"')] == [
         True, False, 16, 0.5, [40, 30, 20], [40], [], "Newcomer", "12"]
+
+
+def test_win_rates_learn_when_the_first_system_does(tmp_path: Path) -> None:
+    """One event: ČAS rates it at the close, so its win rates know nothing before then either
+    (0.5 every game, the baseline's scores); with FIBS first they learn game by game."""
+    path = tmp_path / "cup.csv"
+    path.write_text(results_text([
+        "Cup,2026-03-01,ann,bob,3,0,3,", "Cup,2026-03-01,ann,cid,3,1,3,",
+        "Cup,2026-03-01,ann,bob,3,2,3,", "Cup,2026-03-01,bob,cid,3,0,3,"]), encoding="utf-8")
+    cas_first, fibs_first = run_many([
+        ["evaluate", "--file", str(path), "--system", "cas", "--system", "fibs",
+         "--format", "json"],
+        ["evaluate", "--file", str(path), "--system", "fibs", "--system", "cas",
+         "--format", "json"],
+    ], tmp_path)
+    at_close = rows(cas_first)
+    assert at_close["win_rate{}"]["games"] == 4
+    assert {**at_close["win_rate{}"], "system": "baseline"} == at_close["baseline{}"]
+    # game by game, (wins + 1) / (games + 2): 1/2 v 1/2, 2/3 v 1/2, 3/4 v 1/3, 1/4 v 1/3
+    said = [0.5, 4 / 7, 9 / 13, 3 / 7]  # side A won all four
+    each = rows(fibs_first)["win_rate{}"]
+    assert abs(each["log_loss"] - sum(-math.log(p) for p in said) / 4) < 1e-9
+    assert abs(each["brier"] - sum((1 - p) ** 2 for p in said) / 4) < 1e-9
