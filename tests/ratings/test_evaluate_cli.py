@@ -96,19 +96,31 @@ def test_every_system_that_can_rate_the_file_and_variants(tmp_path: Path) -> Non
     draws = tmp_path / "draws.csv"  # FIBS and P4P refuse draws
     draws.write_text(results_text(["e1,2026-03-01,ann,bob,1,1,,", "e1,2026-03-01,ann,cid,2,0,,"]),
                      encoding="utf-8")
-    every, with_draws, variants = run_many([
+    every, with_draws, draws_table, variants = run_many([
         ["evaluate", "--file", str(path), "--format", "json"],
         ["evaluate", "--file", str(draws), "--format", "json"],
+        ["evaluate", "--file", str(draws)],
         ["evaluate", "--file", str(path), "--format", "json", "--system", "fibs",
          "--system", "fibs", "--option", "experience_includes_match=false",
          "--system", "p4p", "--option", "k_values=16,16,16"],
     ], tmp_path)
     assert [r["system"] for r in report(every)["systems"]] == [
         "cas", "elo", "fibs", "glicko2", "p4p", "baseline", "win_rate"]
-    assert [r["system"] for r in report(with_draws)["systems"]] == [
+    # a system that refuses the file is named on standard error, the report alone on stdout
+    assert with_draws.returncode == draws_table.returncode == 0, with_draws.stderr
+    skipped = [f"matchlobby evaluate: {name} skipped: {draws}:2: {name} has no draws: "
+               "the scores must differ" for name in ("fibs", "p4p")]
+    for done in (with_draws, draws_table):
+        lines = done.stderr.splitlines()
+        assert set(skipped) <= set(lines)
+        assert all(line.startswith("matchlobby evaluate: ") and " skipped: " in line
+                   for line in lines)
+    assert [line.split()[0] for line in draws_table.stdout.splitlines()[1:]] == [
         "cas", "glicko2", "baseline", "win_rate"]
+    drawn = json.loads(with_draws.stdout)
+    assert [r["system"] for r in drawn["systems"]] == ["cas", "glicko2", "baseline", "win_rate"]
     # both ČAS predictions were 0.5 (everyone new, one event); the draw is half a win
-    cas = report(with_draws)["systems"][0]
+    cas = drawn["systems"][0]
     assert cas["brier"] == (0.0 + 0.25) / 2 and cas["accuracy"] == 0.5
     plain, other, p4p, *_ = report(variants)["systems"]
     assert (plain["variant"], other["variant"], p4p["variant"]) == (
