@@ -52,7 +52,8 @@ def _rate(args: argparse.Namespace, env: CliEnvironment) -> int:
         system, table = read_config_ladder(args.config, args.ladder, env.ladders)
     except OptionError as e:
         return refuse(str(e))
-    return rate.run(system.name, args.system, args.as_of, args.format, table=table, given=given)
+    return rate.run(system.name, args.system, args.as_of, args.format, table=table, given=given,
+                    name=args.ladder)
 
 
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
