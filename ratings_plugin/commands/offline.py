@@ -129,6 +129,13 @@ def read_config_ladder(config: str | None, name: str, defaults: Sequence[LadderC
             if system is None:
                 raise OptionError(f"--config {config}: ladder {name!r} has an unknown system "
                                   f"{entry.get('system')!r}")
+            unknown = set(entry) - RESERVED - system.option_keys()
+            if unknown:  # as the lobby refuses it at start
+                named = ", ".join(repr(k) for k in sorted(unknown))
+                keys = ", ".join(sorted(system.option_keys() | RESERVED))
+                raise OptionError(f"--config {config} ({name}): unknown key"
+                                  f"{'s' if len(unknown) > 1 else ''} {named} for a ladder of "
+                                  f"system {system.name!r}; its keys: {keys}")
             return system, {k: v for k, v in entry.items() if k not in RESERVED}
     names = ", ".join(str(e.get("name")) for e in entries) or "none"
     raise OptionError(f"--ladder {name}: no such ladder in {config} (its ladders: {names})")

@@ -166,12 +166,16 @@ def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
     config = tmp_path / "lobby.toml"
     config.write_text('[[ladders]]\nname = "club"\nsystem = "p4p"\nk_values = [16, 16, 16]\n',
                       encoding="utf-8")
-    laddered, optioned, plain, missing, refused = run_many([
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[[ladders]]\nname = "club"\nsystem = "p4p"\nk_value = [16, 16, 16]\n',
+                    encoding="utf-8")
+    laddered, optioned, plain, missing, refused, mistyped = run_many([
         ["rate", "--config", str(config), "--ladder", "club", str(path), "--format", "json"],
         ["rate", "p4p", str(path), "--option", "k_values=16,16,16", "--format", "json"],
         ["rate", "p4p", str(path), "--format", "json"],
         ["rate", "--config", str(config), "--ladder", "chess", str(path)],
         ["rate", "--config", str(config), "--ladder", "club", str(path), "--option", "k_values=0"],
+        ["rate", "--config", str(typo), "--ladder", "club", str(path)],
     ], tmp_path)
 
     def ratings(done: Completed) -> dict[str, int]:
@@ -181,6 +185,9 @@ def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
     assert ratings(plain) == {"a": 290, "c": 290, "b": 210, "d": 210}  # K 80
     assert missing.returncode == 2 and "--ladder chess: no such ladder" in missing.stderr
     assert refused.returncode == 2 and "--option k_values=0: " in refused.stderr
+    assert mistyped.returncode == 2 and mistyped.stdout == ""
+    assert mistyped.stderr.startswith(f"matchlobby rate: --config {typo} (club): unknown key "
+                                      "'k_value' for a ladder of system 'p4p'; its keys: ")
 
 
 def test_option_values_read_as_in_the_configuration() -> None:
