@@ -48,8 +48,10 @@ def ladder_config(entry: dict[str, Any], where: str) -> LadderConfig:
     table = {k: v for k, v in entry.items() if k not in ("name", "system")}
     unknown = set(table) - system.option_keys()
     if unknown:
-        raise ConfigError(f"{where} ({name}): unknown key(s) {sorted(unknown)} for a "
-                          f"{system.name} ladder")
+        named = ", ".join(repr(k) for k in sorted(unknown))
+        keys = ", ".join(sorted(system.option_keys() | {"name", "system"}))
+        raise ConfigError(f"{where} ({name}): unknown key{'s' if len(unknown) > 1 else ''} "
+                          f"{named} for a ladder of system {system.name!r}; its keys: {keys}")
     try:
         options = system.parse_options(table)
     except (TypeError, ValueError) as e:

@@ -53,7 +53,7 @@ def _rate(args: argparse.Namespace, env: CliEnvironment) -> int:
     except OptionError as e:
         return refuse(str(e))
     return rate.run(ladder.system.name, args.system, args.as_of, args.format,
-                    table=ladder.table, given=given)
+                    table=ladder.table, given=given, name=ladder.name)
 
 
 def _evaluate_arguments(p: argparse.ArgumentParser) -> None:
@@ -131,7 +131,9 @@ def cli_commands() -> list[CliCommand]:
                    "prediction of every rated game, made from the ratings just before it: "
                    "log-loss, Brier score, accuracy (0.5 counts as half right), over all games "
                    "and over the games where every player had 20 before (20+), beside a "
-                   "baseline that always says 0.5 and the players' win rates so far. Lower "
+                   "baseline that always says 0.5 and the players' win rates so far (which "
+                   "learn when the first system's ratings do: after each game, or for a "
+                   "system rated at an event's close only after the event). Lower "
                    "log-loss and Brier are better. Exit status 2 on bad input.",
                    _evaluate_arguments, _evaluate),
     ]

@@ -61,9 +61,11 @@ def _groups(plan: Sequence[Step]) -> tuple[list[Option], list[tuple[str, list[Op
     return lead, groups
 
 
-def file_entries(rows: Sequence[ResultRow], source: str, plan: Sequence[Step]) -> list[Entry]:
+def file_entries(rows: Sequence[ResultRow], source: str, plan: Sequence[Step],
+                 skipped: list[str] | None = None) -> list[Entry]:
     """The rows asked for on a results file: each ``--system`` with its options, or every
-    installed system that can rate the file's shape."""
+    installed system that can rate the file's shape (each one that refuses it is added to
+    ``skipped`` as ``NAME skipped: why``, so the user sees why a row is missing)."""
     lead, groups = _groups(plan)
     if lead:
         raise OptionError(f"--option {lead[0].text}: name the --system it applies to before it")
@@ -74,7 +76,9 @@ def file_entries(rows: Sequence[ResultRow], source: str, plan: Sequence[Step]) -
     for _name, system in sorted(rating_systems().items()):
         try:
             entries.append(({}, file_ladder(rows, system, source)))
-        except ResultsError:
+        except ResultsError as e:
+            if skipped is not None:
+                skipped.append(f"{system.name} skipped: {e}")
             continue
     if not entries:
         raise ResultsError(f"{source}: no installed system can rate this file "
@@ -109,10 +113,12 @@ def ladder_entries(ladder: LadderConfig, plan: Sequence[Step]
 CANNOT_RATE = "a system cannot rate it with these options"
 
 
-def evaluate_file(path: str, plan: Sequence[Step]) -> dict[str, Any]:
-    """The report of ``--file``; raises ``ResultsError``, ``OptionError`` or :class:`Refused`."""
+def evaluate_file(path: str, plan: Sequence[Step],
+                  skipped: list[str] | None = None) -> dict[str, Any]:
+    """The report of ``--file``; raises ``ResultsError``, ``OptionError`` or :class:`Refused`.
+    With no ``--system``, the systems that refuse the file are added to ``skipped``."""
     rows = read_results(path)
-    entries = file_entries(rows, path, plan)
+    entries = file_entries(rows, path, plan, skipped)
     try:
         return evaluate(entries, file_units(rows, "file"))
     except (ArithmeticError, ValueError) as e:
@@ -213,9 +219,12 @@ def format_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def write(report: dict[str, Any], fmt: str, out: TextIO, chart: str | None = None) -> None:
+def write(report: dict[str, Any], fmt: str, out: TextIO, chart: str | None = None,
+          err: TextIO = sys.stderr) -> None:
+    """The report on ``out``; the chart, when asked for, drawn and said so on ``err``."""
     if chart is not None:
         evaluation_chart.draw(report, chart)
+        print(f"Chart written to {chart}", file=err)
     if fmt == "json":
         out.write(json.dumps(report, ensure_ascii=False) + "\n")
     elif fmt == "csv":
@@ -226,13 +235,17 @@ def write(report: dict[str, Any], fmt: str, out: TextIO, chart: str | None = Non
 
 def run_file(path: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout,
              err: TextIO = sys.stderr, chart: str | None = None) -> int:
-    """``--file``: 0 on success, 2 with a message on standard error."""
+    """``--file``: 0 on success, 2 with a message on standard error; a line on standard error
+    for each system skipped because it refuses the file."""
+    skipped: list[str] = []
     try:
-        report = evaluate_file(path, plan)
+        report = evaluate_file(path, plan, skipped)
     except (ResultsError, OptionError, Refused) as e:
         print(f"matchlobby evaluate: {e}", file=err)
         return 2
-    write(report, fmt, out, chart)
+    for line in skipped:
+        print(f"matchlobby evaluate: {line}", file=err)
+    write(report, fmt, out, chart, err)
     return 0
 
 
@@ -245,5 +258,5 @@ async def run_ladder(db: Store, ladders: Sequence[LadderConfig], name: str,
     except (OptionError, Refused) as e:
         print(f"matchlobby evaluate: {e}", file=err)
         return 2
-    write(report, fmt, out, chart)
+    write(report, fmt, out, chart, err)
     return 0

@@ -68,18 +68,25 @@ def _decimals(ladder: dict[str, Any]) -> dict[str, int]:
     return {c["key"]: c["decimals"] for c in ladder["columns"] if "decimals" in c}
 
 
-def _cell(value: Any, human: bool, decimals: int | None = None) -> str:
+def _cell(value: Any, human: bool, decimals: int | None = None, declared: bool = True) -> str:
+    """A value as text; in the human table, a real the system does not declare as a column
+    (Glicko-2's volatility) shows six significant digits rather than every one."""
     if isinstance(value, bool):
         return ("yes" if value else "no") if human else ("true" if value else "false")
     if isinstance(value, float):
-        return f"{value:.{decimals}f}" if human and decimals is not None else repr(value)
+        if human and decimals is not None:
+            return f"{value:.{decimals}f}"
+        return f"{value:.6g}" if human and not declared else repr(value)
     return str(value)
 
 
-def format_table(ladder: dict[str, Any]) -> str:
+def format_table(ladder: dict[str, Any], name: str | None = None) -> str:
+    """The human table; ``name`` heads it as the configured ladder's (``rate --ladder``)."""
     cols = columns(ladder)
     places = _decimals(ladder)
-    body = [[_cell(row[c], True, places.get(c)) for c in cols] for row in ladder["players"]]
+    declared = {c["key"] for c in ladder["columns"]}
+    body = [[_cell(row[c], True, places.get(c), c in declared) for c in cols]
+            for row in ladder["players"]]
     widths = [max([len(c), *(len(r[i]) for r in body)]) for i, c in enumerate(cols)]
     first = ladder["players"][0] if ladder["players"] else {}
     numeric = {c for c in cols if isinstance(first.get(c), int | float)
@@ -91,7 +98,10 @@ def format_table(ladder: dict[str, Any]) -> str:
             for c, w, name in zip(cells, widths, cols, strict=True)
         ).rstrip()
 
-    title = f"{ladder['system']} ladder as of {ladder['as_of']}: {len(body)} players"
+    found = rating_systems().get(ladder["system"])
+    what = f"{ladder['system']} ladder" if name is None else (
+        f"{name} ({found.title if found else ladder['system']})")
+    title = f"{what} as of {ladder['as_of']}: {len(body)} players"
     return "\n".join([title, line(cols), *(line(r) for r in body)]) + "\n"
 
 
@@ -118,8 +128,10 @@ def format_csv(ladder: dict[str, Any]) -> str:
 
 def run(system: str, path: str, as_of: str | None, fmt: str,
         out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-        table: Mapping[str, Any] | None = None, given: Sequence[Option] = ()) -> int:
-    """The command's body: 0 on success, 2 with a message on standard error."""
+        table: Mapping[str, Any] | None = None, given: Sequence[Option] = (),
+        name: str | None = None) -> int:
+    """The command's body: 0 on success, 2 with a message on standard error; ``name`` is the
+    configured ladder's (``--ladder``), which heads the table."""
     try:
         ladder = rate_file(system, path, as_of, table, given)
     except (ResultsError, OptionError) as e:
@@ -130,7 +142,7 @@ def run(system: str, path: str, as_of: str | None, fmt: str,
     elif fmt == "csv":
         out.write(format_csv(ladder))
     else:
-        out.write(format_table(ladder))
+        out.write(format_table(ladder, name))
     return 0
 
 

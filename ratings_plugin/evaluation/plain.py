@@ -7,7 +7,9 @@ a row it does not take, as ``pairs``) is evaluated from the log's rows with no
 book, no ``Game`` and no unit: the same predictions bit for bit, and the same
 report as :func:`ratings_plugin.evaluation.evaluate`. Every row it takes is a
 rated, scored game. The log is read once: each system's predictions are drawn
-a row at a time beside the baselines'.
+a row at a time beside the baselines'. Every row is a unit of one game, so the
+win rates learn after each row whatever the first system (as the books' path
+has them learn after each game or after each unit, the same here).
 """
 
 from __future__ import annotations

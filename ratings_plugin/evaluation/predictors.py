@@ -64,10 +64,16 @@ class Baseline:
 class WinRate:
     """Only the players' results so far: each player's Laplace-smoothed win rate
     (wins + 1) / (games + 2), a side of two by their mean, and A's chance rA / (rA + rB).
-    A draw is half a win; the rates move after every scored game, in order."""
+    A draw is half a win.
 
-    def __init__(self, counts: Callable[[Game], bool]) -> None:
+    The rates learn from results when the first system row does, so the row stands on the
+    same footing: after each game (``each``: that system ``rates_each_result``, or there is
+    no system) or else after each unit, every game of an event predicted from the rates
+    before it."""
+
+    def __init__(self, counts: Callable[[Game], bool], each: bool = True) -> None:
         self.counts = counts
+        self.each = each
         self.wins: dict[str, float] = {}
         self.games: dict[str, int] = {}
 
@@ -75,17 +81,23 @@ class WinRate:
         wins, games = self.wins, self.games
         return sum((wins.get(p, 0.0) + 1.0) / (games.get(p, 0) + 2.0) for p in side) / len(side)
 
-    def feed(self, unit: RatedUnit) -> Predictions:
+    def learn(self, g: Game) -> None:
         wins, games = self.wins, self.games
+        y = outcome(g.score_a, g.score_b)
+        for side, won in ((g.side_a, y), (g.side_b, 1.0 - y)):
+            for p in side:
+                wins[p] = wins.get(p, 0.0) + won
+                games[p] = games.get(p, 0) + 1
+
+    def feed(self, unit: RatedUnit) -> Predictions:
         said = []
-        for g in unit.games:
-            if not self.counts(g):
-                continue
+        scored = [g for g in unit.games if self.counts(g)]
+        for g in scored:
             ra, rb = self.rate(g.side_a), self.rate(g.side_b)
             said.append((g, ra / (ra + rb)))
-            y = outcome(g.score_a, g.score_b)
-            for side, won in ((g.side_a, y), (g.side_b, 1.0 - y)):
-                for p in side:
-                    wins[p] = wins.get(p, 0.0) + won
-                    games[p] = games.get(p, 0) + 1
+            if self.each:
+                self.learn(g)
+        if not self.each:
+            for g in scored:
+                self.learn(g)
         return said

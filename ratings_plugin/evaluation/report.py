@@ -89,7 +89,8 @@ def evaluate(entries: Sequence[tuple[dict[str, Any], LadderConfig]], units: Iter
     Each entry is the options given for a variant (``{}`` for the plain system) and the ladder
     configuration built with them. The report has one row per entry, in order, then (with
     ``baselines``) ``"baseline"`` and ``"win_rate"``, scored on the games the first entry's
-    system counts (with no entry: every rated game with a length). A book refusing a game
+    system counts (with no entry: every rated game with a length); the win rates learn when
+    that system does (after each game or after each unit). A book refusing a game
     raises its ``ValueError``.
     """
     systems = [SystemPredictor(ladder) for _, ladder in entries]
@@ -98,9 +99,10 @@ def evaluate(entries: Sequence[tuple[dict[str, Any], LadderConfig]], units: Iter
         rows.append(Row(ladder.system.name, dict(variant), predictor, Seasoning(), True))
     if baselines:
         counts = systems[0].counts if systems else _rated
+        each = systems[0].each if systems else True
         shared, leads = (rows[0].collected.seasoning, False) if rows else (Seasoning(), True)
         rows += [Row("baseline", {}, Baseline(counts), shared, leads),
-                 Row("win_rate", {}, WinRate(counts), shared, False)]
+                 Row("win_rate", {}, WinRate(counts, each), shared, False)]
     for unit in units:
         for row in rows:
             row.feed(unit)

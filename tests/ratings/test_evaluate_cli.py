@@ -96,19 +96,31 @@ def test_every_system_that_can_rate_the_file_and_variants(tmp_path: Path) -> Non
     draws = tmp_path / "draws.csv"  # FIBS and P4P refuse draws
     draws.write_text(results_text(["e1,2026-03-01,ann,bob,1,1,,", "e1,2026-03-01,ann,cid,2,0,,"]),
                      encoding="utf-8")
-    every, with_draws, variants = run_many([
+    every, with_draws, draws_table, variants = run_many([
         ["evaluate", "--file", str(path), "--format", "json"],
         ["evaluate", "--file", str(draws), "--format", "json"],
+        ["evaluate", "--file", str(draws)],
         ["evaluate", "--file", str(path), "--format", "json", "--system", "fibs",
          "--system", "fibs", "--option", "experience_includes_match=false",
          "--system", "p4p", "--option", "k_values=16,16,16"],
     ], tmp_path)
     assert [r["system"] for r in report(every)["systems"]] == [
         "cas", "elo", "fibs", "glicko2", "p4p", "baseline", "win_rate"]
-    assert [r["system"] for r in report(with_draws)["systems"]] == [
+    # a system that refuses the file is named on standard error, the report alone on stdout
+    assert with_draws.returncode == draws_table.returncode == 0, with_draws.stderr
+    skipped = [f"matchlobby evaluate: {name} skipped: {draws}:2: {name} has no draws: "
+               "the scores must differ" for name in ("fibs", "p4p")]
+    for done in (with_draws, draws_table):
+        lines = done.stderr.splitlines()
+        assert set(skipped) <= set(lines)
+        assert all(line.startswith("matchlobby evaluate: ") and " skipped: " in line
+                   for line in lines)
+    assert [line.split()[0] for line in draws_table.stdout.splitlines()[1:]] == [
         "cas", "glicko2", "baseline", "win_rate"]
+    drawn = json.loads(with_draws.stdout)
+    assert [r["system"] for r in drawn["systems"]] == ["cas", "glicko2", "baseline", "win_rate"]
     # both ČAS predictions were 0.5 (everyone new, one event); the draw is half a win
-    cas = report(with_draws)["systems"][0]
+    cas = drawn["systems"][0]
     assert cas["brier"] == (0.0 + 0.25) / 2 and cas["accuracy"] == 0.5
     plain, other, p4p, *_ = report(variants)["systems"]
     assert (plain["variant"], other["variant"], p4p["variant"]) == (
@@ -159,12 +171,16 @@ def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
     config = tmp_path / "lobby.toml"
     config.write_text('[[ladders]]\nname = "club"\nsystem = "p4p"\nk_values = [16, 16, 16]\n',
                       encoding="utf-8")
-    laddered, optioned, plain, missing, refused = run_many([
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[[ladders]]\nname = "club"\nsystem = "p4p"\nk_value = [16, 16, 16]\n',
+                    encoding="utf-8")
+    laddered, optioned, plain, missing, refused, mistyped = run_many([
         ["rate", "--config", str(config), "--ladder", "club", str(path), "--format", "json"],
         ["rate", "p4p", str(path), "--option", "k_values=16,16,16", "--format", "json"],
         ["rate", "p4p", str(path), "--format", "json"],
         ["rate", "--config", str(config), "--ladder", "chess", str(path)],
         ["rate", "--config", str(config), "--ladder", "club", str(path), "--option", "k_values=0"],
+        ["rate", "--config", str(typo), "--ladder", "club", str(path)],
     ], tmp_path)
 
     def ratings(done: Completed) -> dict[str, int]:
@@ -174,9 +190,35 @@ def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
     assert ratings(plain) == {"a": 290, "c": 290, "b": 210, "d": 210}  # K 80
     assert missing.returncode == 2 and "--ladder chess: no such ladder" in missing.stderr
     assert refused.returncode == 2 and "--option k_values=0: " in refused.stderr
+    assert mistyped.returncode == 2 and mistyped.stdout == ""
+    assert mistyped.stderr.startswith(f"matchlobby rate: --config {typo} (club): unknown key "
+                                      "'k_value' for a ladder of system 'p4p'; its keys: ")
 
 
 def test_option_values_read_as_in_the_configuration() -> None:
     assert [parse_value(v) for v in ("true", "false", "16", "0.5", "40,30,20", "[40]", "[]",
                                      "Newcomer", '"12"')] == [
         True, False, 16, 0.5, [40, 30, 20], [40], [], "Newcomer", "12"]
+
+
+def test_win_rates_learn_when_the_first_system_does(tmp_path: Path) -> None:
+    """One event: ČAS rates it at the close, so its win rates know nothing before then either
+    (0.5 every game, the baseline's scores); with FIBS first they learn game by game."""
+    path = tmp_path / "cup.csv"
+    path.write_text(results_text([
+        "Cup,2026-03-01,ann,bob,3,0,3,", "Cup,2026-03-01,ann,cid,3,1,3,",
+        "Cup,2026-03-01,ann,bob,3,2,3,", "Cup,2026-03-01,bob,cid,3,0,3,"]), encoding="utf-8")
+    cas_first, fibs_first = run_many([
+        ["evaluate", "--file", str(path), "--system", "cas", "--system", "fibs",
+         "--format", "json"],
+        ["evaluate", "--file", str(path), "--system", "fibs", "--system", "cas",
+         "--format", "json"],
+    ], tmp_path)
+    at_close = rows(cas_first)
+    assert at_close["win_rate{}"]["games"] == 4
+    assert {**at_close["win_rate{}"], "system": "baseline"} == at_close["baseline{}"]
+    # game by game, (wins + 1) / (games + 2): 1/2 v 1/2, 2/3 v 1/2, 3/4 v 1/3, 1/4 v 1/3
+    said = [0.5, 4 / 7, 9 / 13, 3 / 7]  # side A won all four
+    each = rows(fibs_first)["win_rate{}"]
+    assert abs(each["log_loss"] - sum(-math.log(p) for p in said) / 4) < 1e-9
+    assert abs(each["brier"] - sum((1 - p) ** 2 for p in said) / 4) < 1e-9

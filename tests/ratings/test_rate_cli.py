@@ -334,6 +334,29 @@ def test_formats_agree(write_results: WriteResults, system: str) -> None:
         assert lines[2].split()[2] == f"{ladder['players'][0]['rating']:.2f}"
 
 
+def test_table_rounds_undeclared_reals_and_names_the_ladder(write_results: WriteResults) -> None:
+    """Glicko-2's volatility (no column of its own) shows six significant digits in the table
+    and every digit in JSON; with --ladder the table is headed by the ladder's name."""
+    path = write_results(["E1,2026-03-01,ann,bob,3,1,,", "E1,2026-03-01,ann,cid,2,0,,"])
+    config = path.parent / "lobby.toml"
+    config.write_text('[[ladders]]\nname = "club"\nsystem = "glicko2"\n', encoding="utf-8")
+    as_json, table, laddered = run_many([
+        ["rate", "glicko2", str(path), "--format", "json"],
+        ["rate", "glicko2", str(path)],
+        ["rate", "--config", str(config), "--ladder", "club", str(path)],
+    ], path.parent)
+    ladder = ladder_json(as_json)
+    first = ladder["players"][0]
+    assert len(repr(first["volatility"])) > 12
+    lines = table.stdout.splitlines()
+    assert lines[0] == f"glicko2 ladder as of {ladder['as_of']}: 3 players"
+    head, row = lines[1].split(), lines[2].split()
+    assert row[head.index("volatility")] == f"{first['volatility']:.6g}"
+    assert laddered.returncode == 0, laddered.stderr
+    assert laddered.stdout.splitlines()[0] == f"club (Glicko-2) as of {ladder['as_of']}: 3 players"
+    assert laddered.stdout.splitlines()[1:] == lines[1:]
+
+
 def test_table_is_the_default_format() -> None:
     args = build_parser(plugin_cli_commands()).parse_args(["rate", "fibs", "results.csv"])
     assert (args.system, args.results, args.format, args.as_of) == ("fibs", "results.csv", "table", None)
