@@ -191,7 +191,7 @@ def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "--ladder chess: no such ladder" in missing.stderr
     assert refused.returncode == 2 and "--option k_values=0: " in refused.stderr
     assert mistyped.returncode == 2 and mistyped.stdout == ""
-    assert mistyped.stderr.startswith(f"matchlobby rate: --config {typo} (club): unknown key "
+    assert mistyped.stderr.startswith(f"matchlobby: {typo}: ladders[0] (club): unknown key "
                                       "'k_value' for a ladder of system 'p4p'; its keys: ")
 
 
