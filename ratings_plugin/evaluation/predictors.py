@@ -24,7 +24,8 @@ class SystemPredictor:
     after the game before it: the unit is applied one game at a time (its ``compute`` applies
     games one after another, so the ratings are the same). Any other system predicts every
     game of a unit from the book before the unit (an event rated when it closes; a live match
-    is a unit of one game anyway). A game is scored when the system ``counts`` it.
+    is a unit of one game anyway). A game is scored when :attr:`scored` says so: when the
+    system ``counts`` it, unless the report sets a rule for every row.
     """
 
     def __init__(self, ladder: LadderConfig) -> None:
@@ -32,12 +33,13 @@ class SystemPredictor:
         self.options = ladder.options
         self.book = ladder.system.new_book(ladder.options)
         self.each = ladder.system.rates_each_result
+        self.scored: Callable[[Game], bool] = self.counts
 
     def counts(self, game: Game) -> bool:
         return self.system.counts(self.options, game)
 
     def feed(self, unit: RatedUnit) -> Predictions:
-        book, counts = self.book, self.counts
+        book, counts = self.book, self.scored
         if self.each and len(unit.games) > 1:
             said = []
             for g in unit.games:

@@ -88,17 +88,26 @@ def evaluate(entries: Sequence[tuple[dict[str, Any], LadderConfig]], units: Iter
 
     Each entry is the options given for a variant (``{}`` for the plain system) and the ladder
     configuration built with them. The report has one row per entry, in order, then (with
-    ``baselines``) ``"baseline"`` and ``"win_rate"``, scored on the games the first entry's
-    system counts (with no entry: every rated game with a length); the win rates learn when
-    that system does (after each game or after each unit). A book refusing a game
-    raises its ``ValueError``.
+    ``baselines``) ``"baseline"`` and ``"win_rate"``. Every row is scored on the same games:
+    those every entry's system counts (with no entry: every rated game with a length), so
+    that rows are comparable where systems differ (an unlimited game counts for ČAS, not for
+    FIBS); the win rates learn when the first system does (after each game or after each
+    unit). A book refusing a game raises its ``ValueError``.
     """
     systems = [SystemPredictor(ladder) for _, ladder in entries]
+    if len(systems) > 1:
+        each_counts = [s.counts for s in systems]
+
+        def every(game: Game) -> bool:
+            return all(counts(game) for counts in each_counts)
+
+        for s in systems:
+            s.scored = every
     rows = []
     for (variant, ladder), predictor in zip(entries, systems, strict=True):
         rows.append(Row(ladder.system.name, dict(variant), predictor, Seasoning(), True))
     if baselines:
-        counts = systems[0].counts if systems else _rated
+        counts = systems[0].scored if systems else _rated
         each = systems[0].each if systems else True
         shared, leads = (rows[0].collected.seasoning, False) if rows else (Seasoning(), True)
         rows += [Row("baseline", {}, Baseline(counts), shared, leads),

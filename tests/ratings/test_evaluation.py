@@ -144,6 +144,17 @@ def test_unrated_and_unlimited_games_are_not_scored() -> None:
     assert [rows[s]["games"] for s in ("fibs", "baseline", "win_rate")] == [1, 1, 1]
 
 
+def test_every_row_is_scored_on_the_games_all_its_systems_count() -> None:
+    """ČAS rates a game with no length, FIBS does not: side by side both score only the
+    games both count; alone, ČAS scores its own."""
+    games = [game("a", "b", 3, 1, 3), game("b", "c", 2, 1, None), game("a", "c", 3, 0, 3)]
+    both = by_system(evaluate([({}, ladder("cas")), ({}, ladder("fibs"))], units(games)))
+    assert {s: row["games"] for s, row in both.items()} == {
+        "cas": 2, "fibs": 2, "baseline": 2, "win_rate": 2}
+    alone = by_system(evaluate([({}, ladder("cas"))], units(games)))
+    assert alone["cas"]["games"] == alone["baseline"]["games"] == 3
+
+
 def test_after_20_counts_only_seasoned_players() -> None:
     games = [game("a", "b", 1, 0) for _ in range(25)] + [game("a", "c", 1, 0)]
     rows = by_system(evaluate([({}, ladder("fibs"))], units(games)))
