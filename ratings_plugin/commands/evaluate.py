@@ -73,16 +73,17 @@ def file_entries(rows: Sequence[ResultRow], source: str, plan: Sequence[Step],
         return [(variant(given), file_ladder(rows, _system(name), source, None, given))
                 for name, given in groups]
     entries: list[Entry] = []
+    refused: list[tuple[str, ResultsError]] = []
     for _name, system in sorted(rating_systems().items()):
         try:
             entries.append(({}, file_ladder(rows, system, source)))
         except ResultsError as e:
-            if skipped is not None:
-                skipped.append(f"{system.name} skipped: {e}")
-            continue
+            refused.append((system.name, e))
     if not entries:
-        raise ResultsError(f"{source}: no installed system can rate this file "
-                           f"({', '.join(sorted(rating_systems()))} refuse it)")
+        raise ResultsError(f"{source}: no installed system can rate this file: "
+                           + "; ".join(f"{name}: {e}" for name, e in refused))
+    if skipped is not None:
+        skipped += [f"{name} skipped: {e}" for name, e in refused]
     return entries
 
 

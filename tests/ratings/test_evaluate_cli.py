@@ -135,6 +135,9 @@ def test_bad_input_exits_2_with_the_file_and_line(tmp_path: Path) -> None:
                    encoding="utf-8")
     good = tmp_path / "good.csv"
     good.write_text(results_text(SMALL), encoding="utf-8")
+    mixed = tmp_path / "mixed.csv"  # doubles, then singles: no system takes both
+    mixed.write_text(results_text(["m1,2026-03-01,ann+bob,cid+dan,3,0,,",
+                                   "m2,2026-03-02,cid,ann,3,0,,"]), encoding="utf-8")
     runs = run_many([
         ["evaluate", "--file", str(bad)],
         ["evaluate", "--file", str(good), "--system", "chess"],
@@ -146,6 +149,7 @@ def test_bad_input_exits_2_with_the_file_and_line(tmp_path: Path) -> None:
         ["evaluate", "--file", str(good), "--system", "fibs", "--option", "start_rating=nan"],
         ["evaluate", "--file", str(good), "--system", "p4p", "--option",
          "k_values=999999999999999999999999999999,50,30"],
+        ["evaluate", "--file", str(mixed)],
     ], tmp_path)
     for done in runs:
         assert done.returncode == 2, done
@@ -161,6 +165,9 @@ def test_bad_input_exits_2_with_the_file_and_line(tmp_path: Path) -> None:
     assert "--option k: write it as KEY=VALUE" in messages[5]
     assert "--option start_rating=nan: start_rating must be a number between" in messages[6]
     assert f"{good}: a system cannot rate it with these options: " in messages[7]
+    assert f"no installed system can rate this file: cas: {mixed}:2: cas has no doubles" in \
+        messages[8]
+    assert f"p4p: {mixed}:3: singles and doubles are mixed" in messages[8]
 
 
 def test_rate_reproduces_a_configured_ladder_offline(tmp_path: Path) -> None:
