@@ -15,6 +15,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ratings_plugin.commands.offline import variant_text
+
 INSTALL = "pip install 'matchlobby[charts]'"
 FORMATS = (".png", ".svg")
 WIDTH, HEIGHT, DPI = 11.0, 5.4, 100  # inches, and dots an inch: a PNG of 1100 × 540
@@ -42,16 +44,7 @@ def label(row: Mapping[str, Any]) -> str:
     variant: Mapping[str, Any] = row.get("variant") or {}
     if not variant:
         return str(row["system"])
-    return f"{row['system']} ({', '.join(f'{k}={_text(v)}' for k, v in variant.items())})"
-
-
-def _text(value: Any) -> str:
-    """An option's value as ``--option`` takes it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return ",".join(_text(x) for x in value)
-    return str(value)
+    return f"{row['system']} ({variant_text(variant, ', ')})"
 
 
 def draw(report: Mapping[str, Any], path: str) -> None:

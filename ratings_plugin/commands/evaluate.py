@@ -24,6 +24,7 @@ from ratings_plugin.commands.offline import (
     options_of,
     parse_option,
     variant,
+    variant_text,
 )
 from ratings_plugin.commands.rate import spreadsheet_safe
 from ratings_plugin.commands.replay import EVENT_UNITS, fetched, match_log
@@ -170,19 +171,6 @@ HEADS = ("system", "variant", "games", "log-loss", "Brier", "accuracy", "games 2
          "log-loss 20+", "Brier 20+", "accuracy 20+")
 CSV_HEADS = ("system", "variant", "games", "log_loss", "brier", "accuracy", "after_20_games",
              "after_20_log_loss", "after_20_brier", "after_20_accuracy")
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, list | tuple):
-        return ",".join(_value(x) for x in v)
-    return str(v)
-
-
-def variant_text(options: dict[str, Any]) -> str:
-    """``k=v k2=v2`` as ``--option`` takes them (``-`` for the plain system in the table)."""
-    return " ".join(f"{k}={_value(v)}" for k, v in options.items())
 
 
 def _cells(row: dict[str, Any], human: bool) -> list[Any]:

@@ -62,6 +62,20 @@ def parse_option(text: str) -> Option:
     return Option(text, key.strip(), parse_value(value))
 
 
+def value_text(value: Any) -> str:
+    """An option's value as ``--option`` takes it (:func:`parse_value` reads it back)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(value_text(x) for x in value)
+    return str(value)
+
+
+def variant_text(options: Mapping[str, Any], sep: str = " ") -> str:
+    """A report's ``variant`` as ``k=v`` pairs, the way ``--option`` takes them."""
+    return sep.join(f"{k}={value_text(v)}" for k, v in options.items())
+
+
 def variant(given: Sequence[Option]) -> dict[str, Any]:
     """The options as a report's ``variant`` shows them."""
     return {o.key: o.value for o in given}
