@@ -33,6 +33,8 @@ async def test_a_ladders_evaluation_shows_the_scores_and_the_calibration_chart(
 
     page = await open_page(browser, site.http_url, errors=page_errors)
     panel = page.locator("details.evaluation[data-ladder='backgammon']")
+    # it evaluates the ladder's own system (beside two baselines), named by its title
+    await expect(panel.locator("summary")).to_have_text("How well FIBS predicts backgammon")
     await panel.locator("summary").click()
     rows = panel.locator("table.evaluation-table tbody tr")
     await expect(rows).to_have_count(3)

@@ -147,7 +147,7 @@ export function evaluationPanel(ladder, lobby) {
 
   const refresh = el("button", { type: "button", class: "small secondary", onclick: load }, "Ask again");
   const panel = el("details", { class: "evaluation", dataset: { ladder: ladder.name } },
-    el("summary", {}, `Which rating system predicts ${ladder.name} best`),
+    el("summary", {}, `How well ${ladder.title} predicts ${ladder.name}`),
     el("p", { class: "hint" }, `Before each rated game, the chance ${ladder.title} gave side A, scored against ` +
       "what happened, beside always saying 0.5 and the players' win rates so far. ", refresh),
     status, body);
