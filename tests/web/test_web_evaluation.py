@@ -1,6 +1,6 @@
-"""The page shows a ladder's evaluation (the lobby's ``evaluate``): its scores by system and
-the calibration chart, asked for when opened and again on demand, saying when results came
-in since; axe-core finds nothing."""
+"""The page shows a ladder's evaluation (the lobby's ``evaluate``): its scores by system, the
+calibration chart and the log-loss by system as bars, asked for when opened and again on
+demand, saying when results came in since; axe-core finds nothing."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ async def test_a_ladders_evaluation_shows_the_scores_and_the_calibration_chart(
 
     page = await open_page(browser, site.http_url, errors=page_errors)
     panel = page.locator("details.evaluation[data-ladder='backgammon']")
+    # it evaluates the ladder's own system (beside two baselines), named by its title
+    await expect(panel.locator("summary")).to_have_text("How well FIBS predicts backgammon")
     await panel.locator("summary").click()
     rows = panel.locator("table.evaluation-table tbody tr")
     await expect(rows).to_have_count(3)
@@ -67,6 +69,7 @@ async def test_a_ladders_evaluation_shows_the_scores_and_the_calibration_chart(
     await expect(status).to_have_text("")
     await expect(labels).to_have_count(5)  # the chart drawn again, not added to
     await expect(figure.locator("canvas")).to_have_count(1)
+    await expect(panel.locator("figure.losses canvas")).to_have_count(1)
 
 
 async def test_the_verdict_waits_for_enough_games(
@@ -89,3 +92,60 @@ async def test_the_verdict_waits_for_enough_games(
     await expect(verdict).to_contain_text("Over 100 scored games, FIBS predicted")
     await expect(verdict).to_contain_text(", better than a coin.")
     await expect(verdict).not_to_contain_text("too few")
+
+
+# The bars drawn on the log-loss chart's canvas, read from its pixels: the runs of coloured
+# (not grey) pixels along a line just above the chart's floor, as [first x, last x, colour].
+BARS = """(plot) => {
+    const canvas = plot.querySelector("canvas");
+    const over = plot.querySelector(".u-over").getBoundingClientRect();
+    const box = canvas.getBoundingClientRect();
+    const scale = canvas.width / box.width;
+    const y = Math.round((over.bottom - box.top - 3) * scale);
+    const x0 = Math.round((over.left - box.left) * scale), x1 = Math.round((over.right - box.left) * scale);
+    const px = canvas.getContext("2d").getImageData(x0, y, x1 - x0, 1).data;
+    const runs = [];
+    let run = null;
+    for (let i = 0; i < x1 - x0; i++) {
+        const [r, g, b, a] = px.slice(4 * i, 4 * i + 4);
+        const coloured = a > 200 && Math.max(r, g, b) - Math.min(r, g, b) > 60;
+        if (coloured && run && i === run[1] + 1) run[1] = i;
+        else if (coloured) runs.push(run = [i, i, `${r},${g},${b}`]);
+        else run = null;
+    }
+    return runs; }"""
+
+
+async def test_on_a_phone_the_panel_names_its_system_and_draws_the_log_loss_as_bars(
+        site: LobbyServer, browser: Browser, page_errors: list[str]) -> None:
+    """As ``matchlobby evaluate --chart``: beside the calibration chart, a bar per row of the
+    report in its own colour, the table's numbers its text alternative; at 390 px nothing
+    scrolls sideways, and axe-core finds nothing."""
+    admin, guest = await site.admin(), await site.client()
+    eid = (await admin.call("event create", name="Club", ladder="backgammon"))["id"]
+    games = [("ann", "bea", 3), ("bea", "cid", 1), ("ann", "cid", 5), ("cid", "ann", 1)] * 3
+    await admin.call("event import", new=True, event=eid, csv=results(games))
+    report = await guest.call("evaluate", ladder="backgammon")
+
+    page = await open_page(browser, site.http_url, width=390, height=844, errors=page_errors)
+    panel = page.locator("details.evaluation[data-ladder='backgammon']")
+    await expect(panel.locator("summary")).to_have_text("How well FIBS predicts backgammon")
+    await panel.locator("summary").click()
+    figure = panel.locator("figure.losses")
+    await expect(figure.locator("figcaption")).to_contain_text(f"Log-loss by system ({len(games)} games)")
+    await expect(figure.locator(".u-legend .u-series .u-label")).to_have_text(
+        ["System", *(NAMES[r["system"]] for r in report["systems"])])
+    plot = figure.get_by_role("img")
+    table = panel.locator("table.evaluation-table")
+    assert await plot.get_attribute("aria-describedby") == await table.get_attribute("id")
+    bars = await plot.evaluate(BARS)
+    assert len(bars) == len(report["systems"]), bars
+    assert len({colour for _, _, colour in bars}) == len(bars)
+
+    sizes = await page.evaluate("""() => [document.documentElement.scrollWidth,
+                                          document.body.scrollWidth]""")
+    assert max(sizes) <= 390, sizes
+    for chart in (panel.locator("figure.calibration canvas"), figure.locator("canvas")):
+        box = await chart.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    assert await axe_violations(page) == []

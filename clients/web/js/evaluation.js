@@ -1,7 +1,8 @@
 // A ladder's evaluation (the lobby's `evaluate LADDER`): how well its rating system has
 // predicted its results, beside a 0.5 baseline and the players' win rates. A panel under the
-// ladder, asked for when opened (working it out reads the ladder's whole log): the calibration
-// chart (uPlot, as the rating histories) and the scores by system in a table.
+// ladder, asked for when opened (working it out reads the ladder's whole log): the scores by
+// system in a table, and as `matchlobby evaluate --chart` draws them, the calibration chart and
+// the log-loss by system as bars (uPlot, as the rating histories).
 
 import { el } from "./dom.js";
 import { watchTables } from "./tables.js";
@@ -21,9 +22,9 @@ export function rowName(row, ladder) {
 const fmt = (v, places = 4) => (v === null || v === undefined ? "–" : v.toFixed(places));
 const percent = (v) => (v === null || v === undefined ? "–" : `${(100 * v).toFixed(1)} %`);
 
-function scoresTable(report, ladder) {
+function scoresTable(report, ladder, id) {
   return el("div", { class: "table-wrap", role: "region", "aria-label": `Scores by system on ${ladder.name}` },
-    el("table", { class: "evaluation-table" },
+    el("table", { class: "evaluation-table", id },
       el("caption", {}, "Scores by system (lower log-loss and Brier score are better)"),
       el("thead", {}, el("tr", {},
         el("th", { scope: "col" }, "System"),
@@ -83,6 +84,43 @@ function drawCalibration(report, ladder, node) {
   return new window.uPlot(opts, calibrationData(report), node);
 }
 
+// The bars: one series per row, each a bar at its own place on the x axis (null elsewhere), in
+// the row's colour of the calibration chart, so the legend names them as there.
+export function lossData(report) {
+  const xs = report.systems.map((r, i) => i);
+  return [xs, ...report.systems.map((r, i) => xs.map((x) => (x === i ? r.log_loss : null)))];
+}
+
+function drawLosses(report, ladder, node) {
+  const top = Math.max(...report.systems.map((r) => r.log_loss || 0));
+  const opts = {
+    width: Math.min(chartWidth(node), 360),
+    height: 220,
+    scales: {
+      x: { time: false, range: [-0.5, report.systems.length - 0.5] },
+      y: { range: [0, top > 0 ? top * 1.15 : 1] },
+    },
+    cursor: { points: { show: false } },
+    series: [
+      { label: "System", value: (u, v) => (v === null || v === undefined ? "–" : rowName(report.systems[v], ladder)) },
+      ...report.systems.map((r, i) => ({
+        label: rowName(r, ladder),
+        stroke: COLORS[i % COLORS.length],
+        fill: COLORS[i % COLORS.length],
+        width: 0,
+        paths: window.uPlot.paths.bars({ size: [0.7, 80] }),
+        points: { show: false },
+        value: (u, v) => fmt(v),
+      })),
+    ],
+    axes: [
+      { splits: () => [], values: () => [], grid: { show: false }, ticks: { show: false }, size: 8 },
+      { label: "Log-loss (lower is better)", size: 56, values: (u, vals) => vals.map((v) => v.toFixed(2)) },
+    ],
+  };
+  return new window.uPlot(opts, lossData(report), node);
+}
+
 // Fewer scored games than this and a log-loss says little: a few lucky guesses beat a coin.
 export const ENOUGH_GAMES = 100;
 
@@ -104,13 +142,16 @@ function verdict(report, ladder) {
   return `${scores}, ${own.log_loss < base.log_loss ? "better" : "no better"} than a coin.`;
 }
 
+let panels = 0; // for the ids that tie a panel's bar chart to its table
+
 // The panel for one ladder (`ladder`: { name, system, title }), asking `lobby` (js/lobby.js).
 // Results that come in while it is open are not worked in by themselves (a big ladder's log
 // takes seconds to replay): the panel says so, and "Ask again" does it.
 export function evaluationPanel(ladder, lobby) {
   const status = el("p", { class: "hint", role: "status" });
   const body = el("div", { class: "evaluation-body" });
-  let chart = null;
+  const tableId = `evaluation-scores-${++panels}`;
+  let charts = [];
   let asked = 0;
   let shown = false; // a report is on screen
 
@@ -126,20 +167,32 @@ export function evaluationPanel(ladder, lobby) {
     try {
       const report = await lobby.call("evaluate", { ladder: ladder.name });
       if (mine !== asked) return;
-      if (chart) chart.destroy();
-      chart = null;
+      for (const c of charts) c.destroy();
+      charts = [];
       const plot = el("div", { class: "calibration-plot" });
       const figure = el("figure", { class: "calibration", dataset: { ladder: ladder.name } },
         el("figcaption", {}, "Calibration: the share of games side A won against the chance it was given, " +
           "in ten bins; a well-calibrated system follows the diagonal"),
         plot);
-      body.replaceChildren(el("p", { class: "verdict" }, verdict(report, ladder)), scoresTable(report, ladder), figure);
-      body.dataset.games = String(report.systems[0] ? report.systems[0].games : 0);
+      const games = report.systems[0] ? report.systems[0].games : 0;
+      const bars = el("div", { class: "loss-plot", role: "img", "aria-describedby": tableId,
+        "aria-label": "Log-loss by system as bars, the numbers in the scores table" });
+      const losses = el("figure", { class: "losses", dataset: { ladder: ladder.name } },
+        el("figcaption", {}, `Log-loss by system (${games} game${games === 1 ? "" : "s"}): ` +
+          "the shorter the bar, the better it predicted"),
+        bars);
+      body.replaceChildren(el("p", { class: "verdict" }, verdict(report, ladder)),
+        scoresTable(report, ladder, tableId), el("div", { class: "evaluation-charts" }, figure, losses));
+      body.dataset.games = String(games);
       status.textContent = "";
       shown = true;
       watchTables(body);
-      if (report.systems.some((r) => r.games > 0)) chart = drawCalibration(report, ladder, plot);
-      else figure.hidden = true;
+      if (report.systems.some((r) => r.games > 0)) {
+        charts = [drawCalibration(report, ladder, plot), drawLosses(report, ladder, bars)];
+      } else {
+        figure.hidden = true;
+        losses.hidden = true;
+      }
     } catch (e) {
       if (mine === asked) status.textContent = `Could not evaluate ${ladder.name}: ${e.message || e}`;
     }
@@ -147,7 +200,7 @@ export function evaluationPanel(ladder, lobby) {
 
   const refresh = el("button", { type: "button", class: "small secondary", onclick: load }, "Ask again");
   const panel = el("details", { class: "evaluation", dataset: { ladder: ladder.name } },
-    el("summary", {}, `Which rating system predicts ${ladder.name} best`),
+    el("summary", {}, `How well ${ladder.title} predicts ${ladder.name}`),
     el("p", { class: "hint" }, `Before each rated game, the chance ${ladder.title} gave side A, scored against ` +
       "what happened, beside always saying 0.5 and the players' win rates so far. ", refresh),
     status, body);
