@@ -205,9 +205,12 @@ def format_csv(report: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def write(report: dict[str, Any], fmt: str, out: TextIO, chart: str | None = None) -> None:
+def write(report: dict[str, Any], fmt: str, out: TextIO, chart: str | None = None,
+          err: TextIO = sys.stderr) -> None:
+    """The report on ``out``; the chart, when asked for, drawn and said so on ``err``."""
     if chart is not None:
         evaluation_chart.draw(report, chart)
+        print(f"Chart written to {chart}", file=err)
     if fmt == "json":
         out.write(json.dumps(report, ensure_ascii=False) + "\n")
     elif fmt == "csv":
@@ -228,7 +231,7 @@ def run_file(path: str, plan: Sequence[Step], fmt: str, out: TextIO = sys.stdout
         return 2
     for line in skipped:
         print(f"matchlobby evaluate: {line}", file=err)
-    write(report, fmt, out, chart)
+    write(report, fmt, out, chart, err)
     return 0
 
 
@@ -241,5 +244,5 @@ async def run_ladder(db: Store, ladders: Sequence[LadderConfig], config: str | N
     except (OptionError, Refused) as e:
         print(f"matchlobby evaluate: {e}", file=err)
         return 2
-    write(report, fmt, out, chart)
+    write(report, fmt, out, chart, err)
     return 0

@@ -35,12 +35,14 @@ def test_a_run_draws_a_png_and_an_svg(tmp_path: Path) -> None:
                     "glicko2", "--chart", "chart.png"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == plain.stdout  # the table as without --chart
+    assert done.stderr == "Chart written to chart.png\n"
     assert png_size((tmp_path / "chart.png").read_bytes()) == (round(WIDTH * DPI), round(HEIGHT * DPI))
 
     done = run_cli(["evaluate", "--file", str(results), "--system", "fibs", "--system", "fibs",
                     "--option", "experience_includes_match=false", "--system", "glicko2", "--chart",
                     str(tmp_path / "chart.svg"), "--format", "json"], tmp_path)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == f"Chart written to {tmp_path / 'chart.svg'}\n"
     root = ET.parse(tmp_path / "chart.svg").getroot()
     assert root.tag == f"{SVG}svg"
     assert (root.get("width"), root.get("height")) == (f"{WIDTH * 72:g}pt", f"{HEIGHT * 72:g}pt")
