@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ratings_plugin.commands.replay import MATCH_LOG
-from ratings_plugin.evaluation.running import BooksRun, Entry, PlainRun
+from ratings_plugin.evaluation.plain import Entry, PlainRun
+from ratings_plugin.evaluation.report import BooksRun
 from server.api import LogRow, NotPlain, Reader
 
 LOG_STATE = """SELECT (SELECT max(seq) FROM matches WHERE ladder = ?),
