@@ -44,6 +44,12 @@ LOG_PAGE = MATCH_LOG.replace("played_on, unrated_reason", "played_on, unrated_re
                              ).replace("ORDER BY seq", "AND seq > ? AND seq <= ? ORDER BY seq "
                                                        "LIMIT ?")
 """A page of :data:`~ratings_plugin.commands.replay.MATCH_LOG` with each row's ``seq`` last."""
+PAGE_UNITS = 5_000
+"""Units read and evaluated at a time through the books (an event's unit holds many games)."""
+PAGE_END = """SELECT seq FROM (SELECT seq FROM matches WHERE ladder = ? AND seq > ? AND seq <= ?
+    AND status = 'finished' UNION ALL SELECT seq FROM events WHERE ladder = ? AND seq > ?
+    AND seq <= ? AND status = 'closed') AS units ORDER BY seq LIMIT 1 OFFSET ?"""
+"""The ``seq`` of the last unit of a page (none: the page runs to the end)."""
 PLAYERS_AFTER = "SELECT id, name FROM players WHERE id > ?"
 
 Charge = Callable[[int], None]
@@ -162,12 +168,19 @@ async def _plain_rows(reader: Reader, name: str, found: Evaluation, run: PlainRu
 async def _books(reader: Reader, name: str, entries: Sequence[Entry], last: int,
                  corrections: tuple[Any, ...], paid: _Paid, ids: dict[str, int]
                  ) -> Evaluation:
-    """A new evaluation through the books, of every unit up to ``last``."""
-    run = BooksRun(entries)
-    units = [u for u in await reader.log.units(name) if u.seq <= last]
-    paid.charge(max(0, sum(len(u.games) for u in units) - paid.rows))
-    await asyncio.to_thread(run.feed, units)
-    return Evaluation(entries, run, last, corrections, ids)
+    """A new evaluation through the books, of every unit up to ``last``; the rows a plain read
+    of this ask already paid for are not charged again."""
+    found = Evaluation(entries, BooksRun(entries), 0, corrections, ids)
+    credit = paid.rows
+
+    def charge(games: int) -> None:
+        nonlocal credit
+        used = min(credit, games)
+        credit -= used
+        paid.log(games - used)
+
+    await _units(reader, name, found, last, charge)
+    return found
 
 
 async def _carry_on(reader: Reader, name: str, kept: Evaluation, last: int,
@@ -176,8 +189,21 @@ async def _carry_on(reader: Reader, name: str, kept: Evaluation, last: int,
     if isinstance(kept.run, PlainRun):
         await _more_players(reader, kept.ids, paid)
         await _plain_rows(reader, name, kept, kept.run, last, paid)
-        return
-    units = [u for u in await reader.log.units(name, kept.seq + 1) if u.seq <= last]
-    paid.log(sum(len(u.games) for u in units))
-    await asyncio.to_thread(kept.run.feed, units)
-    kept.seq = last
+    else:
+        await _units(reader, name, kept, last, paid.log)
+
+
+async def _units(reader: Reader, name: str, found: Evaluation, last: int,
+                 charge: Charge) -> None:
+    """Feed ``found``'s books the units after its ``seq`` up to ``last``, a page of
+    :data:`PAGE_UNITS` at a time (``charge``: each page's games)."""
+    run = found.run
+    assert isinstance(run, BooksRun)
+    while found.seq < last:
+        bound = await reader.fetchone(PAGE_END, (name, found.seq, last, name, found.seq, last,
+                                                 PAGE_UNITS - 1))
+        end = last if bound is None else bound[0]
+        units = await reader.log.units(name, found.seq + 1, end)
+        charge(sum(len(u.games) for u in units))
+        await asyncio.to_thread(run.feed, units)
+        found.seq = end

@@ -14,6 +14,7 @@ from testkit.cli import run_many
 from testkit.replays import CONFIG, FIRST, LADDERS, write_log
 from testkit.results import results_text
 
+from ratings_plugin import log_evaluation
 from ratings_plugin.commands.replay import match_log
 from ratings_plugin.evaluation import evaluate, evaluate_plain
 from ratings_plugin.log_evaluation import evaluation
@@ -144,3 +145,31 @@ async def test_a_correction_committed_under_a_lower_id_is_seen(db_path: Path) ->
     finally:
         await store.close()
         conn.close()
+
+
+async def test_the_log_read_a_page_at_a_time_gives_the_whole_logs_report(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain rows and units read in small pages (and a plain read that meets a row it does not
+    take, the books over every unit after it) give the report of the whole log at once, each
+    row charged once."""
+    monkeypatch.setattr(log_evaluation, "PAGE_ROWS", 7)
+    monkeypatch.setattr(log_evaluation, "PAGE_UNITS", 5)
+    write_log(db_path, 14, matches=120)
+    store = await open_store(str(db_path), [])
+    try:
+        players = len(await store.fetchall("SELECT id FROM players"))
+        entries = [({}, FIRST)]
+        for step in ("plain", "books"):
+            units = await store.log.units("backgammon")
+            read: list[int] = []
+            found = await evaluation(store, "backgammon", entries, read.append)
+            assert isinstance(found.run, log_evaluation.PlainRun) == (step == "plain")
+            assert found.report() == evaluate(entries, units)
+            assert sum(read) == players + len(units) > 100
+            conn = sqlite3.connect(db_path)
+            with conn:  # a row the plain replay does not take, half way through the log
+                conn.execute("UPDATE matches SET unrated_reason = 'practice' WHERE id = ?",
+                             (units[len(units) // 2].match_id,))
+            conn.close()
+    finally:
+        await store.close()
