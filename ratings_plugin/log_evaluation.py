@@ -35,7 +35,7 @@ LOG_STATE = """SELECT (SELECT max(seq) FROM matches WHERE ladder = ?),
 """Where the ladder's log stands: its last rated match and closed event, and how many
 corrections it has had with the last one's id. The count sees every committed correction
 whatever order their ids were drawn in (on PostgreSQL two nodes may commit them out of id
-order), the id one deleted and another added."""
+order); the id, one deleted and another added."""
 
 PAGE_ROWS = 20_000
 """Plain rows read and evaluated at a time (a few MB)."""
@@ -63,8 +63,9 @@ class Evaluation:
     run: PlainRun | BooksRun
     seq: int
     """Every unit up to this ``seq`` has been fed, none after."""
-    corrections: tuple[Any, ...] | None
-    """The corrections it has seen (``None``: one came during the read, carry it on never)."""
+    corrections: tuple[Any, ...]
+    """The corrections' marker read before its first row: one committed since, even while it
+    was read, moves the marker, and the next ask starts over."""
     ids: dict[str, int]
     """The players it knows (a plain run's replays hold this mapping and see it grow)."""
 
@@ -112,8 +113,7 @@ async def evaluation(reader: Reader, name: str, entries: Sequence[Entry], charge
                 pass
         elif kept.seq >= last:
             return kept
-        found = await _books(reader, name, entries, last, corrections, paid, kept.ids)
-        return await _checked(reader, name, found)
+        return await _books(reader, name, entries, last, corrections, paid, kept.ids)
     ids: dict[str, int] = {}
     await _more_players(reader, ids, paid)
     new: Evaluation | None = None
@@ -126,7 +126,7 @@ async def evaluation(reader: Reader, name: str, entries: Sequence[Entry], charge
             new = None
     if new is None:
         new = await _books(reader, name, entries, last, corrections, paid, ids)
-    return await _checked(reader, name, new)
+    return new
 
 
 async def _state(reader: Reader, name: str) -> tuple[int, bool, tuple[Any, ...]]:
@@ -134,13 +134,6 @@ async def _state(reader: Reader, name: str) -> tuple[int, bool, tuple[Any, ...]]
     row = await reader.fetchone(LOG_STATE, (name, name, name, name))
     matches, events, count, last_id = tuple(row) if row is not None else (None,) * 4
     return max(matches or 0, events or 0), events is not None, (count, last_id)
-
-
-async def _checked(reader: Reader, name: str, found: Evaluation) -> Evaluation:
-    """``found``, not to be carried on when a correction was committed while it was read."""
-    if (await _state(reader, name))[2] != found.corrections:
-        found.corrections = None
-    return found
 
 
 async def _more_players(reader: Reader, ids: dict[str, int], paid: _Paid) -> None:
