@@ -7,7 +7,9 @@ so the lobby keeps serving). Each ladder's evaluation is kept between asks: the 
 after new matches feeds it only the units rated since (and charges the asker for those
 alone); a correction (a void, an adjudication) or a new configuration starts it over. It is
 only a cache of what the committed log gives: every node keeps its own and each ask checks
-it against the log, so several nodes on one database answer alike.
+it against the log, so several nodes on one database answer alike. What it holds grows with
+the ladder: each row's predictions and the outcomes (8 bytes a game each) and the system's
+standings, about 40 MB for a ladder of a million FIBS matches.
 """
 
 from __future__ import annotations

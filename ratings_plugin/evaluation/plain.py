@@ -41,6 +41,8 @@ class PlainRun:
         self.seasoning = Seasoning()
         self.collected = [Collected(self.seasoning)
                           for _ in range(len(entries) + 2 * baselines)]
+        for c in self.collected[1:]:  # every row scores every row: one array of outcomes
+            c.ys = self.collected[0].ys
         self.win_rate = WinRate(_every) if baselines else None
         self.names: list[tuple[str, dict[str, Any]]] = [
             (ladder.system.name, dict(variant)) for variant, ladder in entries]
@@ -68,8 +70,7 @@ class PlainRun:
         for predictor, c in zip(self.predictors, collected, strict=False):
             c.ps.extend(predictor.predictions(rows))
         ys = [outcome(r[6], r[7]) for r in rows]
-        for c in collected:
-            c.ys.extend(ys)
+        collected[0].ys.extend(ys)
         add = self.seasoning.add
         win = self.win_rate
         if win is None:
