@@ -73,7 +73,8 @@ async def ask(db: Path) -> None:
             raise SystemExit(f"evaluate refused: {reply}")
         games = reply["data"]["systems"][0]["games"]
         print(f"first ask: {spent:.1f} s, {games:,} games scored; server resident "
-              f"{before} MB before, peak {memory('VmHWM')} MB during it", flush=True)
+              f"{before} MB before, peak {memory('VmHWM')} MB during it, "
+              f"{memory('VmRSS')} MB after", flush=True)
         add_match(db)
         t = time.perf_counter()
         again = await client.request("evaluate", {"ladder": LADDER}, timeout=3600)
