@@ -79,7 +79,7 @@ class WinRate:
 
     def rate(self, side: tuple[str, ...]) -> float:
         wins, games = self.wins, self.games
-        total = 0.0  # a loop rather than sum(): a million singles games, 1 s less
+        total = 0.0  # a loop, not sum() over a generator: called once a side of every game
         for p in side:
             total += (wins.get(p, 0.0) + 1.0) / (games.get(p, 0) + 2.0)
         return total / len(side)
