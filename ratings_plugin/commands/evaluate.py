@@ -27,8 +27,8 @@ from ratings_plugin.commands.offline import (
     variant_text,
 )
 from ratings_plugin.commands.rate import spreadsheet_safe
-from ratings_plugin.commands.replay import EVENT_UNITS, fetched, match_log
-from ratings_plugin.evaluation import evaluate, evaluate_plain
+from ratings_plugin.evaluation import evaluate
+from ratings_plugin.log_evaluation import evaluation
 from server.api import LadderConfig, RatingSystem, Store, Tx
 from server.api.registry import rating_systems
 from server.api.results_file import ResultRow, ResultsError, read_results
@@ -127,41 +127,29 @@ def evaluate_file(path: str, plan: Sequence[Step],
         raise Refused(f"{path}: {CANNOT_RATE}: {e}") from None
 
 
-async def _plain(db: Store, name: str, entries: Sequence[Entry]) -> dict[str, Any] | None:
-    """The report from the log's plain rows, streamed from SQLite in one snapshot, when every
-    system offers plain predictions and takes every row (``None``: use the books)."""
-    if db.backend != "sqlite":
-        return None
-    raw = db.native()
-
-    async def read(tx: Tx) -> dict[str, Any] | None:
-        ids = {row[1]: row[0] for row in await tx.fetchall("SELECT id, name FROM players")}
-        if raw.execute(EVENT_UNITS, (name,)).fetchone()[0]:
-            return None
-        return evaluate_plain(entries, fetched(match_log(raw, name)), ids)
-
-    report: dict[str, Any] | None = await db.snapshot(read)
-    return report
-
-
 async def evaluate_ladder(db: Store, ladders: Sequence[LadderConfig], name: str,
                           plan: Sequence[Step]) -> dict[str, Any]:
-    """The report of ``--ladder`` on the lobby's log: from its plain rows where the systems
-    allow (:func:`ratings_plugin.evaluation.evaluate_plain`, the same report), else from its
-    units through the books."""
+    """The report of ``--ladder`` on the lobby's log, read in one snapshot on either backend
+    (:func:`ratings_plugin.log_evaluation.evaluation`: the log's plain rows a page at a time
+    where the systems allow, else its units through the books)."""
     ladder = next((x for x in ladders if x.name == name), None)
     if ladder is None:
         raise Refused(f"unknown ladder {name!r}: choose one of "
                       f"{', '.join(x.name for x in ladders)}")
     entries = ladder_entries(ladder, plan)
-    fast = await _plain(db, name, entries)
-    if fast is not None:
-        return fast
-    units = await db.log.units(name)
+
+    async def read(tx: Tx) -> dict[str, Any]:
+        return (await evaluation(tx, name, entries, _free)).report()
+
     try:
-        return evaluate(entries, units)
+        report: dict[str, Any] = await db.snapshot(read)
     except (ArithmeticError, ValueError) as e:
         raise Refused(f"ladder {name!r}: {CANNOT_RATE}: {e}") from None
+    return report
+
+
+def _free(rows: int) -> None:
+    """The command line reads on no one's budget."""
 
 
 # --- output ---------------------------------------------------------------------------------

@@ -81,22 +81,35 @@ class WinRate:
 
     def rate(self, side: tuple[str, ...]) -> float:
         wins, games = self.wins, self.games
-        return sum((wins.get(p, 0.0) + 1.0) / (games.get(p, 0) + 2.0) for p in side) / len(side)
+        total = 0.0  # a loop, not sum() over a generator: called once a side of every game
+        for p in side:
+            total += (wins.get(p, 0.0) + 1.0) / (games.get(p, 0) + 2.0)
+        return total / len(side)
+
+    def chance(self, side_a: tuple[str, ...], side_b: tuple[str, ...]) -> float:
+        """A's chance from the rates so far."""
+        ra, rb = self.rate(side_a), self.rate(side_b)
+        return ra / (ra + rb)
 
     def learn(self, g: Game) -> None:
+        self.result(g.side_a, g.side_b, outcome(g.score_a, g.score_b))
+
+    def result(self, side_a: tuple[str, ...], side_b: tuple[str, ...], y: float) -> None:
+        """A result with outcome ``y`` for A (a draw: half a win each) moves the rates."""
         wins, games = self.wins, self.games
-        y = outcome(g.score_a, g.score_b)
-        for side, won in ((g.side_a, y), (g.side_b, 1.0 - y)):
-            for p in side:
-                wins[p] = wins.get(p, 0.0) + won
-                games[p] = games.get(p, 0) + 1
+        for p in side_a:
+            wins[p] = wins.get(p, 0.0) + y
+            games[p] = games.get(p, 0) + 1
+        lost = 1.0 - y
+        for p in side_b:
+            wins[p] = wins.get(p, 0.0) + lost
+            games[p] = games.get(p, 0) + 1
 
     def feed(self, unit: RatedUnit) -> Predictions:
         said = []
         scored = [g for g in unit.games if self.counts(g)]
         for g in scored:
-            ra, rb = self.rate(g.side_a), self.rate(g.side_b)
-            said.append((g, ra / (ra + rb)))
+            said.append((g, self.chance(g.side_a, g.side_b)))
             if self.each:
                 self.learn(g)
         if not self.each:

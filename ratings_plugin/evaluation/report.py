@@ -31,7 +31,11 @@ class Seasoning:
 
     def add(self, players: tuple[str, ...]) -> None:
         played = self.played
-        self.flags.append(all(played.get(x, 0) >= SEASONED for x in players))
+        seasoned = True
+        for x in players:
+            if played.get(x, 0) < SEASONED:
+                seasoned = False
+        self.flags.append(seasoned)
         for x in players:
             played[x] = played.get(x, 0) + 1
 
@@ -94,25 +98,45 @@ def evaluate(entries: Sequence[tuple[dict[str, Any], LadderConfig]], units: Iter
     FIBS); the win rates learn when the first system does (after each game or after each
     unit). A book refusing a game raises its ``ValueError``.
     """
-    systems = [SystemPredictor(ladder) for _, ladder in entries]
-    if len(systems) > 1:
-        each_counts = [s.counts for s in systems]
+    run = BooksRun(entries, baselines)
+    run.feed(units)
+    return run.report()
 
-        def every(game: Game) -> bool:
-            return all(counts(game) for counts in each_counts)
 
-        for s in systems:
-            s.scored = every
-    rows = []
-    for (variant, ladder), predictor in zip(entries, systems, strict=True):
-        rows.append(Row(ladder.system.name, dict(variant), predictor, Seasoning(), True))
-    if baselines:
-        counts = systems[0].scored if systems else _rated
-        each = systems[0].each if systems else True
-        shared, leads = (rows[0].collected.seasoning, False) if rows else (Seasoning(), True)
-        rows += [Row("baseline", {}, Baseline(counts), shared, leads),
-                 Row("win_rate", {}, WinRate(counts, each), shared, False)]
-    for unit in units:
-        for row in rows:
-            row.feed(unit)
-    return {"systems": [row.report() for row in rows]}
+class BooksRun:
+    """:func:`evaluate` fed the units a part at a time (the lobby carries a ladder's on from
+    one ask to the next): every row keeps its state (its book, the win rates) between parts,
+    so the parts give the report the whole log gives, and :meth:`report` may be asked after
+    any of them."""
+
+    def __init__(self, entries: Sequence[tuple[dict[str, Any], LadderConfig]],
+                 baselines: bool = True) -> None:
+        systems = [SystemPredictor(ladder) for _, ladder in entries]
+        if len(systems) > 1:
+            each_counts = [s.counts for s in systems]
+
+            def every(game: Game) -> bool:
+                return all(counts(game) for counts in each_counts)
+
+            for s in systems:
+                s.scored = every
+        rows = [Row(ladder.system.name, dict(variant), predictor, Seasoning(), True)
+                for (variant, ladder), predictor in zip(entries, systems, strict=True)]
+        if baselines:
+            counts = systems[0].scored if systems else _rated
+            each = systems[0].each if systems else True
+            shared, leads = (rows[0].collected.seasoning, False) if rows else (Seasoning(), True)
+            rows += [Row("baseline", {}, Baseline(counts), shared, leads),
+                     Row("win_rate", {}, WinRate(counts, each), shared, False)]
+        self.rows = rows
+
+    def feed(self, units: Iterable[RatedUnit]) -> None:
+        """Apply the next ``units`` of the log, in order; a book refusing a game raises its
+        ``ValueError`` (the run is then spent)."""
+        rows = self.rows
+        for unit in units:
+            for row in rows:
+                row.feed(unit)
+
+    def report(self) -> dict[str, Any]:
+        return {"systems": [row.report() for row in self.rows]}

@@ -39,8 +39,10 @@ LOG_TABLES: Mapping[str, str] = {
 class LogReader(Protocol):
     """The match log as the units ladders apply, in the order they were applied."""
 
-    async def units(self, ladder: str, since: int = 0) -> list[RatedUnit]:
-        """The ladder's units whose ``seq`` is ``since`` or later (0: every one), in order."""
+    async def units(self, ladder: str, since: int = 0, until: int | None = None
+                    ) -> list[RatedUnit]:
+        """The ladder's units whose ``seq`` is ``since`` or later (0: every one) and ``until``
+        or earlier (``None``: to the last), in order."""
 
     async def event_games(self, ladder: str) -> list[tuple[str, str, int, int]]:
         """Every rated game of the ladder's closed events, in the order they were rated, as

@@ -23,7 +23,7 @@ ratings plugin finds it through :func:`plain_replay`, :func:`tail_corrections`,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from datetime import date
 from typing import Any, Generic, Protocol, TypeVar, cast, get_args, get_origin, get_type_hints
@@ -33,6 +33,7 @@ from server.api.rating import (
     Book,
     Column,
     LadderConfig,
+    LogRow,
     PlainReplay,
     RatingSystem,
     StoredStanding,
@@ -303,6 +304,17 @@ class FastReplay(Protocol):
         when this ladder has none."""
 
 
+class PlainPredictions(Protocol):
+    """A :class:`FastReplay`'s plain replay that also predicts: ``matchlobby evaluate``'s
+    fast path."""
+
+    def predictions(self, log: Iterable[LogRow]) -> Iterator[float]:
+        """Each row's probability that side A wins from the standings before it (what the
+        book's ``predict`` says there), the row then applied as ``pairs`` applies it; the
+        replay's standings carry over to the next call. Raises ``NotPlain`` as ``pairs``
+        does."""
+
+
 class TailCorrections(Protocol):
     """A system whose ladder a correction may replay from the corrected unit on, starting
     from the standings the stored history gives for that point."""
@@ -335,6 +347,14 @@ def plain_replay(ladder: LadderConfig, ids: Mapping[str, int]) -> PlainReplay | 
     make = getattr(ladder.system, "plain_replay", None)
     return None if make is None else cast(FastReplay, ladder.system).plain_replay(
         ladder.options, ids)
+
+
+def plain_predictions(ladder: LadderConfig, ids: Mapping[str, int]) -> PlainPredictions | None:
+    """The ladder's plain replay as :class:`PlainPredictions` when it has ``predictions``,
+    else ``None``."""
+    plain = plain_replay(ladder, ids)
+    return (cast(PlainPredictions, plain) if callable(getattr(plain, "predictions", None))
+            else None)
 
 
 def tail_corrections(system: RatingSystem) -> TailCorrections | None:

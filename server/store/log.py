@@ -59,39 +59,46 @@ async def with_turns(rows: Iterable[T]) -> AsyncIterator[T]:
 
 
 FROM_THE_START = 0  # ladder_units: every unit (seq numbers start at 1)
-# The players of a ladder's units from a given seq on (a tail, for a correction): its matches
-# with a seq through the (ladder, seq) index, and the games of its events closed since.
+TO_THE_END = 2**62  # ladder_units: every unit from `since` on
+# The players of a ladder's units from a given seq on (a tail, for a correction) up to another
+# (a page): its matches with a seq through the (ladder, seq) index, and the games of its
+# events closed between.
 TAIL_PLAYERS = """SELECT mp.match_id, p.id, p.name FROM matches m
     CROSS JOIN match_players mp JOIN players p ON p.id = mp.player_id
-    WHERE m.ladder = ?1 AND m.seq >= ?2 AND m.status = 'finished' AND mp.match_id = m.id
+    WHERE m.ladder = ?1 AND m.seq >= ?2 AND m.seq <= ?3 AND m.status = 'finished'
+    AND mp.match_id = m.id
     UNION ALL
     SELECT mp.match_id, p.id, p.name FROM events e CROSS JOIN matches m
     CROSS JOIN match_players mp JOIN players p ON p.id = mp.player_id
-    WHERE e.ladder = ?1 AND e.seq >= ?2 AND m.event_id = e.id AND +m.seq IS NULL
-    AND m.status = 'finished' AND mp.match_id = m.id"""
+    WHERE e.ladder = ?1 AND e.seq >= ?2 AND e.seq <= ?3 AND m.event_id = e.id
+    AND +m.seq IS NULL AND m.status = 'finished' AND mp.match_id = m.id"""
 ALL_PLAYERS = """SELECT mp.match_id, p.id, p.name FROM match_players mp
     JOIN players p ON p.id = mp.player_id JOIN matches m ON m.id = mp.match_id
     WHERE m.ladder = ?1 AND m.status = 'finished'"""
 
 
-async def _player_ids(reader: Reader, ladder: str, since: int) -> dict[int, dict[str, int]]:
+async def _player_ids(reader: Reader, ladder: str, since: int, until: int
+                      ) -> dict[int, dict[str, int]]:
     ids: dict[int, dict[str, int]] = {}
-    query, params = (TAIL_PLAYERS, (ladder, since)) if since > FROM_THE_START else (
-        ALL_PLAYERS, (ladder,))
+    query, params = (ALL_PLAYERS, (ladder,)) if (since, until) == (
+        FROM_THE_START, TO_THE_END) else (TAIL_PLAYERS, (ladder, since, until))
     async for row in reader.stream(query, params):
         ids.setdefault(row[0], {})[row[2]] = row[1]
     return ids
 
 
-async def ladder_units(reader: Reader, ladder: str, since: int = FROM_THE_START
-                       ) -> list[RatedUnit]:
-    """The units of ``ladder`` whose ``seq`` is ``since`` or later (by default every one), in
-    ``seq`` order, built from committed log rows."""
-    ids = await _player_ids(reader, ladder, since)
+async def ladder_units(reader: Reader, ladder: str, since: int = FROM_THE_START,
+                       until: int | None = None) -> list[RatedUnit]:
+    """The units of ``ladder`` whose ``seq`` is ``since`` or later (by default every one) and
+    ``until`` or earlier (by default the last), in ``seq`` order, built from committed log
+    rows."""
+    last = TO_THE_END if until is None else until
+    ids = await _player_ids(reader, ladder, since, last)
     units: list[tuple[int, RatedUnit]] = []
     async for row in reader.stream(
-        """SELECT * FROM matches WHERE ladder = ? AND seq >= ? AND status = 'finished'""",
-        (ladder, since),
+        """SELECT * FROM matches WHERE ladder = ? AND seq >= ? AND seq <= ?
+           AND status = 'finished'""",
+        (ladder, since, last),
     ):
         units.append((row["seq"], RatedUnit(
             ladder=ladder, seq=row["seq"], at=row["finished_at"], games=(game_from_row(row),),
@@ -99,7 +106,8 @@ async def ladder_units(reader: Reader, ladder: str, since: int = FROM_THE_START
         )))
     events: dict[int, Any] = {}
     async for row in reader.stream(
-        "SELECT * FROM events WHERE ladder = ? AND status = 'closed' AND seq >= ?", (ladder, since)
+        "SELECT * FROM events WHERE ladder = ? AND status = 'closed' AND seq >= ? AND seq <= ?",
+        (ladder, since, last)
     ):
         events[row["id"]] = row
     games: dict[int, list[Game]] = {e: [] for e in events}
@@ -107,9 +115,9 @@ async def ladder_units(reader: Reader, ladder: str, since: int = FROM_THE_START
     if events:
         async for row in reader.stream(
             """SELECT m.* FROM matches m JOIN events e ON e.id = m.event_id
-               WHERE e.ladder = ? AND e.status = 'closed' AND e.seq >= ?
+               WHERE e.ladder = ? AND e.status = 'closed' AND e.seq >= ? AND e.seq <= ?
                AND m.status = 'finished' AND +m.seq IS NULL ORDER BY m.id""",
-            (ladder, since),
+            (ladder, since, last),
         ):
             games[row["event_id"]].append(game_from_row(row))
             event_ids[row["event_id"]].update(ids.get(row["id"], {}))
@@ -171,8 +179,9 @@ class SqliteLog:
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
 
-    async def units(self, ladder: str, since: int = 0) -> list[RatedUnit]:
-        return await ladder_units(self.reader, ladder, since)
+    async def units(self, ladder: str, since: int = 0, until: int | None = None
+                    ) -> list[RatedUnit]:
+        return await ladder_units(self.reader, ladder, since, until)
 
     async def event_games(self, ladder: str) -> list[tuple[str, str, int, int]]:
         return await event_games(self.reader, ladder)

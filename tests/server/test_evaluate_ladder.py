@@ -14,8 +14,11 @@ from testkit.cli import run_many
 from testkit.replays import CONFIG, FIRST, LADDERS, write_log
 from testkit.results import results_text
 
+from ratings_plugin import log_evaluation
 from ratings_plugin.commands.replay import match_log
 from ratings_plugin.evaluation import evaluate, evaluate_plain
+from ratings_plugin.log_evaluation import evaluation
+from server.store.backends import open_store
 from server.store.connection import open_connection
 from server.store.log import ladder_units
 from server.store.port import SqliteTx
@@ -105,3 +108,68 @@ async def test_the_plain_path_gives_the_books_report_exactly(db_path: Path) -> N
         assert evaluate_plain([({}, FIRST)], match_log(conn, "backgammon"), ids) is None
     finally:
         conn.close()
+
+
+async def test_a_correction_committed_under_a_lower_id_is_seen(db_path: Path) -> None:
+    """On PostgreSQL a correction's id is drawn before its commit, so two made on two nodes
+    may commit out of id order: an evaluation carried on from an ask that saw the later id
+    still starts over when the earlier one commits, and matches a fresh one."""
+    write_log(db_path, 13, matches=150)
+    conn = sqlite3.connect(db_path)
+    top = conn.execute("SELECT max(id) FROM corrections").fetchone()[0]
+    rated = [row[0] for row in conn.execute(
+        "SELECT id FROM matches WHERE ladder = 'backgammon' AND seq IS NOT NULL AND "
+        "status = 'finished' AND unrated_reason IS NULL ORDER BY seq LIMIT 2")]
+
+    def adjudicate(correction: int, match: int) -> None:
+        with conn:
+            conn.execute("UPDATE matches SET winner = CASE winner WHEN 'a' THEN 'b' ELSE 'a' "
+                         "END, score_a = score_b, score_b = score_a WHERE id = ?", (match,))
+            conn.execute("INSERT INTO corrections (id, match_id, kind, old_status, new_status, "
+                         "at) VALUES (?, ?, 'adjudicate', 'finished', 'finished', "
+                         "'2026-03-02T00:00:00Z')", (correction, match))
+
+    entries = [({}, FIRST)]
+    store = await open_store(str(db_path), [])
+    try:
+        adjudicate(top + 2, rated[0])  # committed first
+        read: list[int] = []
+        kept = await evaluation(store, "backgammon", entries, read.append)
+        assert sum(read) > 100
+        before = kept.report()
+        adjudicate(top + 1, rated[1])  # drawn first, committed second
+        read.clear()
+        carried = await evaluation(store, "backgammon", entries, read.append, kept)
+        fresh = await evaluation(store, "backgammon", entries, read.append)
+        assert carried.report() == fresh.report() != before
+    finally:
+        await store.close()
+        conn.close()
+
+
+async def test_the_log_read_a_page_at_a_time_gives_the_whole_logs_report(
+        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain rows and units read in small pages (and a plain read that meets a row it does not
+    take, the books over every unit after it) give the report of the whole log at once, each
+    row charged once."""
+    monkeypatch.setattr(log_evaluation, "PAGE_ROWS", 7)
+    monkeypatch.setattr(log_evaluation, "PAGE_UNITS", 5)
+    write_log(db_path, 14, matches=120)
+    store = await open_store(str(db_path), [])
+    try:
+        players = len(await store.fetchall("SELECT id FROM players"))
+        entries = [({}, FIRST)]
+        for step in ("plain", "books"):
+            units = await store.log.units("backgammon")
+            read: list[int] = []
+            found = await evaluation(store, "backgammon", entries, read.append)
+            assert isinstance(found.run, log_evaluation.PlainRun) == (step == "plain")
+            assert found.report() == evaluate(entries, units)
+            assert sum(read) == players + len(units) > 100
+            conn = sqlite3.connect(db_path)
+            with conn:  # a row the plain replay does not take, half way through the log
+                conn.execute("UPDATE matches SET unrated_reason = 'practice' WHERE id = ?",
+                             (units[len(units) // 2].match_id,))
+            conn.close()
+    finally:
+        await store.close()

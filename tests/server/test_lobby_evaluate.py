@@ -4,17 +4,22 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from testkit.clients import expect_error, play, start_match
+from testkit.cli import run_cli_async
+from testkit.clients import RecordingClient, expect_error, play, start_match
+from testkit.constants import PLAY_FREELY
 from testkit.results import results_text, today
 from testkit.server_loop import LobbyServer
 
 from ratings_plugin.evaluation import evaluate
-from server.config import Config, load_config
+from server.config import Config, Limits, load_config
+from server.limits import client_key
+from server.lobby.reads import READ_PER_UNIT, ROWS_PER_UNIT
 from server.store.backends import open_store
 
 
@@ -96,5 +101,80 @@ async def test_a_log_the_ladders_options_now_refuse_is_a_conflict(db_path: Path,
         assert refused.message.startswith("P4P cannot rate the log of league as it is "
                                           "configured now: ")
         assert (await guest.call("ladders"))["ladders"][0]["format"] == "doubles"  # still up
+    finally:
+        await lobby.aclose()
+
+
+async def charged(lobby: LobbyServer, asker: RecordingClient, ladder: str
+                  ) -> tuple[dict[str, Any], int]:
+    """``evaluate ladder``'s reply and the rows it charged the asker's address for besides
+    its reply's (the budget refills a unit in 30 years: what it lost is what the ask cost)."""
+    assert lobby.server is not None
+    reads = lobby.server.lobby.reads
+    key = client_key("127.0.0.1")
+    before = reads._buckets[key].tokens if key in reads._buckets else reads.burst
+    reply = await asker.call("evaluate", ladder=ladder)
+    cost = before - reads._buckets[key].tokens
+    return reply, round((cost - 1.0 - len(reply["systems"]) / ROWS_PER_UNIT) * READ_PER_UNIT)
+
+
+async def players_and_games(lobby: LobbyServer, ladder: str) -> tuple[int, int]:
+    store = await open_store(str(lobby.db), [])
+    try:
+        players = await store.fetchone("SELECT count(*) FROM players")
+        games = sum(len(u.games) for u in await store.log.units(ladder))
+    finally:
+        await store.close()
+    assert players is not None
+    return players[0], games
+
+
+async def test_a_new_match_is_read_alone_and_a_correction_starts_over(db_path: Path) -> None:
+    """The ladder's evaluation is kept between asks: the ask after a new match reads and
+    charges that match alone, and answers exactly what a computation from the whole log
+    gives; after a void it reads the whole log again."""
+    limits = Limits(**PLAY_FREELY, read_units_per_second=1e-9, read_units_burst=1e9)
+    lobby = LobbyServer(db_path, limits=limits)
+    await lobby.start()
+    try:
+        alice, bob, carol = await lobby.players("alice", "bob", "carol")
+        guest = await lobby.client()
+        for winner, loser, length in [(alice, bob, 5), (bob, carol, 3), (carol, alice, 7)]:
+            await play(winner, loser, length)
+        first, read = await charged(lobby, guest, "backgammon")
+        players, games = await players_and_games(lobby, "backgammon")
+        assert first == await expected(lobby, "backgammon")
+        assert games == 3 and read == players + games  # every player's id and every match
+
+        dave = await lobby.player("dave")
+        await play(dave, alice, 3)
+        second, read = await charged(lobby, guest, "backgammon")
+        assert second == await expected(lobby, "backgammon")
+        assert second["systems"][0]["games"] == 4
+        assert read == 1 + 1  # the new player and the new match
+        assert await charged(lobby, guest, "backgammon") == (second, 0)
+        # the command line reads the log the same way, on either backend
+        done = await run_cli_async(["evaluate", "--ladder", "backgammon", "--db", str(lobby.db),
+                                    "--format", "json"], db_path.parent)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["systems"] == second["systems"]
+
+        # an unlimited match: not scored, and not a plain row (the books take over)
+        mid = await start_match(carol, bob, "unlimited")
+        await bob.call("resign")
+        third, _ = await charged(lobby, guest, "backgammon")
+        assert third == await expected(lobby, "backgammon") == second
+        await play(bob, dave, 1)
+        fourth, read = await charged(lobby, guest, "backgammon")
+        assert fourth == await expected(lobby, "backgammon")
+        assert fourth["systems"][0]["games"] == 5 and read == 1
+
+        admin = await lobby.admin()
+        await admin.call("void", match=mid - 1, reason="wrong players")
+        fifth, read = await charged(lobby, guest, "backgammon")
+        players, games = await players_and_games(lobby, "backgammon")
+        assert fifth == await expected(lobby, "backgammon")
+        assert fifth["systems"][0]["games"] == 4
+        assert read >= games + 1  # the whole log again (the void changed the past)
     finally:
         await lobby.aclose()
