@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._harness import bench_env, matchlobby_command  # noqa: E402
-from bench.replay import LADDER, cached_database  # noqa: E402
+from bench.replay import LADDER, cached_database, database_arguments  # noqa: E402
 
 
 def timed(db: Path, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -53,14 +53,8 @@ def rated(db: Path) -> int:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--matches", type=int, default=1_000_000, help="rated matches (1,000,000)")
-    p.add_argument("--players", type=int, default=20_000, help="players (20,000)")
+    database_arguments(p)
     p.add_argument("--repeat", type=int, default=2, help="rounds (2)")
-    p.add_argument("--seed", type=int, default=5)
-    p.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir()) / "matchlobby-bench"),
-                   help="where bench/replay.py keeps the built database")
-    p.add_argument("--rebuild", action="store_true", help="build the database even if cached")
-    p.add_argument("--tmp", default=None, help="parent of the work directory")
     args = p.parse_args()
 
     cached = cached_database(args)

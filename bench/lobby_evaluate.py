@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.replay import LADDER, cached_database  # noqa: E402
+from bench.replay import LADDER, cached_database, database_arguments  # noqa: E402
 from clients import LobbyClient  # noqa: E402
 from server.app import start_server  # noqa: E402
 from server.config import Config, Limits  # noqa: E402
@@ -88,12 +88,7 @@ async def ask(db: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--matches", type=int, default=1_000_000)
-    p.add_argument("--players", type=int, default=20_000)
-    p.add_argument("--seed", type=int, default=5)
-    p.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir()) / "matchlobby-bench"))
-    p.add_argument("--rebuild", action="store_true")
-    p.add_argument("--tmp", default=None, help="parent of the work directory")
+    database_arguments(p)
     args = p.parse_args()
     cached = cached_database(args)
     work = Path(tempfile.mkdtemp(prefix="bench-lobby-evaluate-", dir=args.tmp))

@@ -409,16 +409,22 @@ def floor(cached: Path, work: Path) -> tuple[float, ...]:
     return tuple(seconds)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def database_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the million-match database (built once, cached), which the evaluate
+    benches share."""
     p.add_argument("--matches", type=int, default=1_000_000, help="rated matches (1,000,000)")
     p.add_argument("--players", type=int, default=20_000, help="players (20,000)")
-    p.add_argument("--repeat", type=int, default=2, help="rounds (2)")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir()) / "matchlobby-bench"),
                    help="where the built database is kept (default: $TMPDIR/matchlobby-bench)")
     p.add_argument("--rebuild", action="store_true", help="build the database even if cached")
     p.add_argument("--tmp", default=None, help="parent of the work directory")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    database_arguments(p)
+    p.add_argument("--repeat", type=int, default=2, help="rounds (2)")
     p.add_argument("--no-floor", action="store_true",
                    help="skip timing the parts of a rewrite of every row alone (floor())")
     args = p.parse_args()
