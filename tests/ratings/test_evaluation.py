@@ -144,6 +144,35 @@ def test_unrated_and_unlimited_games_are_not_scored() -> None:
     assert [rows[s]["games"] for s in ("fibs", "baseline", "win_rate")] == [1, 1, 1]
 
 
+def test_cas_predicts_by_peklo_or_by_dansa_as_its_option_says() -> None:
+    """Two events: the second's games predicted from the standings the first left, by Peklo's
+    Bradley–Terry strength or (``prediction = "dansa"``) by Dansa's expected score, each
+    computed here from the standings of a book rated apart."""
+    first = [game("a", "b", 400, 300), game("b", "c", 350, 360), game("a", "c", 420, 380)]
+    second = [game("a", "b", 300, 410), game("c", "a", 390, 370)]
+    plain, dansa_row = evaluate([({}, ladder("cas")), ({"prediction": "dansa"},
+                                 ladder("cas", prediction="dansa"))],
+                                units(first, 3) + units(second, 2))["systems"][:2]
+    book = ladder("cas").system.new_book(ladder("cas").options)
+    unit = units(first, 3)[0]
+    book.accept(book.compute(unit), unit)
+    s = book.standings
+
+    def loss(chances: list[float]) -> float:  # six games: the first event's three at 0.5
+        return (3 * math.log(2) - sum(map(math.log, chances))) / 5
+
+    peklo = [1 / (1 + 2 ** ((s["a"].peklo - s["b"].peklo) / 200)),  # b won
+             1 / (1 + 2 ** ((s["a"].peklo - s["c"].peklo) / 200))]  # c won
+    by_dansa = [1 - 0.5 * (1 + math.erf((s["a"].dansa - s["b"].dansa) / 400)),
+                0.5 * (1 + math.erf((s["c"].dansa - s["a"].dansa) / 400))]
+    assert plain["variant"] == {} and dansa_row["variant"] == {"prediction": "dansa"}
+    assert plain["log_loss"] == pytest.approx(loss(peklo), abs=1e-12)
+    assert dansa_row["log_loss"] == pytest.approx(loss(by_dansa), abs=1e-12)
+    assert plain["log_loss"] != dansa_row["log_loss"]
+    with pytest.raises(ValueError, match="prediction must be 'peklo' or 'dansa'"):
+        ladder("cas", prediction="paluba")
+
+
 def test_every_row_is_scored_on_the_games_all_its_systems_count() -> None:
     """ČAS rates a game with no length, FIBS does not: side by side both score only the
     games both count; alone, ČAS scores its own."""

@@ -30,12 +30,17 @@ if TYPE_CHECKING:
     from ratings_plugin.systems.cas import peklo
 
 PEKLO_START = 1500.0
+PREDICTIONS = ("peklo", "dansa")
 _CasRow = tuple[str, str, int, int]
 
 
 @dataclass(frozen=True)
 class CasLadder(LadderOptions):
-    """A ČAS ladder has the common options only."""
+    """A ČAS ladder's options: which of its methods says how likely a player is to win
+    (``prediction``: Peklo's Bradley–Terry strength, the default, or Dansa's expected score);
+    the ratings do not depend on it."""
+
+    prediction: str = "peklo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +135,11 @@ class CasBook(BookBase[CasLadder, CasStanding]):
         return out
 
     def predict(self, game: Game) -> float:
-        """Peklo's strengths as a Bradley–Terry probability: Peklo's Elo form is
-        1500 + 200·log₂(odds against a 1500 player), so A beats B with
-        1 / (1 + 2^((Peklo_B − Peklo_A) / 200)). A newcomer counts at Peklo's start."""
+        """The ladder's ``prediction`` (:meth:`Cas.expectation`) of the two standings now; a
+        newcomer counts at each method's start."""
         a, b = (self.standings.get(p) or self.new_standing(p)
                 for p in (game.side_a[0], game.side_b[0]))
-        return float(1.0 / (1.0 + 2.0 ** ((b.peklo - a.peklo) / 200.0)))
+        return SYSTEM.expectation(self.options, a, b, game.length)
 
     def accept(self, new: Mapping[str, CasStanding], unit: RatedUnit) -> None:
         self.standings.update(new)
@@ -187,8 +191,13 @@ class Cas(SystemBase[CasLadder, CasStanding]):
     draws = True
     shared_field = "peklo"
 
+    keys = frozenset({"prediction"})
+
     def read_options(self, table: Mapping[str, Any]) -> CasLadder:
-        return CasLadder()
+        prediction = table.get("prediction", "peklo")
+        if prediction not in PREDICTIONS:
+            raise ValueError("prediction must be 'peklo' or 'dansa'")
+        return CasLadder(prediction=prediction)
 
     def new_book(self, options: CasLadder) -> CasBook:
         return CasBook(self, options)
@@ -210,8 +219,13 @@ class Cas(SystemBase[CasLadder, CasStanding]):
 
     def expectation(self, options: CasLadder, a: CasStanding, b: CasStanding,
                     length: int | None) -> float:
-        """Dansa's: the normal expectation at its scale."""
-        return dansa.expectation(a.dansa, b.dansa)
+        """Peklo's strengths as a Bradley–Terry probability (Peklo's Elo form is
+        1500 + 200·log₂(odds against a 1500 player), so A beats B with
+        1 / (1 + 2^((Peklo_B − Peklo_A) / 200))), or with ``prediction = "dansa"`` Dansa's
+        expected score, the normal expectation at its scale."""
+        if options.prediction == "dansa":
+            return dansa.expectation(a.dansa, b.dansa)
+        return float(1.0 / (1.0 + 2.0 ** ((b.peklo - a.peklo) / 200.0)))
 
 
 SYSTEM: RatingSystem = Cas()
