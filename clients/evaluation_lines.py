@@ -50,9 +50,11 @@ def evaluation(d: Mapping[str, Any], ladders: Any, viewer: Any) -> str:
     rows = d["systems"]
     scored = int(rows[0]["games"]) if rows else 0
     seasoned = int(rows[0]["after_20"]["games"]) if rows else 0
-    head = (f"How well {d['system']} has predicted {d['ladder']}: {_games(scored)} scored, "
+    info = ladders.get(d["ladder"])  # the ladders described so far: the system's title
+    system = info.system_title if info is not None else d["system"]
+    head = (f"How well {system} has predicted {d['ladder']}: {_games(scored)} scored, "
             f"{seasoned} of them after every player's first 20 (20+).")
-    foot = "Lower log-loss and Brier are better; always saying 0.5 scores 0.6931 and 0.2500."
+    foot = "Lower log-loss and Brier are better; the baseline row always said 0.5."
     return "\n".join([head, *_table([_cells(r) for r in rows]), foot])
 
 

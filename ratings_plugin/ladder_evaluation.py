@@ -9,7 +9,7 @@ alone); a correction (a void, an adjudication) or a new configuration starts it 
 only a cache of what the committed log gives: every node keeps its own and each ask checks
 it against the log, so several nodes on one database answer alike. What it holds grows with
 the ladder: each row's predictions and the outcomes (8 bytes a game each) and the system's
-standings, about 40 MB for a ladder of a million FIBS matches.
+standings, about 60 MB for a ladder of a million FIBS matches (docs/PERFORMANCE.md, 14b).
 """
 
 from __future__ import annotations

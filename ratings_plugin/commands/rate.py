@@ -45,7 +45,7 @@ def rate_file(system: str, path: str, as_of: str | None = None,
     try:
         for unit in file_units(rows, system):
             book.accept(book.compute(unit), unit)
-    except ArithmeticError as e:  # options a system takes but cannot compute with
+    except (ArithmeticError, ValueError) as e:  # options it takes but cannot compute with
         raise ResultsError(f"{path}: {system} cannot rate it with these options: {e}") from None
     return {"system": system, "as_of": judged.isoformat(),
             "columns": [c.as_dict() for c in found.columns(ladder.options)],

@@ -76,7 +76,7 @@ async def test_evaluate_prints_the_command_lines_table(lobby: LobbyServer) -> No
     done = await run_batch(lobby.url, ["evaluate backgammon"])
     assert done.returncode == 0, done.stderr
     head, columns, *rows, foot = done.lines
-    assert head == ("How well fibs has predicted backgammon: 3 games scored, "
+    assert head == ("How well FIBS has predicted backgammon: 3 games scored, "
                     "0 of them after every player's first 20 (20+).")
     assert re.split(r"\s{2,}", columns) == [
         "system", "variant", "games", "log-loss", "Brier", "accuracy", "games 20+",

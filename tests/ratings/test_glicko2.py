@@ -280,6 +280,9 @@ def test_expectation_values() -> None:
     ({"start_rating": math.inf}, "start_rating"), ({"periods_per_day": math.nan}, "periods"),
     ({"tau": "0.5"}, "tau"), ({"provisional_rd": True}, "provisional_rd"),
     ({"format": "doubles"}, "doubles"),
+    # small enough to underflow when squared: every rated game would fail
+    ({"start_volatility": 1e-300}, "start_volatility must be at least 1e-06"),
+    ({"tau": 1e-300}, "tau must be at least"), ({"start_rd": 1e-200}, "start_rd must be at least"),
 ])
 def test_bad_options_are_refused_with_the_reason(options: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):

@@ -159,11 +159,11 @@ async def test_a_new_match_is_read_alone_and_a_correction_starts_over(db_path: P
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["systems"] == second["systems"]
 
-        # an unlimited match: not scored, and not a plain row (the books take over)
+        # an unlimited match: unrated, so no unit of the log, nothing read or scored
         mid = await start_match(carol, bob, "unlimited")
         await bob.call("resign")
-        third, _ = await charged(lobby, guest, "backgammon")
-        assert third == await expected(lobby, "backgammon") == second
+        third, read = await charged(lobby, guest, "backgammon")
+        assert third == await expected(lobby, "backgammon") == second and read == 0
         await play(bob, dave, 1)
         fourth, read = await charged(lobby, guest, "backgammon")
         assert fourth == await expected(lobby, "backgammon")

@@ -1,6 +1,6 @@
 // A ladder's evaluation (the lobby's `evaluate LADDER`): how well its rating system has
 // predicted its results, beside a 0.5 baseline and the players' win rates. A panel under the
-// ladder, asked for when opened (working it out reads the ladder's whole log): the scores by
+// ladder, asked for when opened (the first ask on a big ladder takes seconds): the scores by
 // system in a table, and as `matchlobby evaluate --chart` draws them, the calibration chart and
 // the log-loss by system as bars (uPlot, as the rating histories).
 
@@ -145,8 +145,8 @@ function verdict(report, ladder) {
 let panels = 0; // for the ids that tie a panel's bar chart to its table
 
 // The panel for one ladder (`ladder`: { name, system, title }), asking `lobby` (js/lobby.js).
-// Results that come in while it is open are not worked in by themselves (a big ladder's log
-// takes seconds to replay): the panel says so, and "Ask again" does it.
+// Results that come in while it is open are not worked in by themselves (every ask costs the
+// asker's read budget): the panel says so, and "Ask again" does it.
 export function evaluationPanel(ladder, lobby) {
   const status = el("p", { class: "hint", role: "status" });
   const body = el("div", { class: "evaluation-body" });

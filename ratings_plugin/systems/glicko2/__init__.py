@@ -29,6 +29,10 @@ class Glicko:
     volatility: float = 0.06
 
 
+SMALLEST = 1e-6
+"""The least ``tau``, ``start_rd`` and ``start_volatility``: a smaller one underflows when squared."""
+
+
 @dataclass(frozen=True, slots=True)
 class GlickoOptions:
     """Per-ladder options (RATINGS.md §5)."""
@@ -45,12 +49,9 @@ class GlickoOptions:
                     "provisional_rd"):
             if not math.isfinite(getattr(self, key)):
                 raise ValueError(f"{key} must be a finite number")
-        if not self.tau > 0:
-            raise ValueError("tau must be positive")
-        if not self.start_rd > 0:
-            raise ValueError("start_rd must be positive")
-        if not self.start_volatility > 0:
-            raise ValueError("start_volatility must be positive")
+        for key in ("tau", "start_rd", "start_volatility"):  # squared, divided by, logged
+            if not getattr(self, key) >= SMALLEST:
+                raise ValueError(f"{key} must be at least {SMALLEST:g}")
         if self.periods_per_day < 0:
             raise ValueError("periods_per_day cannot be negative")
         if self.provisional_rd < 0:
