@@ -114,11 +114,11 @@ async def evaluation(reader: Reader, name: str, entries: Sequence[Entry], charge
         elif kept.seq >= last:
             return kept
         return await _books(reader, name, entries, last, corrections, paid, kept.ids)
-    ids: dict[str, int] = {}
-    await _more_players(reader, ids, paid)
+    ids: dict[str, int] = {}  # the plain replays keep this mapping: it is filled in place
     new: Evaluation | None = None
     run = None if events else PlainRun.start(entries, ids)
-    if run is not None:
+    if run is not None:  # only plain rows need the players' ids
+        await _more_players(reader, ids, paid)
         new = Evaluation(entries, run, 0, corrections, ids)
         try:
             await _plain_rows(reader, name, new, run, last, paid)

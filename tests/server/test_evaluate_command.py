@@ -178,3 +178,30 @@ async def test_a_new_match_is_read_alone_and_a_correction_starts_over(db_path: P
         assert read >= games + 1  # the whole log again (the void changed the past)
     finally:
         await lobby.aclose()
+
+
+async def test_a_ladder_evaluated_through_its_books_is_charged_for_its_games(
+        db_path: Path) -> None:
+    """A ČAS ladder (no plain rows) reads its units, not the players' ids: the first ask costs
+    its games, the ask after one more event that event's games."""
+    limits = Limits(**PLAY_FREELY, read_units_per_second=1e-9, read_units_burst=1e9)
+    lobby = LobbyServer(db_path, limits=limits)
+    await lobby.start()
+    try:
+        admin = await lobby.admin()
+        await lobby.players("alice", "bob", "carol", "dave")  # players of no game of it
+        guest = await lobby.client()
+        days = {"Day 1": [("ann", "ben", 420, 380), ("cid", "dan", 390, 390)],
+                "Day 2": [("ann", "cid", 400, 350)]}
+        reads = []
+        for day, games in days.items():
+            event = (await admin.call("event create", name=day, ladder="scrabble"))["id"]
+            these = [f"{day},{today()},{a},{b},{sa},{sb},," for a, b, sa, sb in games]
+            await admin.call("event import", new=True, event=event, csv=results_text(these))
+            await admin.call("event close", event=event)
+            report, read = await charged(lobby, guest, "scrabble")
+            assert report == await expected(lobby, "scrabble")
+            reads.append(read)
+        assert reads == [2, 1]
+    finally:
+        await lobby.aclose()
