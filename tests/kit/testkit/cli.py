@@ -34,6 +34,14 @@ class Completed:
     def lines(self) -> list[str]:
         return self.stdout.splitlines()
 
+    def json(self) -> dict[str, Any]:
+        """The JSON object a successful run printed, and nothing on standard error."""
+        assert self.returncode == 0, self.stderr
+        assert self.stderr == ""
+        data = json.loads(self.stdout)
+        assert isinstance(data, dict)
+        return data
+
 
 def matchlobby_command() -> list[str]:
     """The installed console script next to the interpreter, else ``python -m server.cli``."""
