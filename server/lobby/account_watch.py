@@ -46,10 +46,12 @@ class AccountWatch:
         self._polling = asyncio.Lock()  # a poll asked by the push feed waits for this task's
         self.interval = POLL_INTERVAL
         self._nudged = asyncio.Event()
+        self._stopping = False
 
     async def start(self) -> None:
         self.last = await stored.latest(self.lobby.db)
         self.top_player = max((p.id for p in self.lobby.players.values()), default=0)
+        self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name="account-watch")
 
     def nudge(self) -> None:
@@ -57,18 +59,25 @@ class AccountWatch:
         self._nudged.set()
 
     async def stop(self) -> None:
+        """End the watch. ``_stopping`` ends its loop even when the cancellation is lost: on
+        Python 3.11 ``asyncio.wait_for`` returns instead of raising when the awaited nudge
+        arrives just as the task is cancelled, and ``stop`` then waited for ever."""
         task, self._task = self._task, None
         if task is not None:
+            self._stopping = True
+            self._nudged.set()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
     async def _run(self) -> None:
         failing = False
-        while True:
+        while not self._stopping:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._nudged.wait(), self.interval)
             self._nudged.clear()
+            if self._stopping:
+                return
             try:
                 await self.poll()
             except Exception as e:  # the database is away or failing: try again, say it once

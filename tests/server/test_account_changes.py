@@ -296,3 +296,22 @@ async def test_on_postgresql_a_change_reaches_the_nodes_by_notification(
     alice = await harness.player("alice")
     await set_role(harness.db, "alice", "admin")
     assert "role" in (await told_out(alice, "role"))["reason"]
+
+
+async def test_the_watch_stops_when_a_nudge_meets_the_stop(harness: LobbyServer) -> None:
+    """A nudge that arrives just as the watch is stopped: on Python 3.11 the wait it ends
+    swallows the cancellation, and the stop must not wait for ever (it did)."""
+    server = await harness.start()
+    watch = server.lobby.account_watch
+    await watch.stop()
+    watch.interval = 3600.0  # the watch waits for nudges alone
+    for _ in range(5):
+        await watch.start()
+        await asyncio.sleep(0.05)  # in its wait for a nudge
+        watch.nudge()
+        await asyncio.sleep(0)  # the nudged wait completes, the watch not yet resumed
+        stopping = asyncio.ensure_future(watch.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=5)  # a bound on a hang, not a timing
+        if not done:
+            stopping.cancel()  # (its wait for the watch then ends it)
+        assert stopping in done, "stop() waited for a watch that never ended"
