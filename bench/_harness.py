@@ -249,11 +249,11 @@ class Served:
         return process_cpu(self.pid)
 
 
-def bench_env() -> dict[str, str]:
-    """The environment for a `matchlobby` subprocess: the repository's packages on PYTHONPATH,
-    even if the editable install predates them."""
+def bench_env(tree: Path = ROOT) -> dict[str, str]:
+    """The environment for a `matchlobby` subprocess: the packages of ``tree`` (this
+    repository's, or another commit's copy) on PYTHONPATH, ahead of the editable install."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)}
 
 
 def matchlobby_command() -> list[str]:
@@ -263,11 +263,11 @@ def matchlobby_command() -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def _subprocess(cmd: list[str], tmp: Path, log_name: str, port: int, label: str
-                      ) -> AsyncIterator[Served]:
+async def _subprocess(cmd: list[str], tmp: Path, log_name: str, port: int, label: str,
+                      tree: Path = ROOT) -> AsyncIterator[Served]:
     stderr = open(tmp / log_name, "wb")  # noqa: SIM115  (closed below)
     proc = await asyncio.create_subprocess_exec(
-        *cmd, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=tmp, env=bench_env(),
+        *cmd, stdout=asyncio.subprocess.PIPE, stderr=stderr, cwd=tmp, env=bench_env(tree),
         preexec_fn=raise_nofile)
     try:
         assert proc.stdout is not None
@@ -287,15 +287,20 @@ async def _subprocess(cmd: list[str], tmp: Path, log_name: str, port: int, label
         stderr.close()
 
 
-def lobby_server(tmp: Path, db: Path, config: Path) -> contextlib.AbstractAsyncContextManager[Served]:
-    """``matchlobby serve`` on a free port, as a subprocess (its own process and core)."""
+def lobby_server(tmp: Path, db: Path, config: Path, tree: Path | None = None
+                 ) -> contextlib.AbstractAsyncContextManager[Served]:
+    """``matchlobby serve`` on a free port, as a subprocess (its own process and core).
+    ``tree``: another commit's copy of the repository, whose server runs instead (with this
+    venv's packages)."""
     port = free_port()
     exe = ROOT / ".venv" / "bin" / "matchlobby"
     # BENCH_LOBBY_WRAPPER: a Python script run instead of `matchlobby` (for diagnostics).
     wrapper = os.environ.get("BENCH_LOBBY_WRAPPER")
-    program = [sys.executable, wrapper] if wrapper else [str(exe) if exe.exists() else "matchlobby"]
+    program = ([sys.executable, "-m", "server.cli"] if tree is not None
+               else [sys.executable, wrapper] if wrapper
+               else [str(exe) if exe.exists() else "matchlobby"])
     cmd = [*program, "serve", "--db", str(db), "--port", str(port), "--config", str(config)]
-    return _subprocess(cmd, tmp, f"lobby-{port}.log", port, "lobby")
+    return _subprocess(cmd, tmp, f"lobby-{port}.log", port, "lobby", tree or ROOT)
 
 
 def bare_server(tmp: Path) -> contextlib.AbstractAsyncContextManager[Served]:

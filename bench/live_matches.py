@@ -42,6 +42,7 @@ import dataclasses
 import itertools
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,8 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's install holds
     sys.path.insert(0, str(ROOT))
 
-from bench import _postgres  # noqa: E402
-from bench._harness import Conn, lobby_server, machine  # noqa: E402
+from bench import _postgres, profile  # noqa: E402
+from bench._harness import Conn, bench_env, lobby_server, machine  # noqa: E402
 from server.store.connection import PRAGMAS  # noqa: E402
 
 LADDER = "backgammon"
@@ -72,19 +73,31 @@ p = 1
 """
 
 
-def config_text(pairs: int) -> str:
-    """The bench's config; abuse limits (where the server has them) lifted for one address.
+LIMIT_FIELDS = """\
+import dataclasses
+from server.config import Config
+limits = getattr(Config(), "limits", None)
+print(" ".join(f.name for f in dataclasses.fields(limits)) if limits is not None else "")
+"""
+
+
+def limit_fields(tree: Path = ROOT) -> set[str] | None:
+    """The ``[limits]`` keys the server of ``tree`` knows (``None``: it has no limits)."""
+    out = subprocess.run([sys.executable, "-c", LIMIT_FIELDS], env=bench_env(tree), cwd=tree,
+                         capture_output=True, text=True, check=True).stdout.split()
+    return set(out) or None
+
+
+def config_text(pairs: int, known: set[str] | None) -> str:
+    """The bench's config; abuse limits (where the server has them: ``known``) lifted for one
+    address.
 
     Every client connects from 127.0.0.1 and sends as fast as replies come back,
     which is what a per-address connection cap and a per-connection message rate
     are there to refuse.
     """
-    from server.config import Config
-
     text = CONFIG
-    limits = next((f for f in dataclasses.fields(Config) if f.name == "limits"), None)
-    if limits is not None:
-        known = {f.name for f in dataclasses.fields(Config().limits)}
+    if known is not None:
         wanted = {"connections_per_address": 2 * pairs + 8, "messages_per_second": 1e6,
                   "burst": 1_000_000, "registrations_per_hour": 0, "invitations_per_minute": 0,
                   "invitations_per_pair_per_minute": 0, "invitations_received_per_minute": 0,
@@ -97,6 +110,7 @@ def config_text(pairs: int) -> str:
 @dataclass
 class LobbyRun:
     mode: str
+    commit: str  # "now", or the revision given to --compare
     pairs: int
     matches: int
     seconds: float
@@ -170,13 +184,16 @@ class Served:
     url: str
     commits: Callable[[], int] | None = None  # in-process: the server's commit count
     cpu: Callable[[], float] | None = None  # subprocess: the server's CPU seconds so far
+    pid: int | None = None  # subprocess: the server's process (for py-spy)
 
 
 @contextlib.asynccontextmanager
-async def subprocess_server(tmp: Path, config: Path, db: Path) -> AsyncIterator[Served]:
-    """``matchlobby serve`` as a subprocess: bench/_harness.py's ``lobby_server``."""
-    async with lobby_server(tmp, db, config) as lobby:
-        yield Served(lobby.url, cpu=lobby.cpu)
+async def subprocess_server(tmp: Path, config: Path, db: Path, tree: Path | None = None
+                            ) -> AsyncIterator[Served]:
+    """``matchlobby serve`` as a subprocess: bench/_harness.py's ``lobby_server`` (``tree``:
+    another commit's copy, whose server runs instead)."""
+    async with lobby_server(tmp, db, config, tree) as lobby:
+        yield Served(lobby.url, cpu=lobby.cpu, pid=lobby.pid)
 
 
 @contextlib.asynccontextmanager
@@ -247,11 +264,16 @@ async def play(a: Player, b: Player, i: int) -> None:
 
 
 async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
-                    seconds: float | None, warmup: int, tag: str) -> LobbyRun:
+                    seconds: float | None, warmup: int, tag: str, commit: str = "now",
+                    profile_to: Path | None = None) -> LobbyRun:
+    """One timed run; ``profile_to``: py-spy's stacks of the server during it."""
     couples = await connect_pairs(served.url, pairs, tag)
+    spying = contextlib.AsyncExitStack()
     try:
         for _ in range(warmup):
             await asyncio.gather(*(play(a, b, 1) for a, b in couples))
+        if profile_to is not None and served.pid is not None:
+            await spying.enter_async_context(profile.spy(served.pid, profile_to))
         commits_before = served.commits() if served.commits else None
         server_cpu_before = served.cpu() if served.cpu else None
         cpu_before = time.process_time()
@@ -285,14 +307,16 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
             deadline = start + seconds
         await asyncio.gather(*(pair(a, b) for a, b in couples))
         elapsed = max(ends) - start
+        await spying.aclose()
         client_cpu = time.process_time() - cpu_before
         commits = (None if served.commits is None or commits_before is None
                    else served.commits() - commits_before)
         server_cpu = (None if served.cpu is None or server_cpu_before is None
                       else served.cpu() - server_cpu_before)
     finally:
+        await spying.aclose()
         await close_pairs(couples)
-    return LobbyRun(mode, pairs, done, elapsed, errors, commits, client_cpu, server_cpu)
+    return LobbyRun(mode, commit, pairs, done, elapsed, errors, commits, client_cpu, server_cpu)
 
 
 # ---- main -----------------------------------------------------------------------------------
@@ -309,8 +333,28 @@ class ModeResult:
         return (self.baselines[i] + self.baselines[i + 1]) / 2
 
 
-async def run_mode(mode: str, tmp: Path, config: Path, args: argparse.Namespace,
+@dataclass(frozen=True)
+class Tree:
+    """Whose server a run starts: this checkout's (``path`` None) or another commit's copy."""
+
+    commit: str
+    path: Path | None
+    config: Path
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """A copy of the repository's files at ``rev`` (``git archive``), to run its server."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+async def run_mode(mode: str, tmp: Path, trees: list[Tree], args: argparse.Namespace,
                    backend: str = "sqlite", cluster: Any = None) -> ModeResult:
+    """``args.repeat`` rounds; in each, a run of every tree's server (their order alternating
+    from round to round), each on a fresh database, with a baseline after each run."""
     base = tmp / "baseline.db"
     expected = args.pairs * args.matches if args.matches is not None else None
     # The baseline runs as many transactions as there were matches; with --seconds
@@ -319,18 +363,27 @@ async def run_mode(mode: str, tmp: Path, config: Path, args: argparse.Namespace,
     baselines = [await baseline(base, n_tx)]
     runs = []
     for r in range(args.repeat):
-        db: Any = tmp / f"lobby-{mode}-{r}.db"
-        if backend == "postgresql":
-            db = _postgres.new_database(cluster.url)
-        served_cm = (subprocess_server(tmp, config, db) if mode == "subprocess"
-                     else inprocess_server(config, db))
-        async with served_cm as served:
-            run = await lobby_run(f"{mode}/{backend}", served, args.pairs, args.matches,
-                                  args.seconds, args.warmup, tag=mode[:3])
-        runs.append(run)
-        if expected is None:
-            n_tx = max(run.matches, 1)
-        baselines.append(await baseline(base, n_tx))
+        for tree in trees if r % 2 == 0 else trees[::-1]:
+            k = len(runs)
+            db: Any = tmp / f"lobby-{mode}-{k}.db"
+            if backend == "postgresql":
+                db = _postgres.new_database(cluster.url)
+            served_cm = (subprocess_server(tmp, tree.config, db, tree.path)
+                         if mode == "subprocess" else inprocess_server(tree.config, db))
+            spied = None
+            if args.py_spy is not None and r == 0:
+                spied = args.py_spy / f"{mode}-{backend}-{tree.commit}.txt"
+            async with served_cm as served:
+                run = await lobby_run(f"{mode}/{backend}", served, args.pairs, args.matches,
+                                      args.seconds, args.warmup, tag=f"{mode[:3]}{k}",
+                                      commit=tree.commit, profile_to=spied)
+            runs.append(run)
+            if spied is not None and spied.exists():
+                print(f"\nprofile of {run.mode} at {tree.commit}: "
+                      + profile.report(spied, args.py_spy_top))
+            if expected is None:
+                n_tx = max(run.matches, 1)
+            baselines.append(await baseline(base, n_tx))
     concurrent = await baseline(base, n_tx, tasks=args.pairs)
     return ModeResult(runs, baselines, concurrent)
 
@@ -352,15 +405,21 @@ async def main_async(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="live-matches-", dir=args.tmp) as name:
             tmp = Path(name)
             config = tmp / "cfg.toml"
-            config.write_text(config_text(args.pairs))
+            config.write_text(config_text(args.pairs, limit_fields()))
+            trees = [Tree("now", None, config)]
+            if args.compare:
+                other = checkout(args.compare, tmp / "compare")
+                config = tmp / "cfg-compare.toml"
+                config.write_text(config_text(args.pairs, limit_fields(other)))
+                trees.append(Tree(args.compare, other, config))
             for mode in modes:
                 for backend in backends:
-                    results.append(await run_mode(mode, tmp, config, args, backend, cluster))
+                    results.append(await run_mode(mode, tmp, trees, args, backend, cluster))
     finally:
         if cluster is not None:
             cluster.stop()
     print()
-    header = ["server", "pairs", "matches", "seconds", "matches/s", "baseline tx/s", "ratio",
+    header = ["server", "commit", "pairs", "matches", "seconds", "matches/s", "baseline tx/s", "ratio",
               "commits", "matches/commit", "server CPU ms/match", "client CPU ms/match"]
     print(f"| {' | '.join(header)} |")
     print(f"|{'|'.join(['---'] + ['---:'] * (len(header) - 1))}|")
@@ -375,7 +434,8 @@ async def main_async(args: argparse.Namespace) -> int:
             client_cpu = f"{run.client_cpu * per_match:.2f}"
             if run.server_cpu is None:
                 client_cpu += " (both)"
-            print(f"| {run.mode} | {run.pairs} | {run.matches} | {run.seconds:.2f} | {run.rate:.0f} | "
+            print(f"| {run.mode} | {run.commit} | {run.pairs} | {run.matches} | {run.seconds:.2f} | "
+                  f"{run.rate:.0f} | "
                   f"{mean:.0f} | {run.rate / mean:.2f} | {commits} | {per} | {server_cpu} | "
                   f"{client_cpu} |")
             failed += run.errors
@@ -401,6 +461,8 @@ async def main_async(args: argparse.Namespace) -> int:
         errors = sum(run.errors for run in result.runs)
         if errors:
             print(f"  {errors} matches failed")
+        if args.compare:
+            print("  " + compared(result, args.compare))
     print()
     print("A match is invite + join + resign; join and resign each write (join inserts the match, "
           "resign finishes and rates it).")
@@ -410,6 +472,28 @@ async def main_async(args: argparse.Namespace) -> int:
     print("Ratio = matches/s / baseline tx/s (target >= 0.8 with 50 pairs). Commits: the server's "
           "(in-process runs only). CPU: user + system time of all threads, per match.")
     return 1 if failed else 0
+
+
+def compared(result: ModeResult, rev: str) -> str:
+    """The server CPU a match and the matches a second of this checkout against ``rev``: the
+    medians over the runs, and the ratio of each round's two runs."""
+    def of(commit: str) -> list[LobbyRun]:
+        return [run for run in result.runs if run.commit == commit]
+
+    now, then = of("now"), of(rev)
+    cpu = [(a.server_cpu / max(a.matches, 1)) / (b.server_cpu / max(b.matches, 1))
+           for a, b in zip(now, then, strict=True) if a.server_cpu and b.server_cpu]
+    rate = [a.rate / b.rate for a, b in zip(now, then, strict=True) if b.rate]
+
+    def ms(runs: list[LobbyRun]) -> str:
+        per = [1000 * run.server_cpu / max(run.matches, 1) for run in runs if run.server_cpu]
+        return f"{statistics.median(per):.3f}" if per else "n/a"
+
+    return (f"server CPU ms a match: now {ms(now)}, {rev} {ms(then)} (medians); now / {rev} by "
+            f"round: CPU {', '.join(f'{c:.2f}' for c in cpu)} (median "
+            f"{statistics.median(cpu) if cpu else float('nan'):.2f}), matches/s "
+            f"{', '.join(f'{c:.2f}' for c in rate)} (median "
+            f"{statistics.median(rate) if rate else float('nan'):.2f})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -427,8 +511,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="the lobby's database: an SQLite file, a PostgreSQL database on a "
                         "durable cluster of the bench's own (fsync on), or one after the other "
                         "(default both, when PostgreSQL is installed)")
+    parser.add_argument("--compare", metavar="REV",
+                        help="also run the server of commit REV (a copy from `git archive`, with "
+                        "this venv's packages), alternating with this checkout's in every round, "
+                        "and print the two CPU costs of a match and their ratio")
+    parser.add_argument("--py-spy", type=Path, metavar="DIR",
+                        help="profile the server during each first run with py-spy (collapsed "
+                        "stacks in DIR) and print the profile's top entries")
+    parser.add_argument("--py-spy-top", type=int, default=15, help=argparse.SUPPRESS)
     parser.add_argument("--tmp", help="parent of the temporary directory (default: the system's)")
     args = parser.parse_args(argv)
+    if args.compare and args.server != "subprocess":
+        parser.error("--compare runs servers as subprocesses (--server subprocess)")
+    if args.py_spy is not None:
+        args.py_spy.mkdir(parents=True, exist_ok=True)
     if args.matches is None and args.seconds is None:
         args.matches = 30
     return asyncio.run(main_async(args))
