@@ -88,15 +88,16 @@ def limit_fields(tree: Path = ROOT) -> set[str] | None:
     return set(out) or None
 
 
-def config_text(pairs: int, known: set[str] | None) -> str:
-    """The bench's config; abuse limits (where the server has them: ``known``) lifted for one
-    address.
+def config_text(pairs: int, tree: Path = ROOT) -> str:
+    """The bench's config for the server of ``tree``; abuse limits (where that server has
+    them) lifted for one address.
 
     Every client connects from 127.0.0.1 and sends as fast as replies come back,
     which is what a per-address connection cap and a per-connection message rate
     are there to refuse.
     """
     text = CONFIG
+    known = limit_fields(tree)
     if known is not None:
         wanted = {"connections_per_address": 2 * pairs + 8, "messages_per_second": 1e6,
                   "burst": 1_000_000, "registrations_per_hour": 0, "invitations_per_minute": 0,
@@ -405,12 +406,12 @@ async def main_async(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="live-matches-", dir=args.tmp) as name:
             tmp = Path(name)
             config = tmp / "cfg.toml"
-            config.write_text(config_text(args.pairs, limit_fields()))
+            config.write_text(config_text(args.pairs))
             trees = [Tree("now", None, config)]
             if args.compare:
                 other = checkout(args.compare, tmp / "compare")
                 config = tmp / "cfg-compare.toml"
-                config.write_text(config_text(args.pairs, limit_fields(other)))
+                config.write_text(config_text(args.pairs, other))
                 trees.append(Tree(args.compare, other, config))
             for mode in modes:
                 for backend in backends:
