@@ -362,7 +362,7 @@ async def run_mode(mode: str, tmp: Path, trees: list[Tree], args: argparse.Names
     # that number is known only afterwards, so the first baseline estimates it.
     n_tx = expected if expected is not None else max(200, int(args.seconds * 300))
     baselines = [await baseline(base, n_tx)]
-    runs = []
+    runs: list[LobbyRun] = []
     for r in range(args.repeat):
         for tree in trees if r % 2 == 0 else trees[::-1]:
             k = len(runs)
