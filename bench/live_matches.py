@@ -124,6 +124,11 @@ class LobbyRun:
     def rate(self) -> float:
         return self.matches / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def server_cpu_a_match(self) -> float | None:
+        """The server subprocess's CPU seconds a match."""
+        return None if self.server_cpu is None else self.server_cpu / max(self.matches, 1)
+
 
 # ---- baseline -------------------------------------------------------------------------------
 
@@ -342,6 +347,10 @@ class Tree:
     path: Path | None
     config: Path
 
+    def serves(self, backend: str) -> bool:
+        """Whether this tree's server has ``backend`` (an old commit may predate PostgreSQL)."""
+        return backend == "sqlite" or (self.path or ROOT).joinpath("server/store/pg").is_dir()
+
 
 def checkout(rev: str, into: Path) -> Path:
     """A copy of the repository's files at ``rev`` (``git archive``), to run its server."""
@@ -363,6 +372,10 @@ async def run_mode(mode: str, tmp: Path, trees: list[Tree], args: argparse.Names
     n_tx = expected if expected is not None else max(200, int(args.seconds * 300))
     baselines = [await baseline(base, n_tx)]
     runs: list[LobbyRun] = []
+    for tree in trees:
+        if not tree.serves(backend):
+            print(f"{tree.commit}: no {backend} in that commit's server; its runs are left out")
+    trees = [tree for tree in trees if tree.serves(backend)]
     for r in range(args.repeat):
         for tree in trees if r % 2 == 0 else trees[::-1]:
             k = len(runs)
@@ -464,6 +477,9 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"  {errors} matches failed")
         if args.compare:
             print("  " + compared(result, args.compare))
+    beside = postgresql_beside_sqlite(results)
+    if beside:
+        print(beside)
     print()
     print("A match is invite + join + resign; join and resign each write (join inserts the match, "
           "resign finishes and rates it).")
@@ -475,6 +491,30 @@ async def main_async(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def postgresql_beside_sqlite(results: list[ModeResult]) -> str | None:
+    """This checkout's PostgreSQL runs against its SQLite runs of the same server mode: the
+    ratio of the medians of matches a second and of server CPU a match."""
+    lines = []
+    for mode in ("subprocess", "inprocess"):
+        def runs(backend: str, mode: str = mode) -> list[LobbyRun]:
+            return [run for result in results for run in result.runs
+                    if run.mode == f"{mode}/{backend}" and run.commit == "now"]
+
+        sqlite, postgresql = runs("sqlite"), runs("postgresql")
+        if not sqlite or not postgresql:
+            continue
+        rate = statistics.median(r.rate for r in postgresql) / statistics.median(
+            r.rate for r in sqlite)
+        line = f"{mode}: PostgreSQL / SQLite: matches/s {rate:.2f}"
+        cpu_pg = [c for r in postgresql if (c := r.server_cpu_a_match) is not None]
+        cpu_sqlite = [c for r in sqlite if (c := r.server_cpu_a_match) is not None]
+        if cpu_pg and cpu_sqlite:
+            line += (f", server CPU a match "
+                     f"{statistics.median(cpu_pg) / statistics.median(cpu_sqlite):.2f}")
+        lines.append(line + " (medians of the runs)")
+    return "\n".join(lines) or None
+
+
 def compared(result: ModeResult, rev: str) -> str:
     """The server CPU a match and the matches a second of this checkout against ``rev``: the
     medians over the runs, and the ratio of each round's two runs."""
@@ -482,6 +522,8 @@ def compared(result: ModeResult, rev: str) -> str:
         return [run for run in result.runs if run.commit == commit]
 
     now, then = of("now"), of(rev)
+    if not then:
+        return f"no run of {rev} on this backend"
     cpu = [(a.server_cpu / max(a.matches, 1)) / (b.server_cpu / max(b.matches, 1))
            for a, b in zip(now, then, strict=True) if a.server_cpu and b.server_cpu]
     rate = [a.rate / b.rate for a, b in zip(now, then, strict=True) if b.rate]
