@@ -14,6 +14,10 @@ processes on a fresh database each time:
 - ``ceiling``: PostgreSQL's own commit rate in the same run (empty transactions committed
   one after another on one connection: one WAL flush each), for scale.
 
+``--compare REV`` also runs the servers of commit REV (a copy from ``git archive``, with this
+venv's packages) for each number of servers, the two commits in turn (their order
+alternating), and prints the ratio of this checkout's matches/s and CPU a match to REV's.
+
 Run from the repository root:  .venv/bin/python bench/nodes.py
 """
 
@@ -35,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 from bench import _postgres  # noqa: E402
 from bench._harness import Served, lobby_server, machine, percentile  # noqa: E402
-from bench.live_matches import Player, close_pairs, config_text, play  # noqa: E402
+from bench.live_matches import Player, checkout, close_pairs, config_text, play  # noqa: E402
 from bench.push_feed import commit_ceiling  # noqa: E402
 
 PASSWORD = "bench-password"
@@ -137,6 +141,12 @@ async def latency(a_url: str, b_url: str, matches: int) -> dict[str, float]:
     return {"p50": statistics.median(waits), "p99": percentile(waits, 0.99)}
 
 
+def median_of(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The median matches/s and CPU a match of several runs of one setting."""
+    return {"rate": statistics.median(g["rate"] for g in runs),
+            "cpu_ms_per_match": statistics.median(g["cpu_ms_per_match"] for g in runs)}
+
+
 async def run(args: argparse.Namespace) -> int:
     cluster = _postgres.cluster()
     if cluster is None:
@@ -147,29 +157,54 @@ async def run(args: argparse.Namespace) -> int:
         tmp = Path(folder)
         config = tmp / "bench.toml"
         config.write_text(config_text(args.pairs * 3))
+        trees: list[tuple[str, Path | None, Path]] = [("now", None, config)]
+        if args.compare:
+            other = checkout(args.compare, tmp / "compare")
+            (tmp / "compare.toml").write_text(config_text(args.pairs * 3, other))
+            trees.append((args.compare, other, tmp / "compare.toml"))
         ceiling = await commit_ceiling(_postgres.new_database(cluster.url))
         print(f"PostgreSQL commit ceiling (one connection, one flush each): {ceiling:,.0f}/s")
-        rows = []
-        for n in (1, 2, 3):
-            db: Any = _postgres.new_database(cluster.url)
-            async with contextlib.AsyncExitStack() as stack:
-                servers = [await stack.enter_async_context(lobby_server(tmp, db, config))
-                           for _ in range(n)]
-                got = await throughput(servers, args.pairs, args.seconds)
-                if n == 1:
-                    got["latency"] = await latency(servers[0].url, servers[0].url, args.latency)
-                elif n == 2:
-                    got["latency"] = await latency(servers[0].url, servers[1].url, args.latency)
-            rows.append((n, got))
-            print(f"{n} server(s): {got['rate']:7.1f} matches/s ({got['matches']} matches, "
-                  f"{got['errors']} errors), server CPU {got['cpu_ms_per_match']:.2f} ms/match"
-                  + (f", push p50 {got['latency']['p50']:.2f} ms p99 "
-                     f"{got['latency']['p99']:.2f} ms" if "latency" in got else ""))
-        base = rows[0][1]["rate"]
-        print("ratio to one server: " + ", ".join(
-            f"{n}: {got['rate'] / base:.2f}x" for n, got in rows))
-        print("matches/s against the commit ceiling (two commits a match): " + ", ".join(
-            f"{n}: {2 * got['rate'] / ceiling:.2f}" for n, got in rows))
+        runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for r, n in ((r, n) for r in range(args.repeat) for n in (1, 2, 3)):
+            for label, tree, cfg in trees if (n + r) % 2 else trees[::-1]:
+                db: Any = _postgres.new_database(cluster.url)
+                async with contextlib.AsyncExitStack() as stack:
+                    servers = [await stack.enter_async_context(lobby_server(tmp, db, cfg, tree))
+                               for _ in range(n)]
+                    got = await throughput(servers, args.pairs, args.seconds)
+                    if n <= 2:
+                        got["latency"] = await latency(servers[0].url, servers[n - 1].url,
+                                                       args.latency)
+                runs.setdefault((label, n), []).append(got)
+                print(("" if tree is None else f"{label}: ")
+                      + f"{n} server(s): {got['rate']:7.1f} matches/s ({got['matches']} "
+                      f"matches, {got['errors']} errors), server CPU "
+                      f"{got['cpu_ms_per_match']:.2f} ms/match"
+                      + (f", push p50 {got['latency']['p50']:.2f} ms p99 "
+                         f"{got['latency']['p99']:.2f} ms" if "latency" in got else ""))
+        rows = {label: [(n, median_of(runs[label, n])) for n in (1, 2, 3)]
+                for label, _, _ in trees}
+        if args.repeat > 1:
+            print(f"medians of {args.repeat} runs each:")
+            for label, got_rows in rows.items():
+                for n, got in got_rows:
+                    print(("" if label == "now" else f"{label}: ")
+                          + f"{n} server(s): {got['rate']:7.1f} matches/s, server CPU "
+                          f"{got['cpu_ms_per_match']:.2f} ms/match")
+        for label, got_rows in rows.items():
+            base = got_rows[0][1]["rate"]
+            prefix = "" if label == "now" else f"{label}: "
+            print(prefix + "ratio to one server: " + ", ".join(
+                f"{n}: {got['rate'] / base:.2f}x" for n, got in got_rows))
+            print(prefix + "matches/s against the commit ceiling (two commits a match): "
+                  + ", ".join(f"{n}: {2 * got['rate'] / ceiling:.2f}" for n, got in got_rows))
+        if args.compare:
+            pairs = list(zip(rows["now"], rows[args.compare], strict=True))
+            print(f"now / {args.compare}: matches/s " + ", ".join(
+                f"{n}: {a['rate'] / b['rate']:.2f}" for (n, a), (_, b) in pairs)
+                + "; server CPU a match " + ", ".join(
+                f"{n}: {a['cpu_ms_per_match'] / b['cpu_ms_per_match']:.2f}"
+                for (n, a), (_, b) in pairs))
     return 0
 
 
@@ -179,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of play (10)")
     parser.add_argument("--latency", type=int, default=200,
                         help="matches timed one after another for the push latency (200)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of 1, 2 and 3 servers; the figures are the medians (1)")
+    parser.add_argument("--compare", metavar="REV", help="also run commit REV's servers, in "
+                        "turn with this checkout's, and print the ratios")
     parser.add_argument("--tmp", help="parent of the temporary directory")
     args = parser.parse_args(argv)
     return asyncio.run(run(args))
