@@ -20,13 +20,12 @@ from ratings_plugin.commands import cli_commands
 from ratings_plugin.corrections import rebuild
 from ratings_plugin.ladder_evaluation import evaluation_commands
 from ratings_plugin.queries import event_changes, lobby_commands
-from ratings_plugin.stakes import stake
+from ratings_plugin.stakes import Stakes
 from server.api import (
     Book,
     CliCommand,
     DomainEvent,
     EventClosed,
-    Game,
     LadderConfig,
     LadderCorrected,
     MatchFinished,
@@ -75,6 +74,7 @@ class RatingsPlugin:
         self._rows_cache: dict[tuple[str, date], list[dict[str, Any]]] = {}
         self._index_cache: dict[tuple[str, date],
                                 tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
+        self.stakes = Stakes()
 
     def commands(self) -> Sequence[PluginCommand]:
         return (*lobby_commands(self), *evaluation_commands())
@@ -311,10 +311,8 @@ class RatingsPlugin:
         config = self.ladders.get(ladder)
         if config is None or not config.system.live_matches or length is None:
             return {}
-        game = Game((a,), (b,), 1, 0, today(), length)
-        if not config.system.counts(config.options, game):
-            return {}
-        return {"stake": stake(config, self.published.get(ladder, {}), a, b, length)}
+        found = self.stakes.of(config, self.published.get(ladder, {}), a, b, length)
+        return {} if found is None else {"stake": found}
 
     def _standing(self, config: LadderConfig, player: str) -> Any:
         """The player's published standing, or a newcomer's."""

@@ -6,27 +6,81 @@ published standings, and neither result is accepted. A live match is a unit of
 its two players alone, so nothing else of the ladder takes part. The chances
 are the system's expectation, so every system that rates live matches offers
 stakes with no code of its own.
+
+A stake is shown with the invitation, its listing, the match and its summary:
+:class:`Stakes` computes it once for the two standings it is made of.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
-from ratings_plugin.book import today
 from server.api import Game, LadderConfig, RatedUnit
 
+STAKES_KEPT = 4096
+"""The most stakes :class:`Stakes` keeps (a few hundred bytes each)."""
 
-def stake(ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str, length: int
-          ) -> dict[str, Any]:
-    """The stake of a ``length``-point match of ``a`` (first) against ``b`` on ``ladder``."""
+_StakeKey = tuple[str, str, str, int, str]
+_Kept = tuple[LadderConfig, Any, Any, "dict[str, Any] | None"]
+
+
+class Stakes:
+    """Stakes computed once per pair of standings, not at every summary.
+
+    A stake depends on nothing but the ladder, the two players' published standings, the
+    length and the moment (the day, or the second for a system whose changes grow with time
+    away). Standings are frozen: publishing a result, a correction, a reload or following
+    another node's ratings puts new standing objects in their place. So a kept stake is
+    used only while both standings it was computed from are still the published ones, by
+    identity, and a rated result makes it stale by itself, on every node.
+    """
+
+    def __init__(self, kept: int = STAKES_KEPT) -> None:
+        self._kept = kept
+        self._stakes: dict[_StakeKey, _Kept] = {}
+        self._second = -1
+        self._moment = ("", date.min)
+
+    def of(self, ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str,
+           length: int) -> dict[str, Any] | None:
+        """The stake of a ``length``-point match of ``a`` against ``b`` now, or ``None`` when
+        the ladder would not rate it. The same object while it holds: do not change it."""
+        at, day = self._now()
+        key = (ladder.name, a, b, length, at)
+        sa, sb = published.get(a), published.get(b)
+        kept = self._stakes.get(key)
+        if kept is not None and kept[0] is ladder and kept[1] is sa and kept[2] is sb:
+            return kept[3]
+        game = Game((a,), (b,), 1, 0, day, length)
+        found = (stake(ladder, published, a, b, length, at, day)
+                 if ladder.system.counts(ladder.options, game) else None)
+        if kept is None and len(self._stakes) >= self._kept:
+            del self._stakes[next(iter(self._stakes))]  # the oldest
+        self._stakes[key] = (ladder, sa, sb, found)
+        return found
+
+    def _now(self) -> tuple[str, date]:
+        """This second as a unit's ``at`` and its UTC day (formatted once a second)."""
+        second = int(time.time())
+        if second != self._second:
+            t = time.gmtime(second)
+            self._moment = (time.strftime("%Y-%m-%dT%H:%M:%SZ", t),
+                            date(t.tm_year, t.tm_mon, t.tm_mday))
+            self._second = second
+        return self._moment
+
+
+def stake(ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str, length: int,
+          at: str, day: date) -> dict[str, Any]:
+    """The stake of a ``length``-point match of ``a`` (first) against ``b`` on ``ladder``,
+    played at ``at`` on ``day``."""
     system, options = ladder.system, ladder.options
     book = system.new_book(options)
     before = {p: published.get(p) or book.new_standing(p) for p in (a, b)}
     book.standings.update(before)
-    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    day = today()
     after: dict[str, dict[str, Any]] = {}
     for winner in (a, b):
         score = (1, 0) if winner == a else (0, 1)

@@ -223,6 +223,13 @@ async def test_invitations_cross_nodes_and_their_row_decides_each_answer(
     done = await alice.call("resign")
     assert (await heard(bob, match_finished=1))["match_finished"] == [done]
     await asyncio.wait_for(forgotten(a, b), 10)
+    # node b lists the stake from the ratings node a's match moved, not the one it showed
+    again = await alice.call("invite", name="bob", ladder="backgammon", length=3)
+    await bob.next_push("invited", timeout=10)
+    assert again["stake"] != listed["received"][0]["stake"]
+    assert [i["stake"] for i in (await bob.call("invitations"))["received"]] == [again["stake"]]
+    await alice.call("uninvite", name="bob")
+    await asyncio.wait_for(no_invitations(a, b), 10)
 
     joined = withdrawn = 0
     for i in range(INVITATION_RACES):
