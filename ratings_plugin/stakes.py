@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from server.api import Game, LadderConfig, RatedUnit
+from server.api import Book, Game, LadderConfig, RatedUnit
+from server.api.systems import live_outcomes
 
 STAKES_KEPT = 4096
 """The most stakes :class:`Stakes` keeps (a few hundred bytes each)."""
@@ -49,7 +50,8 @@ class Stakes:
         """The stake of a ``length``-point match of ``a`` against ``b`` now, or ``None`` when
         the ladder would not rate it. The same object while it holds: do not change it."""
         at, day = self._now()
-        key = (ladder.name, a, b, length, at)
+        # a system with closed-form outcomes says they change with the day alone
+        key = (ladder.name, a, b, length, at[:10] if live_outcomes(ladder.system) else at)
         sa, sb = published.get(a), published.get(b)
         kept = self._stakes.get(key)
         if kept is not None and kept[0] is ladder and kept[1] is sa and kept[2] is sb:
@@ -76,24 +78,33 @@ class Stakes:
 def stake(ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str, length: int,
           at: str, day: date) -> dict[str, Any]:
     """The stake of a ``length``-point match of ``a`` (first) against ``b`` on ``ladder``,
-    played at ``at`` on ``day``."""
+    played at ``at`` on ``day``: by the system's :class:`~server.api.LiveOutcomes` when it
+    has them, else through its book."""
     system, options = ladder.system, ladder.options
     book = system.new_book(options)
-    before = {p: published.get(p) or book.new_standing(p) for p in (a, b)}
-    book.standings.update(before)
+    sa, sb = (published.get(p) or book.new_standing(p) for p in (a, b))
+    closed = live_outcomes(system)
+    if closed is not None:
+        a_win, a_loss, b_win, b_loss = closed.outcomes(options, sa, sb, length, day)
+    else:
+        a_win, a_loss, b_win, b_loss = changes_by_book(ladder, book, sa, sb, length, at, day)
+    return {"ladder": ladder.name, "length": length, "players": [
+        {"player": a, "rating": sa.rating, "chance": system.expectation(options, sa, sb, length),
+         "win": a_win, "loss": a_loss},
+        {"player": b, "rating": sb.rating, "chance": system.expectation(options, sb, sa, length),
+         "win": b_win, "loss": b_loss}]}
+
+
+def changes_by_book(ladder: LadderConfig, book: Book, sa: Any, sb: Any, length: int, at: str,
+                    day: date) -> tuple[float, float, float, float]:
+    """:meth:`~server.api.LiveOutcomes.outcomes` for any system: the match rated both ways
+    by ``book`` (an empty one) holding the two standings, neither result accepted."""
+    a, b = sa.player, sb.player
+    book.standings.update({a: sa, b: sb})
     after: dict[str, dict[str, Any]] = {}
     for winner in (a, b):
         score = (1, 0) if winner == a else (0, 1)
         game = Game((a,), (b,), *score, day, length)
         after[winner] = book.compute(RatedUnit(ladder.name, 0, at, (game,), {}))
-    players = []
-    for me, other in ((a, b), (b, a)):
-        mine = before[me]
-        players.append({
-            "player": me,
-            "rating": mine.rating,
-            "chance": system.expectation(options, mine, before[other], length),
-            "win": after[me][me].rating - mine.rating,
-            "loss": after[other][me].rating - mine.rating,
-        })
-    return {"ladder": ladder.name, "length": length, "players": players}
+    return (after[a][a].rating - sa.rating, after[b][a].rating - sa.rating,
+            after[b][b].rating - sb.rating, after[a][b].rating - sb.rating)

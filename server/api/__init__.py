@@ -53,6 +53,7 @@ from server.api.systems import (
     FastReplay,
     HistoryLoading,
     LadderOptions,
+    LiveOutcomes,
     SharedField,
     StandingBase,
     SystemBase,
@@ -70,6 +71,6 @@ __all__ = [
 ]
 __all__ += ["PluginBase"]
 __all__ += [
-    "BookBase", "FastReplay", "HistoryLoading", "LadderOptions", "SharedField", "StandingBase",
-    "SystemBase", "TailCorrections", "rules",
+    "BookBase", "FastReplay", "HistoryLoading", "LadderOptions", "LiveOutcomes", "SharedField",
+    "StandingBase", "SystemBase", "TailCorrections", "rules",
 ]

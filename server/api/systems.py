@@ -17,7 +17,7 @@ Everything else of :class:`server.api.RatingSystem` has a default here,
 documented with each method. The optional capabilities are not part of the
 base: a system (or its book) that has the member has the capability, and the
 ratings plugin finds it through :func:`plain_replay`, :func:`tail_corrections`,
-:func:`history_loading` and :func:`shared_field`.
+:func:`live_outcomes`, :func:`history_loading` and :func:`shared_field`.
 """
 
 from __future__ import annotations
@@ -327,6 +327,19 @@ class TailCorrections(Protocol):
         holds."""
 
 
+class LiveOutcomes(Protocol):
+    """A system that says in closed form what a live match would change, without rating it
+    twice through a book: a stake's fast path. The changes depend on nothing but the two
+    standings, the length and the day (not on the time of day)."""
+
+    def outcomes(self, options: Any, a: Any, b: Any, length: int, day: date
+                 ) -> tuple[float, float, float, float]:
+        """The rating changes a ``length``-point match of ``a`` (side A) against ``b`` played
+        on ``day`` would make, exactly (bit for bit) what the book's ``compute`` gives: A's if
+        A wins, A's if A loses, B's if B wins, B's if B loses. Asked only for a match the
+        ladder rates."""
+
+
 class HistoryLoading(Protocol):
     """A book that solves the whole history (ČAS's Peklo) and so loads it at start."""
 
@@ -360,6 +373,11 @@ def plain_predictions(ladder: LadderConfig, ids: Mapping[str, int]) -> PlainPred
 def tail_corrections(system: RatingSystem) -> TailCorrections | None:
     """The system as :class:`TailCorrections` when it has ``rewind``, else ``None``."""
     return cast(TailCorrections, system) if callable(getattr(system, "rewind", None)) else None
+
+
+def live_outcomes(system: RatingSystem) -> LiveOutcomes | None:
+    """The system as :class:`LiveOutcomes` when it has ``outcomes``, else ``None``."""
+    return cast(LiveOutcomes, system) if callable(getattr(system, "outcomes", None)) else None
 
 
 def history_loading(book: Book) -> HistoryLoading | None:

@@ -28,7 +28,13 @@ from testkit.server_loop import LobbyServer, with_ladders
 from clients import LobbyClient
 from server.api import Game, LadderConfig, RatedUnit
 from server.api.registry import rating_systems
-from server.api.systems import history_loading, plain_replay, shared_field, tail_corrections
+from server.api.systems import (
+    history_loading,
+    live_outcomes,
+    plain_replay,
+    shared_field,
+    tail_corrections,
+)
 
 PLUGIN = Path(__file__).resolve().parent / "elo"
 K = 24.0
@@ -119,11 +125,13 @@ def test_capabilities_are_found_by_their_members() -> None:
         ladder = LadderConfig(name, system, system.parse_options({}))
         book = system.new_book(ladder.options)
         found[name] = (plain_replay(ladder, {}) is not None,
-                       tail_corrections(system) is not None,
+                       tail_corrections(system) is not None, live_outcomes(system) is not None,
                        history_loading(book) is not None, shared_field(system))
-    assert found == {"elo": (False, False, False, None), "fibs": (True, True, False, None),
-                     "p4p": (False, False, False, None), "glicko2": (False, False, False, None),
-                     "cas": (False, False, True, "peklo")}
+    assert found == {"elo": (False, False, False, False, None),
+                     "fibs": (True, True, True, False, None),
+                     "p4p": (False, False, False, False, None),
+                     "glicko2": (False, False, False, False, None),
+                     "cas": (False, False, False, True, "peklo")}
 
 
 async def win(winner: LobbyClient, loser: LobbyClient) -> dict[str, float]:
@@ -132,6 +140,19 @@ async def win(winner: LobbyClient, loser: LobbyClient) -> dict[str, float]:
     finished = await loser.call("resign")
     assert finished["match"] == mid and finished["rated"] is True
     return {c["player"]: c["after"] for c in finished["changes"]}
+
+
+async def check_stake(asker: LobbyClient, a: str, b: str, ratings: dict[str, float]) -> None:
+    """The stake of a match of ``a`` (asking) against ``b``: each one's chance is the Elo
+    expectation, each outcome's change K × (score − expectation)."""
+    stake = await asker.call("stake", name=b, ladder="club")
+    for row, me, other in zip(stake["players"], (a, b), (b, a), strict=True):
+        own, theirs = ratings.get(me, 1500.0), ratings.get(other, 1500.0)
+        expected = 1.0 / (1.0 + 10.0 ** ((theirs - own) / 400.0))
+        assert (row["player"], row["rating"]) == (me, pytest.approx(own, rel=1e-12))
+        assert row["chance"] == pytest.approx(expected, rel=1e-12)
+        assert row["win"] == pytest.approx(K * (1.0 - expected), rel=1e-12)
+        assert row["loss"] == pytest.approx(-K * expected, rel=1e-12)
 
 
 async def test_live_matches_a_void_and_replay_check(club: LobbyServer) -> None:
@@ -148,6 +169,7 @@ async def test_live_matches_a_void_and_replay_check(club: LobbyServer) -> None:
         "alice": (pytest.approx(ratings["alice"], rel=1e-12), 2),
         "bob": (pytest.approx(ratings["bob"], rel=1e-12), 2),
         "carol": (pytest.approx(ratings["carol"], rel=1e-12), 2)}
+    await check_stake(bob, "bob", "carol", ratings)  # through its book: no code of its own
     config = club.db.with_name("elo.toml")
     assert await replay_check(club.db, config) == (
         0, "replay --check: every rating agrees with the match log\n")
@@ -160,6 +182,7 @@ async def test_live_matches_a_void_and_replay_check(club: LobbyServer) -> None:
     elo(ratings, "alice", "carol")
     rows = (await admin.call("ladder", ladder="club"))["players"]
     assert {r["player"]: r["rating"] for r in rows} == pytest.approx(ratings, rel=1e-12)
+    await check_stake(bob, "bob", "carol", ratings)  # the void's ratings, not the one shown
     assert (await replay_check(club.db, config))[0] == 0
 
     # evaluate scores its predictions with no code of its own: the two rated matches left, each

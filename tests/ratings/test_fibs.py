@@ -10,9 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testkit.books import LadderBook
 
+from ratings_plugin.stakes import changes_by_book
 from ratings_plugin.systems import fibs
 from ratings_plugin.systems.fibs import FibsOptions, FibsRating, rate_match
-from server.api import Game
+from ratings_plugin.systems.fibs.standing import FibsStanding
+from server.api import Game, LadderConfig
+from server.api.registry import rating_systems
+from server.api.systems import live_outcomes
 
 # (rating difference, match length, favourite's win probability in % as printed in RATINGS.md)
 SOURCE_CHECKS = [
@@ -236,3 +240,27 @@ def test_unlimited_and_unrated_matches_change_nothing() -> None:
     unrated = Game(("a",), ("b",), 5, 2, date(2026, 1, 1), 5, "forfeit")
     assert book.apply([unrated]) == {}
     assert book.standings == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.just(1500.0), st.floats(0, 4000)), experiences, st.floats(0, 4000),
+       st.integers(0, 3000), st.one_of(lengths, st.integers(1, 1000)), st.booleans(),
+       st.floats(1000, 2000))
+def test_a_stakes_closed_form_outcomes_are_the_books_bit_for_bit(
+    p1: float, e1: int, p2: float, e2: int, n: int, includes_match: bool, start: float
+) -> None:
+    """The stake's fast path (``outcomes``) gives exactly what rating the match both ways
+    through the book gives, newcomers (the ladder's start rating) too."""
+    system = rating_systems()["fibs"]
+    options = system.parse_options({"experience_includes_match": includes_match,
+                                    "start_rating": start})
+    ladder = LadderConfig("backgammon", system, options)
+    day = date(2026, 5, 4)
+    a = FibsStanding("ann", p1, e1 // 3, date(2026, 1, 2), e1)
+    for b in (FibsStanding("ben", p2, 7, None, e2), system.new_book(options).new_standing("ben")):
+        closed = live_outcomes(system)
+        assert closed is not None
+        by_book = changes_by_book(ladder, system.new_book(options), a, b, n,
+                                  "2026-05-04T10:00:00Z", day)
+        assert closed.outcomes(options, a, b, n, day) == by_book
+        assert by_book[0] >= 0 >= by_book[1] and by_book[2] >= 0 >= by_book[3]

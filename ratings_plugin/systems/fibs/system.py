@@ -7,7 +7,13 @@ from dataclasses import replace
 from datetime import date
 from typing import Any
 
-from ratings_plugin.systems.fibs import FibsOptions, FibsRating, rate_match, win_probability
+from ratings_plugin.systems.fibs import (
+    FibsOptions,
+    FibsRating,
+    rate_match,
+    rate_ratings,
+    win_probability,
+)
 from ratings_plugin.systems.fibs.replay import FibsReplay
 from ratings_plugin.systems.fibs.standing import FibsLadder, FibsStanding
 from server.api import BookBase, Column, Game, RatingSystem, SystemBase
@@ -32,7 +38,7 @@ class FibsBook(BookBase[FibsLadder, FibsStanding]):
 
 
 class Fibs(SystemBase[FibsLadder, FibsStanding]):
-    """FIBS, with a fast replay of plain logs and tail corrections."""
+    """FIBS, with a fast replay of plain logs, tail corrections and closed-form stakes."""
 
     name = "fibs"
     title = "FIBS"
@@ -70,6 +76,15 @@ class Fibs(SystemBase[FibsLadder, FibsStanding]):
             raise ValueError(f"{s.player}: the tail holds more than the standing")
         return replace(s, rating=rating_before, games=games, experience=experience,
                        last_played=last_played)
+
+    def outcomes(self, options: FibsLadder, a: FibsStanding, b: FibsStanding, length: int,
+                 day: date) -> tuple[float, float, float, float]:
+        """A stake's two outcomes by :func:`rate_ratings`, the formula the book rates with."""
+        includes = options.fibs.experience_includes_match
+        ra, rb = float(a.rating), float(b.rating)
+        a_won, b_lost = rate_ratings(ra, a.experience, rb, b.experience, length, includes)
+        b_won, a_lost = rate_ratings(rb, b.experience, ra, a.experience, length, includes)
+        return a_won - a.rating, a_lost - a.rating, b_won - b.rating, b_lost - b.rating
 
     def plain_replay(self, options: FibsLadder, ids: Mapping[str, int]) -> FibsReplay:
         return FibsReplay(options, ids)
