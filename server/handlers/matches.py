@@ -8,7 +8,7 @@ from typing import Any
 
 from server.api import Game, LadderConfig, MatchFinished, RatedUnit
 from server.handlers import coming_back
-from server.lobby import Call, Effects, Invitation, LiveMatch, Player, fail
+from server.lobby import Call, Effects, Invitation, LiveMatch, Lobby, Player, fail
 from server.lobby.audience import Audience, to_players
 from server.lobby.presence import NOT_READY
 from server.lobby.state import LIVE
@@ -315,7 +315,7 @@ async def join(call: Call) -> Any:
             if refusal is not None:
                 gone = True
                 raise fail("not_found", refusal)
-        elif await stored_invitations.playing(tx, inviter.id, me.id):  # paired a moment ago?
+        elif await _paired_meanwhile(tx, call.lobby, inviter, me):
             raise fail("conflict", f"{inviter.name} or you started another match a moment ago.")
         await stored_seeks.drop_all(tx, (inviter.id, me.id))
         mid = await stored.start_live(tx, inv.ladder, (inviter.name, inviter.id),
@@ -341,6 +341,18 @@ async def join(call: Call) -> Any:
     call.push(to_players(inviter.name), push("match_started", summary))
     call.tell_status(inviter.name, me.name)
     return summary
+
+
+async def _paired_meanwhile(tx: WriteTx, lobby: Lobby, a: Player, b: Player) -> bool:
+    """Whether an automatch pass paired either player after the join's own checks.
+
+    On PostgreSQL other nodes pair from the one pool: the players' rows say (held until the
+    commit). On SQLite this process alone starts matches: a join reserves both players in
+    ``match_of`` before its job, and a pass's job names whom it pairs in ``seeking.pairing``
+    until their matches begin, so memory says it with no query."""
+    if tx.backend == "postgresql":
+        return await stored_invitations.playing(tx, a.id, b.id)
+    return bool(lobby.seeking.pairing & {a.key, b.key})
 
 
 async def _answerable(tx: WriteTx, me: Player, inviter: Player) -> str | None:

@@ -52,6 +52,9 @@ class Seeking:
         self.passes = 0
         self._stopping = False
         self.formed = 0  # matches started by the passes of this node
+        self.pairing: set[str] = set()
+        """Players (names case-folded) whom a pass's job has paired and whose matches have
+        not begun here yet: on SQLite a join's job asks this instead of the database."""
 
     @property
     def node(self) -> str:
@@ -187,10 +190,13 @@ class Seeking:
         now = time.time()
         formed: list[LiveMatch] = []
         mine: set[int] = set()
+        paired_here: set[str] = set()
 
         async def job(tx: WriteTx) -> None:
             formed.clear()
             mine.clear()
+            self.pairing -= paired_here
+            paired_here.clear()
             rows = await stored.hold_pool(tx)
             stale, ready = self._candidates(rows)
             ids = sorted(r["player_id"] for r in ready)
@@ -201,6 +207,8 @@ class Seeking:
                     if r["player_id"] not in busy]
             pairs = pair(pool, now, self.widening, self.chance, apart)
             paired = [s.id for p in pairs for s in p]
+            paired_here.update(s.name.casefold() for p in pairs for s in p)
+            self.pairing |= paired_here
             gone = {*stale, *busy, *paired}
             await stored.drop_all(tx, sorted(gone))
             day, at = today().isoformat(), timestamp()
@@ -214,7 +222,11 @@ class Seeking:
         sharing = lobby.sharing
         reserve = sharing is not None and sharing.reserving()
         before = set(self.here)
-        await transact(lobby.db, job, reserve=reserve)
+        try:
+            await transact(lobby.db, job, reserve=reserve)
+        except BaseException:
+            self.pairing -= paired_here
+            raise
         self.here = mine | (self.here - before)  # and those who sought meanwhile
         if sharing is not None and reserve:
             sharing.took(False)  # what follows is shared in this commit's place
@@ -226,6 +238,7 @@ class Seeking:
                 lobby.publish(to_players(m.a, m.b), push("match_started", lobby.match_summary(m)))
                 lobby.presence.changed([n for n in (m.a, m.b) if lobby.session_of(n)])
         finally:
+            self.pairing -= paired_here  # their matches are in ``match_of`` now
             if sharing is not None:
                 sharing.release()
             self.passes += 1  # its pushes are on their way

@@ -406,6 +406,45 @@ async def test_a_join_and_a_pairing_racing_start_one_match(lobby: LobbyServer) -
     assert "c" in outcomes  # (the joins after the pairing were refused)
 
 
+async def test_a_join_is_refused_while_a_pairing_of_its_inviter_begins(lobby: LobbyServer
+                                                                       ) -> None:
+    """A pass has paired alice and carol and committed their match, which has not begun here
+    yet (held just after its commit), when bob joins alice's invitation: the join is refused,
+    and alice plays one match, carol's."""
+    server = lobby_of(lobby)
+    alice, bob, carol = await lobby.players("alice", "bob", "carol")
+    await alice.call("invite", name="bob", ladder="backgammon")
+    await bob.next_push("invited")
+    write, committed, go_on = server.db.write, asyncio.Event(), asyncio.Event()
+
+    async def held(job: Any, reserve: bool = False) -> Any:
+        done = await write(job, reserve)
+        task = asyncio.current_task()
+        if task is not None and task.get_name() == "automatch":
+            committed.set()
+            await go_on.wait()
+        return done
+
+    server.db.write = held  # type: ignore[method-assign]
+    try:
+        await alice.call("seek", ladder="backgammon", range=500)
+        await carol.call("seek", ladder="backgammon", range=500)
+        await asyncio.wait_for(committed.wait(), 10)
+        assert "a moment ago" in await refused(bob, "conflict", "join", name="alice")
+    finally:
+        go_on.set()
+        server.db.write = write  # type: ignore[method-assign]
+    started = (await alice.next_push("match_started"))["data"]
+    assert {started["a"], started["b"]} == {"alice", "carol"}
+    live = await server.db.fetchall(
+        "SELECT m.id FROM matches m JOIN match_players mp ON mp.match_id = m.id "
+        "WHERE mp.player_id = ? AND m.status = 'playing'", (server.players["alice"].id,))
+    assert [r[0] for r in live] == [started["match"]]
+    await bob.next_push("invitation_withdrawn")
+    await alice.call("resign")
+    await start_match(bob, alice)  # her match began: nothing holds her back any more
+
+
 async def test_a_disputed_match_does_not_keep_its_players_out_of_the_pool(
         lobby: LobbyServer) -> None:
     """A disputed match waits for an admin and holds neither player: both may seek, and are
