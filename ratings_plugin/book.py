@@ -14,11 +14,24 @@ from typing import Any
 
 from server.api import Book, LadderConfig, RatedUnit
 
+_clock: tuple[int, str, date] = (-1, "", date.min)
+
+
+def moment() -> tuple[str, date]:
+    """Now as a unit's ``at`` (to the second) and today's date in UTC, the lobby's calendar:
+    worked out once a second."""
+    global _clock
+    second = int(time.time())
+    if second != _clock[0]:
+        t = time.gmtime(second)
+        _clock = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", t),
+                  date(t.tm_year, t.tm_mon, t.tm_mday))
+    return _clock[1], _clock[2]
+
 
 def today() -> date:
     """Today's date in UTC, the lobby's calendar."""
-    t = time.gmtime()
-    return date(t.tm_year, t.tm_mon, t.tm_mday)
+    return moment()[1]
 
 
 HistoryRow = tuple[str, int, float | None, float, int | None, int | None, str]

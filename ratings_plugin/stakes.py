@@ -13,11 +13,11 @@ A stake is shown with the invitation, its listing, the match and its summary:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
+from ratings_plugin.book import moment
 from server.api import Book, Game, LadderConfig, RatedUnit
 from server.api.systems import live_outcomes
 
@@ -42,14 +42,12 @@ class Stakes:
     def __init__(self, kept: int = STAKES_KEPT) -> None:
         self._kept = kept
         self._stakes: dict[_StakeKey, _Kept] = {}
-        self._second = -1
-        self._moment = ("", date.min)
 
     def of(self, ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str,
            length: int) -> dict[str, Any] | None:
         """The stake of a ``length``-point match of ``a`` against ``b`` now, or ``None`` when
         the ladder would not rate it. The same object while it holds: do not change it."""
-        at, day = self._now()
+        at, day = moment()
         # a system with closed-form outcomes says they change with the day alone
         key = (ladder.name, a, b, length, at[:10] if live_outcomes(ladder.system) else at)
         sa, sb = published.get(a), published.get(b)
@@ -63,16 +61,6 @@ class Stakes:
             del self._stakes[next(iter(self._stakes))]  # the oldest
         self._stakes[key] = (ladder, sa, sb, found)
         return found
-
-    def _now(self) -> tuple[str, date]:
-        """This second as a unit's ``at`` and its UTC day (formatted once a second)."""
-        second = int(time.time())
-        if second != self._second:
-            t = time.gmtime(second)
-            self._moment = (time.strftime("%Y-%m-%dT%H:%M:%SZ", t),
-                            date(t.tm_year, t.tm_mon, t.tm_mday))
-            self._second = second
-        return self._moment
 
 
 def stake(ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str, length: int,

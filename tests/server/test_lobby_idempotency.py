@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from typing import Any
 
 import websockets.asyncio.client
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from testkit.clients import start_match
 from testkit.constants import PASSWORD
 from testkit.db import sql
@@ -14,6 +17,7 @@ from testkit.results import today
 from testkit.server_loop import LobbyServer
 
 from server.lobby import Session
+from server.lobby.requests import args_digest
 
 
 async def send_and_drop(url: str, name: str, password: str, frame: dict[str, Any]) -> None:
@@ -118,3 +122,20 @@ async def test_a_retry_during_the_original_waits_for_it(lobby: LobbyServer) -> N
     assert replies[0]["data"] == replies[1]["data"]
     assert [r.get("replayed", False) for r in replies].count(True) == 1
     assert sql(lobby.db, "SELECT count(*) FROM history WHERE match_id = ?", (match,)) == [(2,)]
+
+
+_scalars = (st.text(max_size=6) | st.text(st.characters(max_codepoint=0x7f), max_size=6)
+            | st.integers(-2**70, 2**70) | st.floats() | st.booleans() | st.none())
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), _values, max_size=4))
+@example({"name": "bob", "range": 1e-07})  # json writes 1e-07, orjson 1e-7
+@example({"a": [1, "\x7f"]})  # json escapes DEL, orjson does not
+def test_a_request_s_key_is_the_digest_stored_replies_were_keyed_by(args: dict[str, Any]) -> None:
+    """The fast canonical form gives every argument the digest ``json.dumps`` gave, so a retry
+    finds the reply an earlier version of the server stored."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), default=list)
+    assert args_digest(args) == hashlib.sha256(canonical.encode()).hexdigest()
