@@ -25,12 +25,16 @@ class Invitations:
         self.on_expire = on_expire
         self.received: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
         self.sent: dict[str, dict[str, Invitation]] = {}  # inviter → invitee → it
+        self._stamp: tuple[int, str] = (-1, "")
 
     def stamp(self, invitation: Invitation) -> None:
-        """Its expiry: ``timeout`` from now (none when invitations stand until answered)."""
+        """Its expiry: ``timeout`` from now (none when invitations stand until answered),
+        to the second (formatted once a second)."""
         if self.timeout > 0:
-            invitation.expires_at = time.strftime(
-                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.timeout))
+            second = int(time.time() + self.timeout)
+            if second != self._stamp[0]:
+                self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+            invitation.expires_at = self._stamp[1]
 
     def add(self, invitation: Invitation) -> bool:
         """Record ``invitation``: one made here expires ``timeout`` from now (stamped now

@@ -44,7 +44,9 @@ def args_digest(args: dict[str, Any]) -> str:
         canonical = orjson.dumps(args, option=orjson.OPT_SORT_KEYS, default=list)
     except TypeError:
         canonical = b"\x7f"
-    if not canonical.isascii() or b"\x7f" in canonical or _has_float(args):
+    if not canonical.isascii() or b"\x7f" in canonical or (
+            not all(type(v) is str or type(v) is int for v in args.values())
+            and _has_float(args)):
         canonical = json.dumps(args, sort_keys=True, separators=(",", ":"),
                                default=list).encode()
     return hashlib.sha256(canonical).hexdigest()

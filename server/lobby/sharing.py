@@ -39,7 +39,7 @@ from server.lobby.account_watch import NOTIFIED_POLL_INTERVAL
 from server.lobby.audience import Audience
 from server.lobby.presence import OFFLINE
 from server.lobby.state import Elsewhere, Invitation
-from server.protocol import push
+from server.protocol import Push, push
 from server.store import invitations as stored_invitations
 from server.store import now
 from server.store.pg import nodes
@@ -237,7 +237,8 @@ class SharedPushes:
     def share(self, audience: Audience, message: dict[str, Any]) -> None:
         """Have the other nodes deliver ``message`` to ``audience`` (written with the next
         flush, at the end of this loop turn)."""
-        self._hold(audience.as_text(), orjson.dumps(message).decode())
+        body = message.encoded() if isinstance(message, Push) else orjson.dumps(message)
+        self._hold(audience.as_text(), body.decode())  # a push encoded once, here as for sending
 
     def _hold(self, audience: str, body: str) -> None:
         """Into the open reservation of the command whose code runs now (so the other nodes

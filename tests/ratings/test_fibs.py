@@ -14,7 +14,7 @@ from ratings_plugin.stakes import changes_by_book
 from ratings_plugin.systems import fibs
 from ratings_plugin.systems.fibs import FibsOptions, FibsRating, rate_match
 from ratings_plugin.systems.fibs.standing import FibsStanding
-from server.api import Game, LadderConfig
+from server.api import BookBase, Game, LadderConfig, RatedUnit
 from server.api.registry import rating_systems
 from server.api.systems import live_outcomes
 
@@ -264,3 +264,22 @@ def test_a_stakes_closed_form_outcomes_are_the_books_bit_for_bit(
                                   "2026-05-04T10:00:00Z", day)
         assert closed.outcomes(options, a, b, n, day) == by_book
         assert by_book[0] >= 0 >= by_book[1] and by_book[2] >= 0 >= by_book[3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 4000), experiences, st.integers(0, 50), st.floats(0, 4000), experiences,
+       st.one_of(lengths, st.none()), st.booleans(), st.booleans(), st.booleans())
+def test_a_units_one_match_is_rated_as_the_default_rates_it(
+    p1: float, e1: int, games: int, p2: float, e2: int, n: int | None, a_won: bool,
+    includes_match: bool, newcomer: bool
+) -> None:
+    """FIBS rates a unit of one match in one step: the same standings, bit for bit, as the
+    default compute (rate_game, then the match and its day counted), unlimited ones too."""
+    system = rating_systems()["fibs"]
+    book = system.new_book(system.parse_options({"experience_includes_match": includes_match}))
+    book.standings["ann"] = FibsStanding("ann", p1, games, date(2026, 1, 2), e1)
+    if not newcomer:
+        book.standings["ben"] = FibsStanding("ben", p2, 3, None, e2)
+    game = Game(("ann",), ("ben",), *((3, 1) if a_won else (1, 3)), date(2026, 5, 4), n)
+    unit = RatedUnit("backgammon", 1, "2026-05-04T10:00:00Z", (game,), {})
+    assert book.compute(unit) == BookBase.compute(book, unit)

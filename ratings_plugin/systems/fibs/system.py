@@ -16,13 +16,41 @@ from ratings_plugin.systems.fibs import (
 )
 from ratings_plugin.systems.fibs.replay import FibsReplay
 from ratings_plugin.systems.fibs.standing import FibsLadder, FibsStanding
-from server.api import BookBase, Column, Game, RatingSystem, SystemBase
-from server.api.rules import number
+from server.api import BookBase, Column, Game, RatedUnit, RatingSystem, SystemBase
+from server.api.rules import later, number
 
 
 class FibsBook(BookBase[FibsLadder, FibsStanding]):
     def new_standing(self, player: str) -> FibsStanding:
         return FibsStanding(player, self.options.fibs.start_rating)
+
+    def compute(self, unit: RatedUnit) -> dict[str, FibsStanding]:
+        """A unit of one match (a live match, a result) in one step: the same standings, bit
+        for bit, as the default's (:meth:`rate_game`, then the match and its day counted),
+        made once each. Any other unit by the default."""
+        if len(unit.games) != 1:
+            return super().compute(unit)
+        game = unit.games[0]
+        system, options = self.system, self.options
+        system.check_game(options, game)  # singles: one player a side
+        if not system.counts(options, game):
+            return {}
+        (a,), (b,) = game.side_a, game.side_b
+        sa, sb = self.standing(a), self.standing(b)
+        length = game.length
+        assert length is not None
+        includes = options.fibs.experience_includes_match
+        if game.a_won:
+            ra, rb = rate_ratings(float(sa.rating), sa.experience, float(sb.rating),
+                                  sb.experience, length, includes)
+        else:
+            rb, ra = rate_ratings(float(sb.rating), sb.experience, float(sa.rating),
+                                  sa.experience, length, includes)
+        day = game.played_on
+        return {a: FibsStanding(sa.player, ra, sa.games + 1, later(sa.last_played, day),
+                                sa.experience + length),
+                b: FibsStanding(sb.player, rb, sb.games + 1, later(sb.last_played, day),
+                                sb.experience + length)}
 
     def rate_game(self, game: Game, a: FibsStanding, b: FibsStanding
                   ) -> tuple[FibsStanding, FibsStanding]:
