@@ -9,7 +9,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -25,9 +25,9 @@ NOT_IDEMPOTENT = frozenset({"register", "login", "resume", "logout", "watch", "u
 REPLAY_WINDOW = timedelta(hours=24)
 
 
-@dataclass(frozen=True)
-class RequestKey:
-    """A mutating request's idempotency key: a retry has the same id, command and arguments."""
+class RequestKey(NamedTuple):
+    """A mutating request's idempotency key: a retry has the same id, command and arguments
+    (a tuple: made for every such request, at a third of a frozen dataclass's cost)."""
 
     player_id: int
     request_id: str
