@@ -6,27 +6,13 @@ replay`` all apply units through :func:`rate_unit`, so they can never disagree.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from server.api import Book, LadderConfig, RatedUnit
-
-_clock: tuple[int, str, date] = (-1, "", date.min)
-
-
-def moment() -> tuple[str, date]:
-    """Now as a unit's ``at`` (to the second) and today's date in UTC, the lobby's calendar:
-    worked out once a second."""
-    global _clock
-    second = int(time.time())
-    if second != _clock[0]:
-        t = time.gmtime(second)
-        _clock = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", t),
-                  date(t.tm_year, t.tm_mon, t.tm_mday))
-    return _clock[1], _clock[2]
+from server.api.clock import moment
 
 
 def today() -> date:

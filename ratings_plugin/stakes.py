@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from ratings_plugin.book import moment
 from server.api import Book, Game, LadderConfig, RatedUnit
+from server.api.clock import moment
 from server.api.systems import live_outcomes
 
 STAKES_KEPT = 4096
