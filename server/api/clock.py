@@ -1,25 +1,27 @@
-"""The lobby's clock: now as the log stores it and today's date, both in UTC.
+"""The lobby's clock: timestamps as the log stores them and today's date, both in UTC.
 
-Worked out once a second, as every request and every stake asks for them.
+Formatted once a second (and once for each offset from now a caller uses), as every
+request, stored reply, invitation and stake asks for them.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import date
+from functools import lru_cache
 
-_stamp: tuple[int, str, date] = (-1, "", date.min)
+
+@lru_cache(maxsize=16)
+def _at(second: int) -> tuple[str, date]:
+    at = time.gmtime(second)
+    return (time.strftime("%Y-%m-%dT%H:%M:%SZ", at),
+            date(at.tm_year, at.tm_mon, at.tm_mday))
 
 
-def moment() -> tuple[str, date]:
-    """Now as a timestamp (``2026-11-30T10:15:02Z``, to the second) and today's UTC date."""
-    global _stamp
-    second = int(time.time())
-    if second != _stamp[0]:
-        at = time.gmtime(second)
-        _stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", at),
-                  date(at.tm_year, at.tm_mon, at.tm_mday))
-    return _stamp[1], _stamp[2]
+def moment(offset: float = 0) -> tuple[str, date]:
+    """``offset`` seconds from now as a timestamp (``2026-11-30T10:15:02Z``, to the second)
+    and as a UTC date."""
+    return _at(int(time.time() + offset))
 
 
 def now() -> str:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from server.api.clock import moment
 from server.lobby.state import Invitation
 
 
@@ -25,16 +26,11 @@ class Invitations:
         self.on_expire = on_expire
         self.received: dict[str, dict[str, Invitation]] = {}  # invitee → inviter → it
         self.sent: dict[str, dict[str, Invitation]] = {}  # inviter → invitee → it
-        self._stamp: tuple[int, str] = (-1, "")
 
     def stamp(self, invitation: Invitation) -> None:
-        """Its expiry: ``timeout`` from now (none when invitations stand until answered),
-        to the second (formatted once a second)."""
+        """Its expiry: ``timeout`` from now (none when invitations stand until answered)."""
         if self.timeout > 0:
-            second = int(time.time() + self.timeout)
-            if second != self._stamp[0]:
-                self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
-            invitation.expires_at = self._stamp[1]
+            invitation.expires_at = moment(self.timeout)[0]
 
     def add(self, invitation: Invitation) -> bool:
         """Record ``invitation``: one made here expires ``timeout`` from now (stamped now

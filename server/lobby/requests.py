@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, NamedTuple
 
 import orjson
 
+from server.api.clock import moment
 from server.protocol import Request, encode
 from server.store import now
 from server.store import requests as stored
@@ -40,13 +40,15 @@ def args_digest(args: dict[str, Any]) -> str:
     spaces, ASCII escapes), as stored replies are keyed. orjson writes the same bytes ten
     times as fast for arguments of plain ASCII text, integers and lists of them; anything
     else (a float, other text) takes ``json.dumps``, so every digest stays what it was."""
+    canonical: bytes | None
     try:
         canonical = orjson.dumps(args, option=orjson.OPT_SORT_KEYS, default=list)
-    except TypeError:
-        canonical = b"\x7f"
-    if not canonical.isascii() or b"\x7f" in canonical or (
-            not all(type(v) is str or type(v) is int for v in args.values())
-            and _has_float(args)):
+    except TypeError:  # what orjson cannot write (a key that is not text, a huge integer)
+        canonical = None
+    plain = all(type(v) is str or type(v) is int for v in args.values())
+    # json.dumps escapes DEL and every non-ASCII character; orjson writes them as they are
+    if canonical is None or not canonical.isascii() or b"\x7f" in canonical or (
+            not plain and _has_float(args)):
         canonical = json.dumps(args, sort_keys=True, separators=(",", ":"),
                                default=list).encode()
     return hashlib.sha256(canonical).hexdigest()
@@ -69,18 +71,9 @@ def key_of(player_id: int | None, request: Request) -> RequestKey | None:
     return RequestKey(player_id, str(request.id), request.cmd, args_digest(request.args))
 
 
-_cutoffs: tuple[int, str] = (-1, "")
-
-
 def _cutoff() -> str:
-    """The oldest stored reply a retry may still get: :data:`REPLAY_WINDOW` ago, to the
-    second (formatted once a second, not at every stored reply)."""
-    global _cutoffs
-    second = int(time.time())
-    if second != _cutoffs[0]:
-        _cutoffs = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(
-            second - int(REPLAY_WINDOW.total_seconds()))))
-    return _cutoffs[1]
+    """The oldest stored reply a retry may still get: :data:`REPLAY_WINDOW` ago."""
+    return moment(-REPLAY_WINDOW.total_seconds())[0]
 
 
 Answer = tuple[dict[str, Any], RequestKey]
