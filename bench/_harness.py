@@ -110,6 +110,22 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu(root: int) -> float:
+    """CPU seconds of process ``root`` and of its children now alive (a PostgreSQL cluster: the
+    postmaster and its backends, which run the statements a server sends)."""
+    total = process_cpu(root)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == root:
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def rss(pid: int) -> int:
     """Resident set size of ``pid`` in bytes (VmRSS of /proc/PID/status)."""
     with open(f"/proc/{pid}/status", encoding="ascii") as f:

@@ -14,9 +14,14 @@ if str(KIT) not in sys.path:
 from testkit import postgres  # noqa: E402
 from testkit.postgres import Cluster, new_database  # noqa: E402
 
-__all__ = ["Cluster", "cluster", "new_database"]
+__all__ = ["Cluster", "cluster", "new_database", "postmaster"]
 
 
 def cluster() -> Cluster | None:
     """A durable cluster for this bench (``None``: PostgreSQL is not installed)."""
     return postgres.private_cluster(durable=True)
+
+
+def postmaster(cluster: Cluster) -> int:
+    """The process id of ``cluster``'s postmaster (the parent of its backends)."""
+    return int((cluster.data / "postmaster.pid").read_text().split()[0])

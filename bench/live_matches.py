@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import itertools
 import os
 import statistics
@@ -58,7 +59,7 @@ if str(ROOT) not in sys.path:  # the repository's packages, whatever the venv's 
     sys.path.insert(0, str(ROOT))
 
 from bench import _postgres, profile  # noqa: E402
-from bench._harness import Conn, bench_env, lobby_server, machine  # noqa: E402
+from bench._harness import Conn, bench_env, lobby_server, machine, tree_cpu  # noqa: E402
 from server.store.connection import PRAGMAS  # noqa: E402
 
 LADDER = "backgammon"
@@ -119,6 +120,7 @@ class LobbyRun:
     commits: int | None
     client_cpu: float  # CPU seconds of this process (clients, and the in-process server)
     server_cpu: float | None  # CPU seconds of the server subprocess
+    db_cpu: float | None = None  # CPU seconds of the PostgreSQL cluster's processes
 
     @property
     def rate(self) -> float:
@@ -191,6 +193,7 @@ class Served:
     commits: Callable[[], int] | None = None  # in-process: the server's commit count
     cpu: Callable[[], float] | None = None  # subprocess: the server's CPU seconds so far
     pid: int | None = None  # subprocess: the server's process (for py-spy)
+    db_cpu: Callable[[], float] | None = None  # PostgreSQL: its processes' CPU seconds so far
 
 
 @contextlib.asynccontextmanager
@@ -282,6 +285,7 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
             await spying.enter_async_context(profile.spy(served.pid, profile_to))
         commits_before = served.commits() if served.commits else None
         server_cpu_before = served.cpu() if served.cpu else None
+        db_cpu_before = served.db_cpu() if served.db_cpu else None
         cpu_before = time.process_time()
         errors = 0
         done = 0
@@ -319,10 +323,13 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
                    else served.commits() - commits_before)
         server_cpu = (None if served.cpu is None or server_cpu_before is None
                       else served.cpu() - server_cpu_before)
+        db_cpu = (None if served.db_cpu is None or db_cpu_before is None
+                  else served.db_cpu() - db_cpu_before)
     finally:
         await spying.aclose()
         await close_pairs(couples)
-    return LobbyRun(mode, commit, pairs, done, elapsed, errors, commits, client_cpu, server_cpu)
+    return LobbyRun(mode, commit, pairs, done, elapsed, errors, commits, client_cpu, server_cpu,
+                    db_cpu)
 
 
 # ---- main -----------------------------------------------------------------------------------
@@ -388,6 +395,8 @@ async def run_mode(mode: str, tmp: Path, trees: list[Tree], args: argparse.Names
             if args.py_spy is not None and r == 0:
                 spied = args.py_spy / f"{mode}-{backend}-{tree.commit}.txt"
             async with served_cm as served:
+                if backend == "postgresql":
+                    served.db_cpu = functools.partial(tree_cpu, _postgres.postmaster(cluster))
                 run = await lobby_run(f"{mode}/{backend}", served, args.pairs, args.matches,
                                       args.seconds, args.warmup, tag=f"{mode[:3]}{k}",
                                       commit=tree.commit, profile_to=spied)
@@ -465,6 +474,12 @@ async def main_async(args: argparse.Namespace) -> int:
                 + ("" if run.server_cpu is None else f", server {run.server_cpu / run.seconds:.0%}")
                 for run in result.runs]
         print(f"  CPU busy during the lobby run (share of one core): {'; '.join(busy)}")
+        pg = [run for run in result.runs if run.db_cpu is not None]
+        if pg:  # on SQLite the database's work is the server's own
+            print("  PostgreSQL's processes during the lobby run: "
+                  + "; ".join(f"{run.db_cpu / run.seconds:.0%} of one core busy, "  # type: ignore
+                              f"{run.db_cpu * 1000 / max(run.matches, 1):.2f} ms CPU a match"
+                              for run in pg))
         # The server's Python runs on one core at a time (one GIL): at its CPU cost per match,
         # the most it could reach with a whole core busy, whatever the commits.
         ceiling = [run.matches / run.server_cpu / result.baseline_for(i)

@@ -8,6 +8,15 @@ outcome before the commit holding it is done. Jobs queued while a batch runs or
 commits join the next one, so one commit (one WAL flush) serves every job that
 came meanwhile.
 
+Each statement is a round trip, and the lobby's event loop has other work
+between two of them, so a write whose outcome the job does not read waits
+(:class:`JobTx`): a job's writes go together, as one simple query with their
+values written in (:func:`~server.store.pg.sql.inline`), before its next read,
+else with the next job's savepoint or with the commit. Writes that fail there
+are still the job's own: it is rolled back to its savepoint and fails (or runs
+again, below) as if it had failed at the statement, and the jobs after it have
+not started yet.
+
 Several writers share the database (the lobby's nodes, the command line), so
 nothing is decided under one lock of the whole database: a batch takes the
 database's write lock *shared* (:data:`~server.store.pg.port.WRITE_LOCK`; a
@@ -53,9 +62,18 @@ from server.api import Schema
 from server.store.faults import CommitFailed, DatabaseUnavailable
 from server.store.log import SqliteLog
 from server.store.pg.faults import lost_connection
-from server.store.pg.port import BACKEND, BEGIN_WRITE, FEED_CHANNEL, PENDING, PgTx, PoolReader
+from server.store.pg.port import (
+    BACKEND,
+    BEGIN_WRITE,
+    COPY_MIN_ROWS,
+    FEED_CHANNEL,
+    PENDING,
+    PgTx,
+    PoolReader,
+)
 from server.store.pg.schema import LOG_SEQUENCE, MATCH_IDS, migrate, migrate_plugin
-from server.store.pg.sql import pg_sql
+from server.store.pg.sql import inline, pg_sql
+from server.store.writer.batching import deferrable
 from server.store.writer.pipeline import Hooks
 
 T = TypeVar("T")
@@ -73,7 +91,7 @@ the job needs; it runs again, first in the next batch."""
 HOLD_LADDER = ("INSERT INTO ladder_versions (ladder, version) VALUES ($1, 1) "
                "ON CONFLICT (ladder) DO UPDATE SET version = ladder_versions.version + 1 "
                "RETURNING version, rebuilt")
-REBUILT = "UPDATE ladder_versions SET rebuilt = version WHERE ladder = $1"
+REBUILT = "UPDATE ladder_versions SET rebuilt = version WHERE ladder = ?"
 VERSIONS = "SELECT ladder, version, rebuilt FROM ladder_versions"
 NEXT_SEQ = f"SELECT nextval('{LOG_SEQUENCE}')"
 HOLD_LADDER_SEQ = HOLD_LADDER + f", nextval('{LOG_SEQUENCE}')"  # RETURNING: once the row is held
@@ -82,7 +100,8 @@ TAKE_PUSHES = ("UPDATE counters SET value = value + $1 WHERE name = 'push' "
                "RETURNING value")
 
 
-AGAIN = "again"  # the batch's first job runs again (see PgDatabase._job)
+AGAIN = "again"  # the batch's first job runs again, now (see PgDatabase._undo)
+DEFER = "defer"  # a later job runs again, first in the next batch
 RESERVED: ContextVar[int | None] = ContextVar("reserved_push", default=None)
 """The place in ``pushes`` the caller's last ``write(..., reserve=True)`` reserved."""
 
@@ -90,25 +109,50 @@ RESERVED: ContextVar[int | None] = ContextVar("reserved_push", default=None)
 class _Batch:
     """What the jobs of one transaction share."""
 
-    __slots__ = ("waits_bounded", "wake")
+    __slots__ = ("carry", "names", "reuse", "waits_bounded", "wake")
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """The transaction was begun again."""
         self.waits_bounded = False  # LOCK_WAIT set: a job before this one holds locks
         self.wake = False  # notify the feeds at the commit, though no push is added
+        self.carry: list[str] = []  # the last job's writes, not sent yet
+        self.names = 0
+        self.reuse: str | None = None  # a savepoint the next job may take as its own
+
+    def savepoint(self) -> tuple[str, str]:
+        """A new savepoint's name and the statements that take it (the batch's first one sets
+        :data:`LOCK_WAIT` too, outside it, so a job rolled back does not undo it). Each has a
+        name of its own: rolling back to one that never ran (a query that failed to parse)
+        fails instead of undoing the job before."""
+        self.names += 1
+        name = f"j{self.names}"
+        if self.waits_bounded:
+            return name, f"SAVEPOINT {name}"
+        return name, f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; SAVEPOINT {name}"
 
 
 class JobTx(PgTx):
     """A job's view of the batch's transaction: the plugin API's ``Tx``, the numbers and the
     ladders. Its savepoint is taken before its first statement (the first job of a batch
-    needs none: rolling the transaction back undoes it alone). Savepoints are not released
-    (a round trip each): ``ROLLBACK TO SAVEPOINT job`` goes back to the latest one of that
-    name, the failing job's, and the commit ends them all."""
+    needs none: rolling the transaction back undoes it alone); savepoints are not released
+    (a round trip each), the commit ends them all.
 
-    def __init__(self, conn: Any, owner: PgDatabase, batch: _Batch) -> None:
+    A plain write (no ``RETURNING``) whose values can be written in waits in ``queued``; the
+    job's next statement that must run now sends them first, in the same round trip as its
+    savepoint when that is not taken yet. What is still queued when the job returns is sent
+    by the writer, ahead of the next job's savepoint or with the commit."""
+
+    def __init__(self, conn: Any, owner: PgDatabase, batch: _Batch, first: bool,
+                 savepoint: str | None) -> None:
         super().__init__(conn)
         self.owner = owner
         self.batch = batch
-        self.saved = False
+        self.saved = first or savepoint is not None
+        self.savepoint = savepoint
+        self.queued: list[str] = []
         self.held: set[str] = set()
         self.pushes: list[tuple[str, str]] = []
 
@@ -118,26 +162,26 @@ class JobTx(PgTx):
         writer moved it). ``rebuild``: this job rewrites the ladder (a correction), so
         another writer's copy must be reloaded whole, not followed."""
         if ladder not in self.held:
-            await self._save()
+            await self._ready()
             version, rebuilt = await self.conn.fetchrow(HOLD_LADDER, ladder)
             self.held.add(ladder)
             await self.owner.ladder_held(ladder, int(version), int(rebuilt))
         if rebuild:
-            await self.conn.execute(REBUILT, ladder)
+            await self.execute(REBUILT, (ladder,))
 
     async def next_seq(self, ladder: str) -> int:
         """The place in the log of a unit rated on ``ladder`` (which it holds first: drawn
         with the hold, one round trip, when it is not held yet)."""
-        if ladder in self.held:
+        if ladder in self.held:  # a sequence takes no lock: the queued writes can wait
             return int(await self.conn.fetchval(NEXT_SEQ))
-        await self._save()
+        await self._ready()
         version, rebuilt, seq = await self.conn.fetchrow(HOLD_LADDER_SEQ, ladder)
         self.held.add(ladder)
         await self.owner.ladder_held(ladder, int(version), int(rebuilt))
         return int(seq)
 
     async def next_match_id(self) -> int:
-        await self._save()
+        """From the sequence, which no rollback takes back: no savepoint needed yet."""
         return int(await self.conn.fetchval(NEXT_MATCH))
 
     def wake(self) -> None:
@@ -150,38 +194,60 @@ class JobTx(PgTx):
         once the batch holding this job has committed; a job that fails publishes nothing."""
         self.pushes.append((audience, body))
 
-    async def _save(self) -> None:
-        if not self.saved:
+    async def _ready(self) -> None:
+        """Before a statement that runs now: the job's savepoint, if it has none yet, and the
+        writes it queued, in one round trip."""
+        parts = self.queued
+        saving = not self.saved
+        if saving:
+            self.savepoint, head = self.batch.savepoint()
             self.saved = True
-            if self.batch.waits_bounded:
-                await self.conn.execute("SAVEPOINT job")
-            else:  # set outside the savepoint, so a rolled-back job does not undo it
-                self.batch.waits_bounded = True
-                await self.conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'; "
-                                        "SAVEPOINT job")
+            parts = [head, *parts]
+        if not parts:
+            return
+        self.queued = []
+        await self.conn.execute("; ".join(parts))
+        if saving:
+            self.batch.waits_bounded = True
+
+    def _queue(self, sql: str, params: Sequence[Any]) -> bool:
+        """Queue ``sql`` when it is a plain write whose values can be written in."""
+        if not deferrable(sql):
+            return False
+        text = inline(sql, params)
+        if text is None:
+            return False
+        self.queued.append(text)
+        return True
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        await self._save()
-        await self.conn.execute(pg_sql(sql), *params)
+        if not self._queue(sql, params):
+            await self._ready()
+            await self.conn.execute(pg_sql(sql), *params)
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        await self._save()
+        rows = list(rows)
+        if len(rows) < COPY_MIN_ROWS and deferrable(sql):
+            texts = [inline(sql, row) for row in rows]
+            if None not in texts:
+                self.queued += texts  # type: ignore[arg-type]
+                return
+        await self._ready()
         await super().executemany(sql, rows)
 
     async def later(self, sql: str, params: Sequence[Any] = ()) -> None:
-        await self._save()
-        await self.conn.execute(pg_sql(sql), *params)
+        await self.execute(sql, params)
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        await self._save()
+        await self._ready()
         return await super().fetchall(sql, params)
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
-        await self._save()
+        await self._ready()
         return await super().fetchone(sql, params)
 
     async def stream(self, sql: str, params: Sequence[Any] = ()) -> AsyncIterator[Any]:
-        await self._save()
+        await self._ready()
         async for row in super().stream(sql, params):
             yield row
 
@@ -195,6 +261,24 @@ class _Queued:
         self.reserve = reserve
         self.reserved: int | None = None
         self.future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+
+class _Ran:
+    """A job that ran in the batch: its outcome, and what undoing it later needs."""
+
+    __slots__ = ("error", "first", "item", "pushes", "republish", "result", "savepoint",
+                 "seen")
+
+    def __init__(self, item: _Queued, first: bool, seen: dict[str, int],
+                 republish: bool) -> None:
+        self.item = item
+        self.first = first  # no savepoint: undoing it begins the transaction again
+        self.savepoint: str | None = None
+        self.seen = seen  # the ladders' versions before it
+        self.republish = republish
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.pushes: list[tuple[str, str]] = []
 
 
 class PgDatabase(Hooks):
@@ -221,18 +305,19 @@ class PgDatabase(Hooks):
         self._deferred: list[_Queued] = []  # to run first in the next batch
         self.reruns = 0
         self.fault: str | None = None  # never set: a PostgreSQL outage is not for good
+        self._committed = 0.0  # seconds the last commit took
 
     async def open(self) -> None:
         import asyncpg
 
         try:
-            self.writer = await asyncpg.connect(self.path, timeout=CONNECT_TIMEOUT)
+            self.writer = await _connect(self.path)
             await migrate(self.writer)
             for schema in self.schemas:
                 await migrate_plugin(self.writer, schema)
             self.seen = self._seen(await self._versions(self.writer))
             self.pool = await asyncpg.create_pool(self.path, min_size=1, max_size=READERS,
-                                                  timeout=CONNECT_TIMEOUT)
+                                                  timeout=CONNECT_TIMEOUT, reset=_as_left)
         except BaseException:
             await self.close()
             raise
@@ -327,11 +412,10 @@ class PgDatabase(Hooks):
 
     async def _ready(self) -> None:
         """A working connection for the writer, and state reloaded after a lost one."""
-        import asyncpg
 
         if self.writer is None or self.writer.is_closed():
             self._stale = True
-            self.writer = await asyncpg.connect(self.path, timeout=CONNECT_TIMEOUT)
+            self.writer = await _connect(self.path)
         if self._stale:
             self.seen = self._seen(await self._versions(self.writer))
             self._stale = False
@@ -343,58 +427,100 @@ class PgDatabase(Hooks):
         """Run ``batch`` (and the jobs that come meanwhile) in one transaction and commit it;
         whether ``close()`` asked to stop."""
         conn = self.writer
-        outcomes: list[tuple[_Queued, Any, BaseException | None]] = []
-        pushes: list[tuple[str, str]] = []
-        stop = False
+        done: list[_Ran] = []  # the jobs run, in order, failed ones too
+        stop = ending = False
         state = _Batch()
         try:
             await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
             await self._follow(conn)
             i = 0
-            while i < len(batch):
-                outcome = await self._job(conn, batch[i], pushes, state, first=i == 0)
-                if outcome == AGAIN:
-                    state = _Batch()  # the transaction was begun again
-                    continue
-                if outcome is None:  # put off: it goes first next time, and the batch ends
-                    self._deferred.insert(0, batch[i])
-                    break
-                assert not isinstance(outcome, str)
-                if i == 0 and outcome[2] is not None:
-                    state = _Batch()
-                outcomes.append(outcome)
-                i += 1
-                if i == len(batch) and len(batch) < self.batch_max and not self.queue.empty():
+            while True:
+                if (i == len(batch) and not ending and len(batch) < self.batch_max
+                        and not stop and not self.queue.empty()):
                     nxt = self.queue.get_nowait()
                     if nxt is None:
                         stop = True
                     else:
                         batch.append(nxt)
-            ending = "COMMIT"
-            reserving = [item for item, _, error in outcomes
-                         if error is None and item.reserve]
-            if pushes or reserving:
-                ending = await self._publish(conn, pushes, reserving, state) + ending
-            elif state.wake:
-                ending = f"SELECT pg_notify('{FEED_CHANNEL}', 'filled'); " + ending
-            started = time.perf_counter()
-            await conn.execute(ending)
-            committed = time.perf_counter() - started
+                if ending or i == len(batch):
+                    verdict = await self._commit(conn, done, state)
+                    if verdict is None:
+                        break
+                    i -= 1  # the last job's writes failed at the commit: it is undone
+                else:
+                    savepoint, state.reuse = state.reuse, None
+                    verdict = None
+                    if state.carry:  # the writes the job before left go with this one's savepoint
+                        name, head = state.savepoint()
+                        verdict = await self._close(conn, done, state, head)
+                        if verdict is None:
+                            savepoint = name
+                            state.waits_bounded = True
+                        else:
+                            i -= 1
+                    if verdict is None:
+                        verdict = await self._job(conn, batch[i], state, i == 0, savepoint)
+                if verdict == AGAIN:  # the first job, in the transaction begun again
+                    continue
+                if verdict == DEFER:  # first in the next batch; this one commits what ran
+                    self._deferred[0:0] = batch[i:]
+                    ending = True
+                    continue
+                assert isinstance(verdict, _Ran)
+                done.append(verdict)
+                i += 1
         except Exception as e:
             await self._failed(conn, batch, e)
             self._deferred = [d for d in self._deferred if not d.future.done()]
             return stop
         self.commits += 1
         if self.on_commit is not None:
-            self.on_commit(committed, len(outcomes))
-        for item, result, error in outcomes:
-            if not item.future.done():
-                if error is not None:
-                    item.future.set_exception(error)
+            self.on_commit(self._committed, len(done))
+        for ran in done:
+            future = ran.item.future
+            if not future.done():
+                if ran.error is not None:
+                    future.set_exception(ran.error)
                 else:
-                    item.future.set_result(result)
+                    future.set_result(ran.result)
         return stop
 
+    async def _commit(self, conn: Any, done: list[_Ran], state: _Batch) -> str | _Ran | None:
+        """Commit the batch: ``None``; or the last job's queued writes failed on the way, and
+        what became of it (:meth:`_undo`)."""
+        pushes = [p for ran in done if ran.error is None for p in ran.pushes]
+        reserving = [ran.item for ran in done if ran.error is None and ran.item.reserve]
+        ending = "COMMIT"
+        if pushes or reserving:
+            if state.carry:  # sent before the pushes are numbered: a failure may drop some
+                verdict = await self._close(conn, done, state, "")
+                if verdict is not None:
+                    return verdict
+            ending = await self._publish(conn, pushes, reserving, state) + ending
+        elif state.wake:
+            ending = f"SELECT pg_notify('{FEED_CHANNEL}', 'filled'); " + ending
+        started = time.perf_counter()
+        verdict = await self._close(conn, done, state, ending)
+        self._committed = time.perf_counter() - started
+        return verdict
+
+    async def _close(self, conn: Any, done: list[_Ran], state: _Batch, then: str
+                     ) -> str | _Ran | None:
+        """Send the writes the last job left, and ``then`` after them, in one round trip:
+        ``None``; or they failed (``then`` did not run), and the job is undone and settled
+        (:meth:`_undo`) as if it had failed at the statement. A failure of ``then`` itself
+        (the commit) is the batch's."""
+        sql = "; ".join([*state.carry, then] if then else state.carry)
+        blamed = bool(state.carry)
+        state.carry = []
+        try:
+            await conn.execute(sql)
+        except Exception as e:
+            if lost_connection(e, conn) or not blamed or not conn.is_in_transaction():
+                raise
+            ran = done.pop()
+            return await self._undo(conn, ran, e, state)
+        return None
     @staticmethod
     async def _versions(conn: Any) -> dict[str, tuple[int, int]]:
         """Each ladder's version and the version of its latest rebuild."""
@@ -469,44 +595,52 @@ class PgDatabase(Hooks):
             item.reserved = first + len(pushes) + i
         return f"SELECT pg_notify('{FEED_CHANNEL}', '{first}-{last}'); "
 
-    async def _job(self, conn: Any, item: _Queued, pushes: list[tuple[str, str]],
-                   state: _Batch, first: bool
-                   ) -> tuple[_Queued, Any, BaseException | None] | str | None:
-        """Run one job (its pushes join ``pushes`` if it succeeds); the first of a batch needs
-        no savepoint (the transaction is its own). A job that met another writer's lock or
-        row is rolled back and runs again, once: ``AGAIN`` (the first job: now, in the
-        transaction begun again, holding nothing) or ``None`` (a later one: first in the next
-        batch, this one committing what ran before it)."""
-        tx = JobTx(conn, self, state)
-        tx.saved = first
-        seen = dict(self.seen)
-        republish = self._republish
+    async def _job(self, conn: Any, item: _Queued, state: _Batch, first: bool,
+                   savepoint: str | None) -> str | _Ran:
+        """Run one job; what became of it (:meth:`_undo` when it raised). Its queued writes
+        are left in ``state.carry`` for the writer to send (:meth:`_close`)."""
+        tx = JobTx(conn, self, state, first, savepoint)
+        ran = _Ran(item, first, dict(self.seen), self._republish)
         if self.on_job_start is not None:
             self.on_job_start()
         try:
-            result = await item.job(tx)
+            ran.result = await item.job(tx)
         except Exception as e:
             if lost_connection(e, conn):
                 raise
-            self.seen, self._republish = seen, republish or self._republish
-            rerun = getattr(e, "sqlstate", None) in RERUN and not item.rerun
-            if first:
-                await conn.execute("ROLLBACK")
-                await conn.execute(BEGIN_WRITE)
-                await self._follow(conn)
-            elif tx.saved:
-                await conn.execute("ROLLBACK TO SAVEPOINT job")
-            if self.on_job_failure is not None:
-                await self.on_job_failure()
-            if rerun:
-                item.rerun = True
-                self.reruns += 1
-                log.info("a job met another writer's lock or row (%s); it runs again",
-                         getattr(e, "sqlstate", "?"))
-                return AGAIN if first else None
-            return item, None, e
-        pushes += tx.pushes
-        return item, result, None
+            ran.savepoint = tx.savepoint
+            return await self._undo(conn, ran, e, state)
+        ran.savepoint = tx.savepoint
+        ran.pushes = tx.pushes
+        state.carry = tx.queued
+        return ran
+
+    async def _undo(self, conn: Any, ran: _Ran, error: BaseException, state: _Batch
+                    ) -> str | _Ran:
+        """Roll back a job that failed (the first of a batch: the whole transaction, begun
+        again); it failed with ``error``: the settled :class:`_Ran`. A job that met another
+        writer's lock or row runs again, once: ``AGAIN`` (the first job: now, in the
+        transaction begun again, holding nothing) or ``DEFER`` (a later one: first in the
+        next batch, this one committing what ran before it)."""
+        self.seen, self._republish = ran.seen, ran.republish or self._republish
+        state.carry = []
+        if ran.first:
+            await conn.execute("ROLLBACK; " + BEGIN_WRITE)
+            state.reset()
+            await self._follow(conn)
+        elif ran.savepoint is not None:
+            await conn.execute(f"ROLLBACK TO SAVEPOINT {ran.savepoint}")
+            state.reuse = ran.savepoint  # still there: the next job's, should it need one
+        if self.on_job_failure is not None:
+            await self.on_job_failure()
+        if getattr(error, "sqlstate", None) in RERUN and not ran.item.rerun:
+            ran.item.rerun = True
+            self.reruns += 1
+            log.info("a job met another writer's lock or row (%s); it runs again",
+                     getattr(error, "sqlstate", "?"))
+            return AGAIN if ran.first else DEFER
+        ran.error = error
+        return ran
 
     async def _failed(self, conn: Any, batch: list[_Queued], error: BaseException) -> None:
         """The batch could not be committed: none of its jobs is answered as done."""
@@ -534,3 +668,18 @@ class PgDatabase(Hooks):
         for item in batch:
             if not item.future.done():
                 item.future.set_exception(DatabaseUnavailable())
+
+
+async def _connect(url: str) -> Any:
+    """The writer's connection: quoted literals read as written (backslashes too), which the
+    queued writes' values rely on (:func:`~server.store.pg.sql.literal`)."""
+    import asyncpg
+
+    return await asyncpg.connect(url, timeout=CONNECT_TIMEOUT,
+                                 server_settings={"standard_conforming_strings": "on"})
+
+
+async def _as_left(conn: Any) -> None:
+    """A read pool's connection goes back as it is: it only ever runs reads and transactions
+    that end themselves (asyncpg rolls back one left open), so the reset query asyncpg sends
+    by default (a round trip at every release) would find nothing to reset."""
