@@ -334,3 +334,105 @@ async def test_many_rows_of_a_plain_insert_go_through_copy(pg: PgDatabase) -> No
     assert copy_target(store.INSERT_HISTORY) == (
         "history", ["ladder", "player_id", "before", "after", "match_id", "event_id", "at"])
     assert copy_target(store.UPSERT) is None  # a conflict clause: not a plain insert
+
+
+# ---- queued writes: sent later, still their job's ----------------------------------------------
+
+
+def _dup(tag: str) -> Any:
+    """A job whose writes only fail once they are sent: its second row takes a taken value."""
+    async def job(tx: Tx) -> str:
+        await tx.execute("INSERT INTO t (v) VALUES (?)", (tag,))
+        await tx.execute("INSERT INTO t (v) VALUES (?)", ("taken",))
+        return tag
+    return job
+
+
+async def test_the_first_jobs_writes_failing_with_the_next_savepoint_fail_it_alone(
+        pg: PgDatabase) -> None:
+    await pg.write(_put("taken"))
+    results = await asyncio.gather(pg.write(_dup("lost")), pg.write(_put("kept")),
+                                   return_exceptions=True)
+    assert "unique" in str(results[0]) and results[1] == "kept"
+    assert committed(pg) == ["taken", "kept"]
+
+
+async def test_the_last_jobs_writes_failing_with_the_commit_fail_it_alone(
+        pg: PgDatabase) -> None:
+    """The batch's last job left its writes for the commit; they fail there: it is rolled back
+    to its savepoint and fails, and the job before it commits."""
+    await pg.write(_put("taken"))
+    gate = asyncio.Event()
+
+    async def slow(tx: Tx) -> str:
+        await tx.execute("INSERT INTO t (v) VALUES (?)", ("slow",))
+        await gate.wait()
+        return "slow"
+
+    first = asyncio.create_task(pg.write(slow))
+    await asyncio.sleep(0.05)
+    last = asyncio.create_task(pg.write(_dup("lost")))
+    await asyncio.sleep(0.05)
+    gate.set()
+    assert await first == "slow"
+    with pytest.raises(Exception, match="unique"):
+        await last
+    assert committed(pg) == ["taken", "slow"]
+    assert await pg.write(_put("later")) == "later"  # the writer goes on
+
+
+async def test_a_lone_jobs_writes_failing_with_the_commit_leave_nothing(pg: PgDatabase) -> None:
+    await pg.write(_put("taken"))
+    with pytest.raises(Exception, match="unique"):
+        await pg.write(_dup("lost"))
+    assert committed(pg) == ["taken"]
+    assert await pg.write(_put("later")) == "later"
+    assert committed(pg) == ["taken", "later"]
+
+
+async def test_no_job_is_answered_done_unless_its_writes_are_committed(pg: PgDatabase) -> None:
+    """A job whose savepoint goes in one query with its writes, and the query fails before any
+    of it runs (here it does not parse): rolling back to the savepoint must not undo the job
+    before it, answered or not. Every job answered done has its row; none that failed has."""
+    gate = asyncio.Event()
+
+    async def holds(tx: Tx) -> str:
+        await tx.execute("INSERT INTO t (v) VALUES (?)", ("holds",))
+        await tx.fetchall("SELECT 1")  # its writes run now: nothing left for the next one
+        await gate.wait()
+        return "holds"
+
+    async def saved(tx: Tx) -> str:
+        await tx.fetchall("SELECT 1")  # takes its savepoint alone
+        await tx.execute("INSERT INTO t (v) VALUES (?)", ("saved",))
+        await tx.fetchall("SELECT 1")
+        return "saved"
+
+    async def broken(tx: Tx) -> str:  # its savepoint and its writes go in one query
+        await tx.execute("INSERT INTO t (v) VALUES (?) WITH NO SENSE", ("broken",))
+        await tx.fetchall("SELECT 1")
+        return "broken"
+
+    tasks = [asyncio.create_task(pg.write(holds))]
+    await asyncio.sleep(0.05)
+    tasks += [asyncio.create_task(pg.write(job)) for job in (saved, broken)]
+    await asyncio.sleep(0.05)
+    gate.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[2], Exception)
+    done = sorted(r for r in results if isinstance(r, str))
+    assert sorted(committed(pg)) == done
+    assert await pg.write(_put("later")) == "later"
+
+
+async def test_a_value_that_cannot_be_written_in_goes_as_a_parameter(pg: PgDatabase) -> None:
+    """A text PostgreSQL cannot hold fails its job at the statement, as a prepared statement's
+    parameter would, and the writer's connection stays up."""
+    for bad in ("nul\x00here", "lone \udc80 surrogate"):
+        async def job(tx: Tx, bad: str = bad) -> None:
+            await tx.execute("INSERT INTO t (v) VALUES (?)", (bad,))
+
+        with pytest.raises(Exception):  # noqa: B017 - asyncpg's own error for the value
+            await pg.write(job)
+    assert await pg.write(_put("fine")) == "fine"
+    assert committed(pg) == ["fine"]
