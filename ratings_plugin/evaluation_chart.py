@@ -11,6 +11,7 @@ asked for, so the lobby and every other command run without it.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -50,6 +51,9 @@ def label(row: Mapping[str, Any]) -> str:
 def draw(report: Mapping[str, Any], path: str) -> None:
     """Draw ``report`` (what ``evaluate`` returns) into ``path``, in the format its suffix
     names (``.png`` or ``.svg``)."""
+    # matplotlib's first run on a machine logs, at INFO, that it built its font cache: a line
+    # on the user's terminal that says nothing about the chart
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # an SVG's words stay text

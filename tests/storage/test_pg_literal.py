@@ -1,6 +1,7 @@
 """Values written into a statement (server/store/pg/sql.py's ``inline``): what PostgreSQL stores
 from the inlined text is what it stores from the same values sent as a prepared statement's
-parameters, for each column type the lobby's tables use."""
+parameters, for each column type the lobby's tables use; a value of another Python type than
+the parameter's is not written in (the prepared statement stores or refuses it, as ever)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ async def conn() -> AsyncIterator[Any]:
         postgres.drop_database(server, url.partition("?")[0].rsplit("/", 1)[1])
 
 
+async def kinds(conn: Any, sql: str) -> tuple[str, ...]:
+    statement = await conn.prepare(pg_sql(sql))
+    return tuple(t.name for t in statement.get_parameters())
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) ==
@@ -58,7 +64,7 @@ rows = st.tuples(st.none() | texts,
 async def test_an_inlined_row_stores_what_its_parameters_store(conn: Any,
                                                               row: tuple[Any, ...]) -> None:
     await conn.execute("DELETE FROM v")
-    text = inline(INSERT, ("inlined", *row))
+    text = inline(INSERT, ("inlined", *row), await kinds(conn, INSERT))
     assert text is not None
     await conn.execute(text)  # a simple query: no parameters
     await conn.execute(pg_sql(INSERT), "prepared", *row)
@@ -69,16 +75,51 @@ async def test_an_inlined_row_stores_what_its_parameters_store(conn: Any,
 async def test_quotes_and_marks_inside_values_and_statements_stay_text(conn: Any) -> None:
     sql = "INSERT INTO v (k, t) VALUES (?2, ?1 || '?')"
     value = "it's \\' ?1 $1 ); DROP TABLE v; --"
-    text = inline(sql, (value, "k"))
+    text = inline(sql, (value, "k"), await kinds(conn, sql))
     assert text is not None
     await conn.execute(text)
     assert await conn.fetchval("SELECT t FROM v WHERE k = 'k'") == value + "?"
 
 
 def test_what_cannot_be_written_in_is_left_to_a_parameter() -> None:
-    assert literal("a\x00b") is None  # PostgreSQL's text holds no NUL
-    assert literal("\udc80") is None  # not encodable: the driver raises, in the job
-    assert literal(object()) is None
-    assert inline("INSERT INTO v (k) VALUES (?)", ()) is None  # too few values
-    assert inline("INSERT INTO v (k) VALUES (?)", (1, 2)) is None  # too many
-    assert inline("DELETE FROM v", ()) == "DELETE FROM v"
+    assert literal("a\x00b", "text") is None  # PostgreSQL's text holds no NUL
+    assert literal("\udc80", "text") is None  # not encodable: the driver raises, in the job
+    assert literal(object(), "text") is None
+    sql = "INSERT INTO v (k) VALUES (?)"
+    assert inline(sql, (), ()) is None  # too few values
+    assert inline(sql, (1, 2), ("text", "text")) is None  # too many
+    assert inline("INSERT INTO v (k) VALUES (?0)", ("a",), ("text",)) is None
+    assert inline("DELETE FROM v", (), ()) == "DELETE FROM v"
+
+
+@pytest.mark.parametrize(("value", "kind"), [
+    (1.5, "int8"), (2.0, "int8"), ("7", "int8"), ("1.5", "float8"), (5, "text"),
+    (1.5, "text"), (True, "text"), (b"AB", "text"), ("\\x41", "bytea"), (1, "bool"),
+    (1.5, "numeric"), (bytearray(b"A"), "bytea")])
+def test_a_value_of_another_type_than_its_parameters_is_not_written_in(
+        value: Any, kind: str) -> None:
+    assert literal(value, kind) is None
+
+
+async def test_a_value_not_written_in_is_stored_or_refused_as_a_parameter_is(conn: Any) -> None:
+    """Through the writer's queue: a float for an integer column is what asyncpg makes of it,
+    a number for a text column is refused, as before values were written in."""
+    from server.api import Tx
+    from server.store.pg.database import PgDatabase
+
+    db = PgDatabase(postgres.url_of(postgres.server_url() or "", await conn.fetchval(
+        "SELECT current_database()")))
+    await db.open()
+    try:
+        async def floats(tx: Tx) -> None:
+            await tx.execute("INSERT INTO v (k, i) VALUES (?, ?)", ("f", 2.0))
+
+        async def numbers(tx: Tx) -> None:
+            await tx.execute("INSERT INTO v (k, t) VALUES (?, ?)", ("n", 5))
+
+        await db.write(floats)
+        with pytest.raises(Exception, match="expected str"):
+            await db.write(numbers)
+    finally:
+        await db.close()
+    assert await conn.fetch("SELECT k, i, t FROM v") == [("f", 2, None)]

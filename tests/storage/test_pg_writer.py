@@ -436,3 +436,39 @@ async def test_a_value_that_cannot_be_written_in_goes_as_a_parameter(pg: PgDatab
             await pg.write(job)
     assert await pg.write(_put("fine")) == "fine"
     assert committed(pg) == ["fine"]
+
+
+def _reads_then_waits(gate: asyncio.Event) -> Any:
+    """The batch's first job: its writes run at its read, so it leaves nothing queued."""
+    async def job(tx: Tx) -> str:
+        await tx.execute("INSERT INTO t (v) VALUES (?)", ("a",))
+        await tx.fetchone("SELECT 1")
+        await gate.wait()
+        return "a"
+    return job
+
+
+async def _only_writes_null(tx: Tx) -> None:
+    """Queues a write and returns: it fails only once sent (NOT NULL)."""
+    await tx.execute("INSERT INTO t (v) VALUES (?)", (None,))
+
+
+@pytest.mark.parametrize("followed", [False, True])
+async def test_a_job_that_only_queued_writes_is_undone_alone_when_they_fail(
+        pg: PgDatabase, followed: bool) -> None:
+    """The job before it left nothing queued, so this one has no savepoint of its own until its
+    writes are sent; they fail (with the commit, or with the next job's savepoint): it alone
+    fails, and the others commit."""
+    gate = asyncio.Event()
+    tasks = [asyncio.create_task(pg.write(_reads_then_waits(gate)))]
+    await asyncio.sleep(0.05)
+    tasks.append(asyncio.create_task(pg.write(_only_writes_null)))
+    if followed:
+        tasks.append(asyncio.create_task(pg.write(_put("c"))))
+    await asyncio.sleep(0.05)
+    gate.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert results[0] == "a"
+    assert "null value" in str(results[1])
+    assert results[2:] == (["c"] if followed else [])
+    assert committed(pg) == (["a", "c"] if followed else ["a"])

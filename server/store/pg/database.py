@@ -109,7 +109,7 @@ RESERVED: ContextVar[int | None] = ContextVar("reserved_push", default=None)
 class _Batch:
     """What the jobs of one transaction share."""
 
-    __slots__ = ("carry", "names", "reuse", "waits_bounded", "wake")
+    __slots__ = ("bounds", "carry", "names", "reuse", "waits_bounded", "wake")
 
     def __init__(self) -> None:
         self.reset()
@@ -119,6 +119,7 @@ class _Batch:
         self.waits_bounded = False  # LOCK_WAIT set: a job before this one holds locks
         self.wake = False  # notify the feeds at the commit, though no push is added
         self.carry: list[str] = []  # the last job's writes, not sent yet
+        self.bounds = False  # the carry begins with the savepoint that sets LOCK_WAIT
         self.names = 0
         self.reuse: str | None = None  # a savepoint the next job may take as its own
 
@@ -210,28 +211,33 @@ class JobTx(PgTx):
         if saving:
             self.batch.waits_bounded = True
 
-    def _queue(self, sql: str, params: Sequence[Any]) -> bool:
-        """Queue ``sql`` when it is a plain write whose values can be written in."""
+    async def _queue(self, sql: str, rows: list[Sequence[Any]]) -> bool:
+        """Queue ``sql``, once for each of ``rows``, when it is a plain write whose values can
+        all be written in as the types its parameters have (learnt by preparing it, once)."""
         if not deferrable(sql):
             return False
-        text = inline(sql, params)
-        if text is None:
+        kinds = self.owner.kinds.get(sql)
+        if kinds is None:
+            await self._ready()  # a statement that fails to prepare fails in the job's savepoint
+            statement = await self.conn.prepare(pg_sql(sql))
+            kinds = tuple(t.name for t in statement.get_parameters())
+            if len(self.owner.kinds) < 4096:
+                self.owner.kinds[sql] = kinds
+        texts = [inline(sql, row, kinds) for row in rows]
+        if None in texts:
             return False
-        self.queued.append(text)
+        self.queued += texts  # type: ignore[arg-type]
         return True
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        if not self._queue(sql, params):
+        if not await self._queue(sql, [params]):
             await self._ready()
             await self.conn.execute(pg_sql(sql), *params)
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = list(rows)
-        if len(rows) < COPY_MIN_ROWS and deferrable(sql):
-            texts = [inline(sql, row) for row in rows]
-            if None not in texts:
-                self.queued += texts  # type: ignore[arg-type]
-                return
+        if not rows or (len(rows) < COPY_MIN_ROWS and await self._queue(sql, rows)):
+            return
         await self._ready()
         await super().executemany(sql, rows)
 
@@ -306,6 +312,7 @@ class PgDatabase(Hooks):
         self.reruns = 0
         self.fault: str | None = None  # never set: a PostgreSQL outage is not for good
         self._committed = 0.0  # seconds the last commit took
+        self.kinds: dict[str, tuple[str, ...]] = {}  # a write's parameter types (JobTx._queue)
 
     async def open(self) -> None:
         import asyncpg
@@ -511,15 +518,19 @@ class PgDatabase(Hooks):
         (:meth:`_undo`) as if it had failed at the statement. A failure of ``then`` itself
         (the commit) is the batch's."""
         sql = "; ".join([*state.carry, then] if then else state.carry)
-        blamed = bool(state.carry)
-        state.carry = []
+        blamed, bounds = bool(state.carry), state.bounds
+        state.carry, state.bounds = [], False
         try:
-            await conn.execute(sql)
+            status = await conn.execute(sql)
         except Exception as e:
             if lost_connection(e, conn) or not blamed or not conn.is_in_transaction():
                 raise
             ran = done.pop()
             return await self._undo(conn, ran, e, state)
+        if then.endswith("COMMIT") and status != "COMMIT":  # never: a failed job was not undone
+            raise CommitFailed(f"the transaction ended with {status}, not COMMIT")
+        if bounds:
+            state.waits_bounded = True
         return None
     @staticmethod
     async def _versions(conn: Any) -> dict[str, tuple[int, int]]:
@@ -610,9 +621,13 @@ class PgDatabase(Hooks):
                 raise
             ran.savepoint = tx.savepoint
             return await self._undo(conn, ran, e, state)
-        ran.savepoint = tx.savepoint
         ran.pushes = tx.pushes
         state.carry = tx.queued
+        if tx.queued and not tx.saved:  # it only queued writes: its savepoint goes before them
+            tx.savepoint, head = state.savepoint()
+            state.carry = [head, *tx.queued]
+            state.bounds = not state.waits_bounded
+        ran.savepoint = tx.savepoint
         return ran
 
     async def _undo(self, conn: Any, ran: _Ran, error: BaseException, state: _Batch
@@ -623,7 +638,7 @@ class PgDatabase(Hooks):
         transaction begun again, holding nothing) or ``DEFER`` (a later one: first in the
         next batch, this one committing what ran before it)."""
         self.seen, self._republish = ran.seen, ran.republish or self._republish
-        state.carry = []
+        state.carry, state.bounds = [], False
         if ran.first:
             await conn.execute("ROLLBACK; " + BEGIN_WRITE)
             state.reset()

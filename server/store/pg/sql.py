@@ -68,26 +68,40 @@ def copy_target(sql: str) -> tuple[str, list[str]] | None:
 # A job's writes whose outcome it does not read go to PostgreSQL later, several statements in
 # one simple query (a round trip for all of them), so their values are written in as literals.
 
-def literal(value: Any) -> str | None:
-    """``value`` as a quoted literal of no type, which PostgreSQL reads as the type the statement
-    gives its place (as it types a parameter); ``None`` for a value this cannot write safely
-    (the statement then goes as a prepared one, which raises what it must)."""
+_TEXT = frozenset({"text", "varchar", "bpchar", "name"})
+_INTEGER = frozenset({"int8", "int4", "int2"})
+
+
+def literal(value: Any, kind: str) -> str | None:
+    """``value`` written in where the statement has a parameter of type ``kind`` (PostgreSQL's
+    name of it, as a prepared statement reports it): a quoted literal PostgreSQL reads as that
+    type. ``None`` for a pair this does not write (a value of another Python type, a type not
+    listed here, a text PostgreSQL cannot hold): the statement then goes as a prepared one,
+    which stores, or refuses, exactly what it always did."""
     if value is None:
         return "NULL"
-    if isinstance(value, str):
-        if "\x00" in value or not (value.isascii() or _encodable(value)):
+    if kind in _TEXT:
+        if type(value) is not str or "\x00" in value or not (value.isascii()
+                                                             or _encodable(value)):
             return None
-        return "'" + str.replace(value, "'", "''") + "'"
-    if isinstance(value, bool):
-        return "'1'" if value else "'0'"  # stored as SQLite stores it: an integer
-    if isinstance(value, int):
-        return "'" + int.__repr__(value) + "'"
-    if isinstance(value, float):
+        return "'" + value.replace("'", "''") + "'"
+    if kind in _INTEGER:
+        if type(value) is bool:
+            return "'1'" if value else "'0'"
+        return "'" + int.__repr__(value) + "'" if type(value) is int else None
+    if kind == "float8":
+        if type(value) is int:
+            value = float(value)
+        elif not isinstance(value, float):  # numpy's float64 is one
+            return None
+        value = float(value)
         if math.isfinite(value):
-            return "'" + float.__repr__(float(value)) + "'"  # the shortest text of the same double
+            return "'" + repr(value) + "'"  # the shortest text of the same double
         return "'NaN'" if math.isnan(value) else ("'Infinity'" if value > 0 else "'-Infinity'")
-    if isinstance(value, bytes):
-        return "'\\x" + value.hex() + "'"
+    if kind == "bytea":
+        return "'\\x" + value.hex() + "'" if type(value) is bytes else None
+    if kind == "bool":
+        return ("'true'" if value else "'false'") if type(value) is bool else None
     return None
 
 
@@ -103,7 +117,8 @@ _parts_cache: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
 
 
 def _parts(sql: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The text around each placeholder of ``sql`` and the index of the value each one takes."""
+    """The text around each placeholder of ``sql`` and the index of the value each one takes
+    (``$N`` counts from 1: a ``?0`` gets -1, which :func:`inline` refuses)."""
     found = _parts_cache.get(sql)
     if found is not None:
         return found
@@ -127,11 +142,15 @@ def _parts(sql: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return found
 
 
-def inline(sql: str, params: Sequence[Any]) -> str | None:
-    """``sql`` with its values written in, or ``None`` when one of them cannot be (or the
-    placeholders do not match the values)."""
+def inline(sql: str, params: Sequence[Any], kinds: Sequence[str]) -> str | None:
+    """``sql`` with its values written in, ``kinds`` the types of its parameters (as
+    :meth:`asyncpg.prepared_stmt.PreparedStatement.get_parameters` names them); ``None`` when
+    one of them is not written in (:func:`literal`) or the values do not fit the
+    placeholders (the prepared statement then says what is wrong)."""
     texts, places = _parts(sql)
-    values = [literal(v) for v in params]
+    if len(params) != len(kinds) or (places and min(places) < 0):
+        return None
+    values = [literal(v, k) for v, k in zip(params, kinds, strict=True)]
     if None in values or len(values) != (max(places) + 1 if places else 0):
         return None
     out = [texts[0]]
