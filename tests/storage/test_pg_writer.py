@@ -472,3 +472,21 @@ async def test_a_job_that_only_queued_writes_is_undone_alone_when_they_fail(
     assert "null value" in str(results[1])
     assert results[2:] == (["c"] if followed else [])
     assert committed(pg) == (["a", "c"] if followed else ["a"])
+
+
+async def test_a_write_whose_count_decides_goes_with_the_queued_ones_and_counts_alone(
+        pg: PgDatabase) -> None:
+    """``changes`` (the stored replies' conditional insert): sent in the round trip of the
+    writes queued before it, it tells the rows it changed itself, 1 or 0."""
+    once = "INSERT INTO t (v) VALUES (?) ON CONFLICT (v) DO NOTHING"
+    counts: list[int] = []
+
+    async def job(tx: Any) -> None:
+        await tx.execute("INSERT INTO t (v) VALUES (?)", ("queued",))
+        counts.append(await tx.changes(once, ("once",)))
+        counts.append(await tx.changes(once, ("once",)))
+        counts.append(await tx.changes(once, ("queued",)))
+
+    await pg.write(job)
+    assert counts == [1, 0, 0]
+    assert sorted(committed(pg)) == ["once", "queued"]

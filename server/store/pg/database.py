@@ -72,7 +72,7 @@ from server.store.pg.port import (
     PoolReader,
 )
 from server.store.pg.schema import LOG_SEQUENCE, MATCH_IDS, migrate, migrate_plugin
-from server.store.pg.sql import inline, pg_sql
+from server.store.pg.sql import Inliner, inliner, pg_sql
 from server.store.writer.batching import deferrable
 from server.store.writer.pipeline import Hooks
 
@@ -195,9 +195,9 @@ class JobTx(PgTx):
         once the batch holding this job has committed; a job that fails publishes nothing."""
         self.pushes.append((audience, body))
 
-    async def _ready(self) -> None:
+    async def _ready(self) -> str | None:
         """Before a statement that runs now: the job's savepoint, if it has none yet, and the
-        writes it queued, in one round trip."""
+        writes it queued, in one round trip (the tag of the last one)."""
         parts = self.queued
         saving = not self.saved
         if saving:
@@ -205,29 +205,51 @@ class JobTx(PgTx):
             self.saved = True
             parts = [head, *parts]
         if not parts:
-            return
+            return None
         self.queued = []
-        await self.conn.execute("; ".join(parts))
+        status: str = await self.conn.execute("; ".join(parts))
         if saving:
             self.batch.waits_bounded = True
+        return status
+
+    async def _inliner(self, sql: str) -> Inliner:
+        """What writes the values into ``sql`` as the types of its parameters, learnt by
+        preparing it once (in the job's savepoint: a statement that does not prepare fails
+        the job here)."""
+        found = self.owner.inliners.get(sql)
+        if found is None:
+            await self._ready()
+            statement = await self.conn.prepare(pg_sql(sql))
+            found = inliner(sql, [t.name for t in statement.get_parameters()])
+            if len(self.owner.inliners) < 4096:
+                self.owner.inliners[sql] = found
+        return found
 
     async def _queue(self, sql: str, rows: list[Sequence[Any]]) -> bool:
         """Queue ``sql``, once for each of ``rows``, when it is a plain write whose values can
-        all be written in as the types its parameters have (learnt by preparing it, once)."""
+        all be written in."""
         if not deferrable(sql):
             return False
-        kinds = self.owner.kinds.get(sql)
-        if kinds is None:
-            await self._ready()  # a statement that fails to prepare fails in the job's savepoint
-            statement = await self.conn.prepare(pg_sql(sql))
-            kinds = tuple(t.name for t in statement.get_parameters())
-            if len(self.owner.kinds) < 4096:
-                self.owner.kinds[sql] = kinds
-        texts = [inline(sql, row, kinds) for row in rows]
+        render = await self._inliner(sql)
+        texts = [render(row) for row in rows]
         if None in texts:
             return False
         self.queued += texts  # type: ignore[arg-type]
         return True
+
+    async def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run the write ``sql`` now, in the round trip of the writes queued before it; how
+        many rows it changed (PostgreSQL's tag of the last statement): for a write whose
+        outcome decides the job, with no row to send back."""
+        text = (await self._inliner(sql))(params)
+        if text is None:
+            await self._ready()
+            status = await self.conn.execute(pg_sql(sql), *params)
+        else:
+            self.queued.append(text)
+            status = await self._ready()
+        count = (status or "").rpartition(" ")[2]
+        return int(count) if count.isdigit() else 0
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         if not await self._queue(sql, [params]):
@@ -312,7 +334,7 @@ class PgDatabase(Hooks):
         self.reruns = 0
         self.fault: str | None = None  # never set: a PostgreSQL outage is not for good
         self._committed = 0.0  # seconds the last commit took
-        self.kinds: dict[str, tuple[str, ...]] = {}  # a write's parameter types (JobTx._queue)
+        self.inliners: dict[str, Inliner] = {}  # a write's values written in (JobTx._inliner)
 
     async def open(self) -> None:
         import asyncpg

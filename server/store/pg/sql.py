@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 _TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\?(\d*)""")
@@ -68,8 +68,45 @@ def copy_target(sql: str) -> tuple[str, list[str]] | None:
 # A job's writes whose outcome it does not read go to PostgreSQL later, several statements in
 # one simple query (a round trip for all of them), so their values are written in as literals.
 
-_TEXT = frozenset({"text", "varchar", "bpchar", "name"})
-_INTEGER = frozenset({"int8", "int4", "int2"})
+def _text(value: Any) -> str | None:
+    if type(value) is not str or "\x00" in value or not (value.isascii() or _encodable(value)):
+        return None
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _integer(value: Any) -> str | None:
+    if type(value) is bool:
+        return "'1'" if value else "'0'"
+    return "'" + int.__repr__(value) + "'" if type(value) is int else None
+
+
+def _float(value: Any) -> str | None:
+    if type(value) is int:
+        value = float(value)
+    elif not isinstance(value, float):  # numpy's float64 is one
+        return None
+    value = float(value)
+    if math.isfinite(value):
+        return "'" + repr(value) + "'"  # the shortest text of the same double
+    return "'NaN'" if math.isnan(value) else ("'Infinity'" if value > 0 else "'-Infinity'")
+
+
+def _bytes(value: Any) -> str | None:
+    return "'\\x" + value.hex() + "'" if type(value) is bytes else None
+
+
+def _bool(value: Any) -> str | None:
+    return ("'true'" if value else "'false'") if type(value) is bool else None
+
+
+def _never(value: Any) -> None:
+    return None
+
+
+_WRITERS: dict[str, Callable[[Any], str | None]] = {
+    "text": _text, "varchar": _text, "bpchar": _text, "name": _text,
+    "int8": _integer, "int4": _integer, "int2": _integer,
+    "float8": _float, "bytea": _bytes, "bool": _bool}
 
 
 def literal(value: Any, kind: str) -> str | None:
@@ -78,31 +115,7 @@ def literal(value: Any, kind: str) -> str | None:
     type. ``None`` for a pair this does not write (a value of another Python type, a type not
     listed here, a text PostgreSQL cannot hold): the statement then goes as a prepared one,
     which stores, or refuses, exactly what it always did."""
-    if value is None:
-        return "NULL"
-    if kind in _TEXT:
-        if type(value) is not str or "\x00" in value or not (value.isascii()
-                                                             or _encodable(value)):
-            return None
-        return "'" + value.replace("'", "''") + "'"
-    if kind in _INTEGER:
-        if type(value) is bool:
-            return "'1'" if value else "'0'"
-        return "'" + int.__repr__(value) + "'" if type(value) is int else None
-    if kind == "float8":
-        if type(value) is int:
-            value = float(value)
-        elif not isinstance(value, float):  # numpy's float64 is one
-            return None
-        value = float(value)
-        if math.isfinite(value):
-            return "'" + repr(value) + "'"  # the shortest text of the same double
-        return "'NaN'" if math.isnan(value) else ("'Infinity'" if value > 0 else "'-Infinity'")
-    if kind == "bytea":
-        return "'\\x" + value.hex() + "'" if type(value) is bytes else None
-    if kind == "bool":
-        return ("'true'" if value else "'false'") if type(value) is bool else None
-    return None
+    return "NULL" if value is None else _WRITERS.get(kind, _never)(value)
 
 
 def _encodable(text: str) -> bool:
@@ -142,19 +155,41 @@ def _parts(sql: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
     return found
 
 
-def inline(sql: str, params: Sequence[Any], kinds: Sequence[str]) -> str | None:
-    """``sql`` with its values written in, ``kinds`` the types of its parameters (as
-    :meth:`asyncpg.prepared_stmt.PreparedStatement.get_parameters` names them); ``None`` when
-    one of them is not written in (:func:`literal`) or the values do not fit the
+Inliner = Callable[[Sequence[Any]], "str | None"]
+
+
+def inliner(sql: str, kinds: Sequence[str]) -> Inliner:
+    """What writes values into ``sql``, ``kinds`` the types of its parameters (as
+    :meth:`asyncpg.prepared_stmt.PreparedStatement.get_parameters` names them): the text, or
+    ``None`` when a value is not written in (:func:`literal`) or the values do not fit the
     placeholders (the prepared statement then says what is wrong)."""
     texts, places = _parts(sql)
-    if len(params) != len(kinds) or (places and min(places) < 0):
-        return None
-    values = [literal(v, k) for v, k in zip(params, kinds, strict=True)]
-    if None in values or len(values) != (max(places) + 1 if places else 0):
-        return None
-    out = [texts[0]]
-    for place, text in zip(places, texts[1:], strict=True):
-        out.append(values[place])  # type: ignore[arg-type]
-        out.append(text)
-    return "".join(out)
+    count = len(kinds)
+    if (places and (min(places) < 0 or max(places) + 1 != count)) or (not places and count):
+        return _never
+    writers = [_WRITERS.get(kind, _never) for kind in kinds]
+    head, rest = texts[0], tuple(zip(places, texts[1:], strict=True))
+
+    def render(params: Sequence[Any]) -> str | None:
+        if len(params) != count:
+            return None
+        values: list[str] = []
+        for write, value in zip(writers, params, strict=True):
+            if value is None:
+                values.append("NULL")
+            elif (text := write(value)) is not None:
+                values.append(text)
+            else:
+                return None
+        out = [head]
+        for place, text in rest:
+            out.append(values[place])
+            out.append(text)
+        return "".join(out)
+
+    return render
+
+
+def inline(sql: str, params: Sequence[Any], kinds: Sequence[str]) -> str | None:
+    """``sql`` with ``params`` written in (:func:`inliner`)."""
+    return inliner(sql, kinds)(params)
