@@ -490,3 +490,39 @@ async def test_a_write_whose_count_decides_goes_with_the_queued_ones_and_counts_
     await pg.write(job)
     assert counts == [1, 0, 0]
     assert sorted(committed(pg)) == ["once", "queued"]
+
+
+async def test_after_a_job_undone_late_the_push_counter_still_waits_for_another_writer(
+        pg: PgDatabase) -> None:
+    """The savepoint that bounded later jobs' lock waits ran ahead of the failed writes, so the
+    wait stays bounded for the jobs after it; the batch's pushes then take the counter's row
+    without that bound, waiting for another writer's commit instead of failing the batch."""
+    import asyncpg
+
+    await pg.write(_put("warm"))  # the insert's parameter types are known: it queues at once
+    other = await asyncpg.connect(pg.path)
+    gate = asyncio.Event()
+
+    async def publishes(tx: Any) -> str:
+        await tx.fetchone("SELECT 1")
+        tx.publish("everyone", "{}")
+        await gate.wait()
+        return "published"
+
+    try:
+        tr = other.transaction()
+        await tr.start()
+        await other.execute("UPDATE counters SET value = value WHERE name = 'push'")
+        first = asyncio.create_task(pg.write(publishes))
+        await asyncio.sleep(0.05)
+        failing = asyncio.create_task(pg.write(_only_writes_null))
+        await asyncio.sleep(0.05)
+        gate.set()
+        await asyncio.sleep(0.3)  # far longer than the bounded wait
+        await tr.commit()
+        assert await asyncio.wait_for(first, 5) == "published"
+        with pytest.raises(Exception, match="null value"):
+            await failing
+    finally:
+        await other.close()
+    assert postgres.query(pg.path, "SELECT audience FROM pushes") == [("everyone",)]

@@ -207,9 +207,9 @@ class JobTx(PgTx):
         if not parts:
             return None
         self.queued = []
-        status: str = await self.conn.execute("; ".join(parts))
-        if saving:
+        if saving:  # the query's first statement: set even if the writes after it fail
             self.batch.waits_bounded = True
+        status: str = await self.conn.execute("; ".join(parts))
         return status
 
     async def _inliner(self, sql: str) -> Inliner:
@@ -547,6 +547,8 @@ class PgDatabase(Hooks):
         except Exception as e:
             if lost_connection(e, conn) or not blamed or not conn.is_in_transaction():
                 raise
+            if bounds:  # the carry's first statement set it, and no rollback to a savepoint undoes it
+                state.waits_bounded = True
             ran = done.pop()
             return await self._undo(conn, ran, e, state)
         if then.endswith("COMMIT") and status != "COMMIT":  # never: a failed job was not undone
