@@ -38,13 +38,9 @@ class Heard:
 
 
 @pytest.fixture
-async def nodes() -> AsyncIterator[tuple[PgDatabase, PgDatabase]]:
+async def nodes(pg_url: str) -> AsyncIterator[tuple[PgDatabase, PgDatabase]]:
     """Two writers on one new database, as two lobby processes would have."""
-    server = postgres.server_url()
-    if server is None:
-        pytest.skip(postgres.MISSING)
-    url = postgres.new_database(server)
-    a, b = PgDatabase(url, origin="a"), PgDatabase(url, origin="b")
+    a, b = PgDatabase(pg_url, origin="a"), PgDatabase(pg_url, origin="b")
     await a.open()
     await b.open()
     try:
@@ -52,7 +48,6 @@ async def nodes() -> AsyncIterator[tuple[PgDatabase, PgDatabase]]:
     finally:
         await a.close()
         await b.close()
-        postgres.drop_database(server, url.partition("?")[0].rsplit("/", 1)[1])
 
 
 def publishes(*bodies: str, fail: bool = False) -> Any:

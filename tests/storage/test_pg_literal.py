@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from testkit import postgres
 
 from server.store.pg.sql import inline, literal, pg_sql
 
@@ -22,21 +21,16 @@ INSERT = "INSERT INTO v (k, t, d, i, b) VALUES (?, ?, ?, ?, ?)"
 
 
 @pytest.fixture
-async def conn() -> AsyncIterator[Any]:
-    server = postgres.server_url()
-    if server is None:
-        pytest.skip(postgres.MISSING)
+async def conn(pg_url: str) -> AsyncIterator[Any]:
     import asyncpg
 
-    url = postgres.new_database(server)
-    c = await asyncpg.connect(url, server_settings={"standard_conforming_strings": "on"})
+    c = await asyncpg.connect(pg_url, server_settings={"standard_conforming_strings": "on"})
     await c.execute("CREATE TABLE v (k TEXT PRIMARY KEY, t TEXT, d DOUBLE PRECISION, "
                     "i BIGINT, b BYTEA)")
     try:
         yield c
     finally:
         await c.close()
-        postgres.drop_database(server, url.partition("?")[0].rsplit("/", 1)[1])
 
 
 async def kinds(conn: Any, sql: str) -> tuple[str, ...]:
@@ -101,14 +95,14 @@ def test_a_value_of_another_type_than_its_parameters_is_not_written_in(
     assert literal(value, kind) is None
 
 
-async def test_a_value_not_written_in_is_stored_or_refused_as_a_parameter_is(conn: Any) -> None:
+async def test_a_value_not_written_in_is_stored_or_refused_as_a_parameter_is(
+        conn: Any, pg_url: str) -> None:
     """Through the writer's queue: a float for an integer column is what asyncpg makes of it,
     a number for a text column is refused, as before values were written in."""
     from server.api import Tx
     from server.store.pg.database import PgDatabase
 
-    db = PgDatabase(postgres.url_of(postgres.server_url() or "", await conn.fetchval(
-        "SELECT current_database()")))
+    db = PgDatabase(pg_url)
     await db.open()
     try:
         async def floats(tx: Tx) -> None:
