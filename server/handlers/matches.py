@@ -86,9 +86,9 @@ async def still(call: Call, tx: WriteTx, m: LiveMatch, statuses: tuple[str, ...]
     ``statuses`` (and claimed by ``claimed_by``) as the writer sees it, holding the row until
     its commit; otherwise the command is refused and changes nothing. One node alone decides in
     memory (``busy``), as the row would."""
-    if call.lobby.sharing is None:
+    if call.lobby.sharing is None or await stored.still_in(tx, m.id, statuses, claimed_by):
         return
-    row = await stored.state_in(tx, m.id)
+    row = await stored.state_in(tx, m.id)  # what the refusal says (unless it changed back)
     if row is not None and row["status"] in statuses and (
             claimed_by is None or row["claimed_by"] == claimed_by):
         return

@@ -25,6 +25,12 @@ class WriteTx(Tx, Protocol):
     async def next_match_id(self) -> int:
         """A new match's id."""
 
+    async def rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
+        """Run ``statements`` (SQL, parameters) in order, now; how many rows the last one
+        returned or changed. For statements whose rows the job does not read: a lock taken, a
+        row counted, a conditional write. On PostgreSQL they go in one round trip with the
+        writes queued before them."""
+
 
 class Reads(Protocol):
     """Reads of what has been committed, each its own snapshot."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from server.store.handle import Reads, WriteTx
 
+HOLD_PLAYERS = "SELECT id FROM players WHERE id IN (?, ?) ORDER BY id FOR UPDATE"
 LIVE_PLAYER = """SELECT 1 FROM match_players mp JOIN matches m ON m.id = mp.match_id
     WHERE mp.player_id IN (?, ?) AND m.status IN ('playing', 'claimed') LIMIT 1"""
 
@@ -50,7 +51,6 @@ async def playing(tx: WriteTx, a: int, b: int) -> bool:
     admin, holds nobody), as this transaction sees it; both
     players are held until the commit (in id order), so two joins naming one player on two
     servers go one after the other."""
-    if tx.backend == "postgresql":
-        await tx.fetchall("SELECT id FROM players WHERE id IN (?, ?) ORDER BY id FOR UPDATE",
-                          (a, b))
+    if tx.backend == "postgresql":  # one round trip: the lock, then the count
+        return await tx.rows([(HOLD_PLAYERS, (a, b)), (LIVE_PLAYER, (a, b))]) > 0
     return await tx.fetchone(LIVE_PLAYER, (a, b)) is not None

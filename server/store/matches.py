@@ -78,6 +78,16 @@ def locking(tx: WriteTx, of: str = "") -> str:
     return f" FOR UPDATE{of}" if tx.backend == "postgresql" else ""
 
 
+async def still_in(tx: WriteTx, match_id: int, statuses: Sequence[str],
+                   claimed_by: str | None = None) -> bool:
+    """Whether the match is in one of ``statuses`` (and claimed by ``claimed_by``) as this
+    transaction sees it, the row then held until the commit; counted, no row sent back."""
+    sql = (f"SELECT 1 FROM matches WHERE id = ? AND status IN ({', '.join('?' * len(statuses))})"
+           + (" AND claimed_by = ?" if claimed_by is not None else "") + locking(tx))
+    params = (match_id, *statuses, *(() if claimed_by is None else (claimed_by,)))
+    return await tx.rows([(sql, params)]) > 0
+
+
 async def state_in(tx: WriteTx, match_id: int) -> Any | None:
     """A match's ``status`` and ``claimed_by`` as this transaction sees them, the row held
     until the commit: the command that reads it decides, and another waits for it."""

@@ -37,14 +37,10 @@ STORE_ONCE = ("INSERT INTO requests (player_id, request_id, cmd, args_hash, repl
 async def store_once(tx: WriteTx, player_id: int, request_id: str, cmd: str, args_hash: str,
                      reply: str, at: str, older_than: str) -> bool:
     """Store the reply unless the same request (command and arguments) was answered since
-    ``older_than``; whether it was stored. One statement: no read before the write. The
-    PostgreSQL writer counts the rows it changed in the round trip of the job's queued writes
-    (``changes``); elsewhere the row it returns says."""
-    params = (player_id, request_id, cmd, args_hash, reply, at, older_than)
-    changes = getattr(tx, "changes", None)
-    if changes is not None:
-        return bool(await changes(STORE_ONCE, params))
-    return await tx.fetchone(STORE_ONCE + " RETURNING 1", params) is not None
+    ``older_than``; whether it was stored. One statement, counted (on PostgreSQL in the round
+    trip of the job's queued writes): no read before the write, no row sent back."""
+    return await tx.rows([(STORE_ONCE, (player_id, request_id, cmd, args_hash, reply, at,
+                                        older_than))]) > 0
 
 
 async def find_in(tx: WriteTx, player_id: int, request_id: str) -> Any | None:

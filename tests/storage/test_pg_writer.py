@@ -468,21 +468,30 @@ async def test_a_job_that_only_queued_writes_is_undone_alone_when_they_fail(
     assert committed(pg) == (["a", "c"] if followed else ["a"])
 
 
-async def test_a_write_whose_count_decides_goes_with_the_queued_ones_and_counts_alone(
+async def test_statements_whose_rows_are_only_counted_go_with_the_queued_writes(
         pg: PgDatabase) -> None:
-    """``changes`` (the stored replies' conditional insert): sent in the round trip of the
-    writes queued before it, it tells the rows it changed itself, 1 or 0."""
+    """``rows`` (a lock and a count, a conditional write): sent in the round trip of the writes
+    queued before them, they tell how many rows the last one returned or changed; a value that
+    is not written in sends the statement prepared, counted the same."""
     once = "INSERT INTO t (v) VALUES (?) ON CONFLICT (v) DO NOTHING"
     counts: list[int] = []
+    sent = 0
 
     async def job(tx: Any) -> None:
+        nonlocal sent
         await tx.execute("INSERT INTO t (v) VALUES (?)", ("queued",))
-        counts.append(await tx.changes(once, ("once",)))
-        counts.append(await tx.changes(once, ("once",)))
-        counts.append(await tx.changes(once, ("queued",)))
+        counts.append(await tx.rows([(once, ("once",))]))
+        counts.append(await tx.rows([(once, ("once",))]))
+        counts.append(await tx.rows([(once, ("queued",))]))
+        before = tx.conn._protocol.queries_count
+        counts.append(await tx.rows([("SELECT id FROM t ORDER BY id FOR UPDATE", ()),
+                                     ("SELECT 1 FROM t WHERE v IN (?, ?)", ("once", "gone"))]))
+        sent = tx.conn._protocol.queries_count - before
+        counts.append(await tx.rows([("SELECT 1 FROM t WHERE id = ?", (1.0,))]))  # prepared
 
     await pg.write(job)
-    assert counts == [1, 0, 0]
+    assert counts == [1, 0, 0, 1, 1]
+    assert sent == 1  # the lock and the count: one round trip
     assert sorted(committed(pg)) == ["once", "queued"]
 
 

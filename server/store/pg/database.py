@@ -237,17 +237,21 @@ class JobTx(PgTx):
         self.queued += texts  # type: ignore[arg-type]
         return True
 
-    async def changes(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run the write ``sql`` now, in the round trip of the writes queued before it; how
-        many rows it changed (PostgreSQL's tag of the last statement): for a write whose
-        outcome decides the job, with no row to send back."""
-        text = (await self._inliner(sql))(params)
-        if text is None:
-            await self._ready()
+    async def rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
+        """Run ``statements`` now, in the round trip of the job's savepoint (if it takes it
+        now) and of the writes queued before them; how many rows the last one returned or
+        changed, from PostgreSQL's tag of it (a statement whose values cannot all be written
+        in goes prepared, as do the ones after it)."""
+        texts: list[str] = []
+        for sql, params in statements:
+            text = (await self._inliner(sql))(params)
+            if text is None:
+                break
+            texts.append(text)
+        self.queued += texts
+        status = await self._ready()
+        for sql, params in statements[len(texts):]:
             status = await self.conn.execute(pg_sql(sql), *params)
-        else:
-            self.queued.append(text)
-            status = await self._ready()
         count = (status or "").rpartition(" ")[2]
         return int(count) if count.isdigit() else 0
 

@@ -60,6 +60,17 @@ class JobTx:
     async def next_match_id(self) -> int:
         return self.take("match")
 
+    async def rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
+        await self._ready()
+        count = 0
+        for sql, params in statements:
+            cursor = self._conn.execute(sql, tuple(params))
+            try:
+                count = len(cursor.fetchall()) if cursor.description else cursor.rowcount
+            finally:
+                cursor.close()
+        return count
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         cursor = await self._statement(sql, tuple(params))
         if isinstance(cursor, sqlite3.Cursor):
