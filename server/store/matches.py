@@ -81,7 +81,8 @@ def locking(tx: WriteTx, of: str = "") -> str:
 async def still_in(tx: WriteTx, match_id: int, statuses: Sequence[str],
                    claimed_by: str | None = None) -> bool:
     """Whether the match is in one of ``statuses`` (and claimed by ``claimed_by``) as this
-    transaction sees it, the row then held until the commit; counted, no row sent back."""
+    transaction sees it, the row then held until the commit; counted (the job reads no row of
+    it, so on PostgreSQL it goes in the round trip of the job's queued writes)."""
     sql = (f"SELECT 1 FROM matches WHERE id = ? AND status IN ({', '.join('?' * len(statuses))})"
            + (" AND claimed_by = ?" if claimed_by is not None else "") + locking(tx))
     params = (match_id, *statuses, *(() if claimed_by is None else (claimed_by,)))

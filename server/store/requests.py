@@ -37,8 +37,8 @@ STORE_ONCE = ("INSERT INTO requests (player_id, request_id, cmd, args_hash, repl
 async def store_once(tx: WriteTx, player_id: int, request_id: str, cmd: str, args_hash: str,
                      reply: str, at: str, older_than: str) -> bool:
     """Store the reply unless the same request (command and arguments) was answered since
-    ``older_than``; whether it was stored. One statement, counted (on PostgreSQL in the round
-    trip of the job's queued writes): no read before the write, no row sent back."""
+    ``older_than``; whether it was stored. One statement, its changed rows counted (on
+    PostgreSQL in the round trip of the job's queued writes): no read before the write."""
     return await tx.rows([(STORE_ONCE, (player_id, request_id, cmd, args_hash, reply, at,
                                         older_than))]) > 0
 

@@ -170,3 +170,17 @@ async def test_a_long_read_in_a_job_leaves_the_loop_turns(db: Database) -> None:
     assert seen == rows and turns >= 9  # a turn every YIELD_ROWS rows
     seen, turns = await during("fetchall")
     assert seen == rows and turns == 0
+
+
+async def test_rows_counts_what_the_last_statement_returned_or_changed(db: Database) -> None:
+    """``rows`` after queued writes: a write sqlite3 does not parse as one (``WITH … INSERT``)
+    still counts its rows, an upsert that changes nothing counts 0, a select its rows."""
+    async def job(tx: Any) -> list[int]:
+        await tx.later("INSERT INTO t (v) VALUES ('queued')")
+        return [
+            await tx.rows([("WITH x AS (SELECT 'a' AS v) INSERT INTO t (v) SELECT v FROM x", ())]),
+            await tx.rows([("INSERT INTO t (v) VALUES (?) ON CONFLICT (v) DO UPDATE SET "
+                            "v = excluded.v WHERE 0", ("a",))]),
+            await tx.rows([("SELECT 1", ()), ("SELECT v FROM t", ())])]
+
+    assert await db.write(job) == [1, 0, 2]

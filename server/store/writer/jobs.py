@@ -66,7 +66,11 @@ class JobTx:
         for sql, params in statements:
             cursor = self._conn.execute(sql, tuple(params))
             try:
-                count = len(cursor.fetchall()) if cursor.description else cursor.rowcount
+                if cursor.description:
+                    count = len(cursor.fetchall())
+                else:  # sqlite3 says -1 for a write it does not parse (a WITH … INSERT)
+                    count = (cursor.rowcount if cursor.rowcount >= 0 else
+                             self._conn.execute("SELECT changes()").fetchone()[0])
             finally:
                 cursor.close()
         return count
