@@ -445,7 +445,6 @@ class PgDatabase(Hooks):
 
     async def _ready(self) -> None:
         """A working connection for the writer, and state reloaded after a lost one."""
-
         if self.writer is None or self.writer.is_closed():
             self._stale = True
             self.writer = await _connect(self.path)
@@ -551,7 +550,7 @@ class PgDatabase(Hooks):
         except Exception as e:
             if lost_connection(e, conn) or not blamed or not conn.is_in_transaction():
                 raise
-            if bounds:  # the carry's first statement set it, and no rollback to a savepoint undoes it
+            if bounds:  # set by the carry's first statement: no rollback to a savepoint undoes it
                 state.waits_bounded = True
             ran = done.pop()
             return await self._undo(conn, ran, e, state)
@@ -560,6 +559,7 @@ class PgDatabase(Hooks):
         if bounds:
             state.waits_bounded = True
         return None
+
     @staticmethod
     async def _versions(conn: Any) -> dict[str, tuple[int, int]]:
         """Each ladder's version and the version of its latest rebuild."""
