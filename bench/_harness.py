@@ -100,30 +100,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (``None``: no such process)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+            return f.read().rsplit(")", 1)[1].split()
     except OSError:
-        return float("nan")
+        return None
+
+
+def _cpu(fields: list[str]) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    fields = _stat(pid)
+    return float("nan") if fields is None else _cpu(fields)
 
 
 def tree_cpu(root: int) -> float:
     """CPU seconds of process ``root`` and of its children now alive (a PostgreSQL cluster: the
     postmaster and its backends, which run the statements a server sends)."""
-    total = process_cpu(root)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == root:
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    children = (fields for entry in os.listdir("/proc") if entry.isdigit()
+                if (fields := _stat(entry)) is not None and int(fields[1]) == root)
+    return process_cpu(root) + sum(_cpu(fields) for fields in children)
 
 
 def rss(pid: int) -> int:

@@ -1,4 +1,4 @@
-"""Values written into a statement (server/store/pg/sql.py's ``inline``): what PostgreSQL stores
+"""Values written into a statement (server/store/pg/sql.py's ``inliner``): what PostgreSQL stores
 from the inlined text is what it stores from the same values sent as a prepared statement's
 parameters, for each column type the lobby's tables use; a value of another Python type than
 the parameter's is not written in (the prepared statement stores or refuses it, as ever)."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.store.pg.sql import inline, literal, pg_sql
+from server.store.pg.sql import inliner, literal, pg_sql
 
 pytestmark = pytest.mark.postgresql
 
@@ -58,7 +58,7 @@ rows = st.tuples(st.none() | texts,
 async def test_an_inlined_row_stores_what_its_parameters_store(conn: Any,
                                                               row: tuple[Any, ...]) -> None:
     await conn.execute("DELETE FROM v")
-    text = inline(INSERT, ("inlined", *row), await kinds(conn, INSERT))
+    text = inliner(INSERT, await kinds(conn, INSERT))(("inlined", *row))
     assert text is not None
     await conn.execute(text)  # a simple query: no parameters
     await conn.execute(pg_sql(INSERT), "prepared", *row)
@@ -69,7 +69,7 @@ async def test_an_inlined_row_stores_what_its_parameters_store(conn: Any,
 async def test_quotes_and_marks_inside_values_and_statements_stay_text(conn: Any) -> None:
     sql = "INSERT INTO v (k, t) VALUES (?2, ?1 || '?')"
     value = "it's \\' ?1 $1 ); DROP TABLE v; --"
-    text = inline(sql, (value, "k"), await kinds(conn, sql))
+    text = inliner(sql, await kinds(conn, sql))((value, "k"))
     assert text is not None
     await conn.execute(text)
     assert await conn.fetchval("SELECT t FROM v WHERE k = 'k'") == value + "?"
@@ -80,10 +80,10 @@ def test_what_cannot_be_written_in_is_left_to_a_parameter() -> None:
     assert literal("\udc80", "text") is None  # not encodable: the driver raises, in the job
     assert literal(object(), "text") is None
     sql = "INSERT INTO v (k) VALUES (?)"
-    assert inline(sql, (), ()) is None  # too few values
-    assert inline(sql, (1, 2), ("text", "text")) is None  # too many
-    assert inline("INSERT INTO v (k) VALUES (?0)", ("a",), ("text",)) is None
-    assert inline("DELETE FROM v", (), ()) == "DELETE FROM v"
+    assert inliner(sql, ())(()) is None  # too few values
+    assert inliner(sql, ("text", "text"))((1, 2)) is None  # too many
+    assert inliner("INSERT INTO v (k) VALUES (?0)", ("text",))(("a",)) is None
+    assert inliner("DELETE FROM v", ())(()) == "DELETE FROM v"
 
 
 @pytest.mark.parametrize(("value", "kind"), [

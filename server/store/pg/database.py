@@ -11,7 +11,7 @@ came meanwhile.
 Each statement is a round trip, and the lobby's event loop has other work
 between two of them, so a write whose outcome the job does not read waits
 (:class:`JobTx`): a job's writes go together, as one simple query with their
-values written in (:func:`~server.store.pg.sql.inline`), before its next read,
+values written in (:func:`~server.store.pg.sql.inliner`), before its next read,
 else with the next job's savepoint or with the commit. Writes that fail there
 are still the job's own: it is rolled back to its savepoint and fails (or runs
 again, below) as if it had failed at the statement, and the jobs after it have

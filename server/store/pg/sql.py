@@ -21,19 +21,9 @@ def pg_sql(sql: str) -> str:
     done = _cache.get(sql)
     if done is not None:
         return done
-    count = 0
-
-    def mark(m: re.Match[str]) -> str:
-        nonlocal count
-        text = m.group(0)
-        if not text.startswith("?"):
-            return text
-        if m.group(1):
-            return "$" + m.group(1)
-        count += 1
-        return f"${count}"
-
-    done = _TOKEN.sub(mark, sql)
+    texts, places = _parts(sql)
+    done = texts[0] + "".join(f"${place + 1}{text}"
+                              for place, text in zip(places, texts[1:], strict=True))
     if len(_cache) < 4096:
         _cache[sql] = done
     return done
@@ -130,8 +120,8 @@ _parts_cache: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
 
 
 def _parts(sql: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The text around each placeholder of ``sql`` and the index of the value each one takes
-    (``$N`` counts from 1: a ``?0`` gets -1, which :func:`inline` refuses)."""
+    """The text around each placeholder of ``sql`` and the index of the value each one takes:
+    ``?`` in order, ``?N`` the N-th (a ``?0`` gets -1, which :func:`inliner` refuses)."""
     found = _parts_cache.get(sql)
     if found is not None:
         return found
@@ -188,8 +178,3 @@ def inliner(sql: str, kinds: Sequence[str]) -> Inliner:
         return "".join(out)
 
     return render
-
-
-def inline(sql: str, params: Sequence[Any], kinds: Sequence[str]) -> str | None:
-    """``sql`` with ``params`` written in (:func:`inliner`)."""
-    return inliner(sql, kinds)(params)
