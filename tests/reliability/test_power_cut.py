@@ -304,16 +304,20 @@ async def test_power_cuts_keep_every_acknowledged_result(
 
 # ---- the control: the same harness catches a writer that does not sync its commits -------
 
+# Each acknowledgement carries the record's length when the commit returned, read by the
+# writer itself: read by the test when the line arrives, it would be later (by the whole run,
+# when the test's process is scheduled only after a fast writer has finished).
 WRITER = """
-import sqlite3, sys
+import os, sqlite3, sys
 
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
 conn.execute("PRAGMA synchronous=" + sys.argv[2])
 conn.execute("CREATE TABLE IF NOT EXISTS acked (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+record = os.environ["SYNCRECORD_LOG"]
 for i in range(int(sys.argv[3])):
     conn.execute("INSERT INTO acked (body) VALUES (?)", ("x" * 200,))
-    print(i + 1, flush=True)  # committed: acknowledged
+    print(i + 1, os.stat(record).st_size, flush=True)  # committed: acknowledged
 """
 
 
@@ -329,7 +333,7 @@ def plain_writer(shim: Path, folder: Path, synchronous: str, commits: int
                             stdout=subprocess.PIPE, text=True,
                             env=cli_env(**shim_env(shim, db, record)), preexec_fn=die_with_parent())
     assert proc.stdout is not None
-    acks = [Ack(record.stat().st_size, "commit", {}, int(line)) for line in proc.stdout]
+    acks = [Ack(int(at), "commit", {}, int(i)) for i, at in map(str.split, proc.stdout)]
     assert proc.wait(timeout=60) == 0
     return read_record(record), initial, acks
 
