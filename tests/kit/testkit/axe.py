@@ -23,7 +23,11 @@ async def axe_violations(page: Page) -> list[dict[str, Any]]:
     if not await page.evaluate("() => Boolean(window.axe)"):
         # evaluated through the debugging protocol: the page's CSP forbids inline scripts
         await page.evaluate(_axe_source() + "\n;undefined")
+    # The page as it is painted: a layout change (a panel shown, a table grown) reaches the
+    # page's ResizeObservers (which make a box that scrolls a Tab stop) in the rendering step
+    # of the next frame; two frames on, every observation due has been delivered.
     result: list[dict[str, Any]] = await page.evaluate("""async () => {
+        await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
         const r = await window.axe.run(document, { resultTypes: ["violations"] });
         return r.violations.map((v) => ({ id: v.id, impact: v.impact,
             nodes: v.nodes.map((n) => n.target.join(" ")) }));
