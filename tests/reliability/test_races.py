@@ -72,6 +72,7 @@ EVENT_RACES_PER_ROUND = 12
 ROUNDS = count("MATCHLOBBY_RACE_ROUNDS", 4)
 MIN_RACES = 50 * ROUNDS
 SPECTATORS = 8
+SPECTATOR_PAUSE = 0.05  # between a spectator's reads, as a page reads, not flat out
 CLEAN_REFUSALS = frozenset({"conflict", "not_found"})  # what a lost race may be told
 DROP_TIMEOUT = 0.25
 TIME_LIMIT = 120.0 + 10.0 * ROUNDS  # a hang guard on the whole test, whatever the machine's load
@@ -399,6 +400,7 @@ async def spectate(url: str, rng: random.Random, names: list[str], ledger: Ledge
             reply = await client.request(*query, timeout=60)
             assert reply["ok"] or reply["error"]["code"] == "not_found", reply
             ledger.reads += 1
+            await asyncio.sleep(SPECTATOR_PAUSE)
 
 
 # ---- the model of one live match -------------------------------------------------------
