@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testkit import postgres
 from testkit.children import die_with_parent
 from testkit.constants import ADMIN, ADMIN_PASSWORD, CLI_TIMEOUT, FAST_CONFIG, ROOT
 from testkit.results import results_text
@@ -67,6 +68,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def run_cli(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> Completed:
     """``matchlobby ARGS`` with ``stdin`` as its standard input; waits for it."""
+    postgres.let_go()
     done = subprocess.run([*matchlobby_command(), *args], cwd=cwd, env=cli_env(), input=stdin,
                           capture_output=True, encoding="utf-8", timeout=CLI_TIMEOUT, check=False,
                           preexec_fn=die_with_parent())
@@ -75,6 +77,7 @@ def run_cli(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> Completed
 
 async def run_cli_async(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> Completed:
     """:func:`run_cli` without blocking the event loop (a server may be running in it)."""
+    postgres.let_go()
     proc = await asyncio.create_subprocess_exec(
         *matchlobby_command(), *args, cwd=cwd, env=cli_env(),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

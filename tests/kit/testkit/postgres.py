@@ -17,12 +17,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Awaitable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -191,28 +194,98 @@ def new_database(server: str, template: str | None = None) -> str:
     return url_of(server, name)
 
 
-def _fetch(url: str, sql: str, params: Sequence[Any]) -> list[Any]:
-    import asyncpg
+class _Kept:
+    """The tests' plain reads and writes, on a few connections kept open by one event loop in
+    a thread of its own. A connection made for each call (a thread, a loop, a backend's
+    start: 20–40 ms on a busy run) made a check of a few hundred rows, one query each, take
+    seconds. Calls for one database take turns on its connection. A kept connection whose
+    backend has gone (the database dropped, the cluster restarted) is seen closed and
+    replaced before use; a read that finds it gone only while it runs runs again once on a new
+    one (a write does not: it may have been applied)."""
 
+    KEEP = 4  # databases whose connection stays open: the latest used
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.started = threading.Lock()
+        self.conns: OrderedDict[str, Any] = OrderedDict()
+        self.turns: dict[str, asyncio.Lock] = {}
+
+    def call(self, url: str, work: Callable[[Any], Awaitable[T]], again: bool = True) -> T:
+        with self.started:
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+                threading.Thread(target=self.loop.run_forever, name="testkit-postgres",
+                                 daemon=True).start()
+        return asyncio.run_coroutine_threadsafe(self._call(url, work, again), self.loop).result()
+
+    async def _call(self, url: str, work: Callable[[Any], Awaitable[T]], again: bool) -> T:
+        import asyncpg
+
+        async with self.turns.setdefault(url, asyncio.Lock()):
+            kept = self.conns.get(url)
+            if kept is not None and not kept.is_closed():
+                self.conns.move_to_end(url)
+                try:
+                    return await work(kept)
+                except (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError):
+                    if again and kept.is_closed():
+                        self.conns.pop(url, None)
+                    else:  # a write, or it failed another way: the caller's error
+                        raise
+            self.conns.pop(url, None)
+            conn = self.conns[url] = await asyncpg.connect(url)
+            while len(self.conns) > self.KEEP:
+                _, old = self.conns.popitem(last=False)
+                with contextlib.suppress(Exception):
+                    await old.close(timeout=5)
+            return await work(conn)
+
+    def forget(self, database: str | None = None) -> None:
+        """Close the kept connections to ``database`` (about to be dropped), or all of them."""
+        if self.loop is None or not self.conns:
+            return
+
+        async def close() -> None:
+            for url in [u for u in self.conns if database in (None, _database_of(u))]:
+                with contextlib.suppress(Exception):
+                    await self.conns.pop(url).close(timeout=5)
+
+        asyncio.run_coroutine_threadsafe(close(), self.loop).result()
+
+
+_kept = _Kept()
+
+
+def let_go() -> None:
+    """Close every connection the tests' reads keep: a ``matchlobby`` command then finds the
+    database as the test left it, with no client of the test's (a restore refuses to run
+    while another client is connected)."""
+    _kept.forget()
+
+
+def _database_of(url: str) -> str:
+    return url.partition("?")[0].rsplit("/", 1)[1]
+
+
+def _fetch(url: str, sql: str, params: Sequence[Any]) -> list[Any]:
     from server.store.pg.sql import pg_sql
 
-    async def go() -> list[Any]:
-        conn = await asyncpg.connect(url)
-        try:
-            return list(await conn.fetch(pg_sql(sql), *params))
-        finally:
-            await conn.close()
+    async def go(conn: Any) -> list[Any]:
+        return list(await conn.fetch(pg_sql(sql), *params))
 
-    return run(go())
+    return _kept.call(url, go)
 
 
 def drop_database(server: str, name: str) -> None:
     """Drop a test's database (its connections, should any be left, are ended)."""
+    _kept.forget(name)
     run(_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", server))
 
 
 def query(url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Every row of ``sql`` (``?`` placeholders), as tuples, from a connection of its own."""
+    """Every row of ``sql`` (``?`` placeholders), as tuples (each statement on its own: no
+    transaction is left open between calls)."""
     return [tuple(r) for r in _fetch(url, sql, params)]
 
 
@@ -223,37 +296,25 @@ def query_dicts(url: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str
 
 def execute(url: str, sql: str, params: Sequence[Any] = ()) -> int:
     """Run one writing statement (committed at once); the rows it changed."""
-    import asyncpg
-
     from server.store.pg.sql import pg_sql
 
-    async def go() -> int:
-        conn = await asyncpg.connect(url)
-        try:
-            status = await conn.execute(pg_sql(sql), *params)
-        finally:
-            await conn.close()
+    async def go(conn: Any) -> int:
+        status: str = await conn.execute(pg_sql(sql), *params)
         last = status.rsplit(" ", 1)[-1]
         return int(last) if last.isdigit() else 0
 
-    return run(go())
+    return _kept.call(url, go, again=False)
 
 
 def executemany(url: str, sql: str, rows: Sequence[Sequence[Any]]) -> None:
     """Run one writing statement for each of ``rows``, in one transaction."""
-    import asyncpg
-
     from server.store.pg.sql import pg_sql
 
-    async def go() -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            async with conn.transaction():
-                await conn.executemany(pg_sql(sql), rows)
-        finally:
-            await conn.close()
+    async def go(conn: Any) -> None:
+        async with conn.transaction():
+            await conn.executemany(pg_sql(sql), rows)
 
-    run(go())
+    _kept.call(url, go, again=False)
 
 
 def integrity(url: str) -> str:
