@@ -278,6 +278,11 @@ async def test_a_directors_session_line_by_line(lobby: LobbyServer, tmp_path: Pa
 async def test_pushes_follow_the_reply_that_caused_them(lobby: LobbyServer) -> None:
     alice, bob = await lobby.players("alice", "bob")
     mid = await start_match(alice, bob, length=1)
+    # Presence is pushed at most once a second: bob's start must have gone out before alice's
+    # new login, which would be told it otherwise (true, but not caused by her commands).
+    assert lobby.server is not None
+    presence = lobby.server.lobby.presence
+    await wait_until(lambda: not presence.pending, what="the presence push of the match start")
     await alice.close()  # the match goes on; alice comes back in the batch client
     done = await run_batch(lobby.url, [f"login alice {PASSWORD}", "resign"], "--pushes")
     assert (done.returncode, done.stderr) == (0, "")
