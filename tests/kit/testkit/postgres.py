@@ -229,10 +229,8 @@ class _Kept:
                 try:
                     return await work(kept)
                 except (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError):
-                    if again and kept.is_closed():
-                        self.conns.pop(url, None)
-                    else:  # a write, or it failed another way: the caller's error
-                        raise
+                    if not (again and kept.is_closed()):
+                        raise  # a write, or it failed another way: the caller's error
             self.conns.pop(url, None)
             conn = self.conns[url] = await asyncpg.connect(url)
             while len(self.conns) > self.KEEP:
