@@ -18,9 +18,9 @@ from server.refused import Refused
 from server.store.backends import is_postgres, open_store
 from server.store.pg.schema import LOG_SEQUENCE
 
-CORE_TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
-               "requests", "sessions", "account_changes", "shouts", "blocks", "mutes",
-               "while_away", "bans")
+CORE_TABLES = ("players", "events", "matches", "match_players", "live_players", "corrections",
+               "counters", "requests", "sessions", "account_changes", "shouts", "blocks",
+               "mutes", "while_away", "bans")
 SQLITE_PREFIX = "sqlite:///"
 CHUNK_ROWS = 50_000  # rows held in memory at a time
 

@@ -10,8 +10,7 @@ from typing import Any
 from server.store.handle import Reads, WriteTx
 
 HOLD_PLAYERS = "SELECT id FROM players WHERE id IN (?, ?) ORDER BY id FOR UPDATE"
-LIVE_PLAYER = """SELECT 1 FROM match_players mp JOIN matches m ON m.id = mp.match_id
-    WHERE mp.player_id IN (?, ?) AND m.status IN ('playing', 'claimed') LIMIT 1"""
+LIVE_PLAYER = "SELECT 1 FROM live_players WHERE player_id IN (?, ?)"
 
 
 async def put(tx: WriteTx, invitee_key: str, inviter_key: str, ladder: str,

@@ -10,6 +10,8 @@ from server.store.handle import Reads, WriteTx
 NEW_LIVE = """INSERT INTO matches (id, ladder, side_a, side_b, length, played_on, status,
     created_at) VALUES (?, ?, ?, ?, ?, ?, 'playing', ?)"""
 SIDES = "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)"
+LIVE_PLAYERS = "INSERT INTO live_players (player_id, match_id) VALUES (?, ?)"
+NOT_LIVE = "DELETE FROM live_players WHERE match_id = ?"
 FINISHED = """UPDATE matches SET status = 'finished', winner = ?, score_a = ?, score_b = ?,
     how = ?, seq = ?, finished_at = ?, played_on = ? WHERE id = ?"""
 NEW_RESULT = """INSERT INTO matches (id, ladder, event_id, side_a, side_b, length, played_on,
@@ -23,12 +25,14 @@ async def start_live(tx: WriteTx, ladder: str, a: tuple[str, int], b: tuple[str,
     mid = await tx.next_match_id()
     await tx.later(NEW_LIVE, (mid, ladder, a[0], b[0], length, played_on, at))
     await tx.executemany(SIDES, [(mid, a[1], "a"), (mid, b[1], "b")])
+    await tx.executemany(LIVE_PLAYERS, [(a[1], mid), (b[1], mid)])
     return mid
 
 
 async def finish(tx: WriteTx, match_id: int, winner: str, scores: tuple[int | None, int | None],
                  how: str, seq: int | None, at: str, played_on: str) -> None:
     await tx.later(FINISHED, (winner, scores[0], scores[1], how, seq, at, played_on, match_id))
+    await tx.later(NOT_LIVE, (match_id,))
 
 
 async def claimed(tx: WriteTx, match_id: int, by: str,
@@ -40,11 +44,13 @@ async def claimed(tx: WriteTx, match_id: int, by: str,
 async def disputed(tx: WriteTx, match_id: int, at: str) -> None:
     await tx.execute("UPDATE matches SET status = 'disputed', disputed = 1, disputed_at = ? "
                      "WHERE id = ?", (at, match_id))
+    await tx.later(NOT_LIVE, (match_id,))
 
 
 async def aborted(tx: WriteTx, match_id: int, at: str) -> None:
     await tx.execute("UPDATE matches SET status = 'aborted', how = 'abort', finished_at = ? "
                      "WHERE id = ?", (at, match_id))
+    await tx.later(NOT_LIVE, (match_id,))
 
 
 async def record_result(tx: WriteTx, ladder: str, event_id: int, side_a: Sequence[str],
@@ -114,9 +120,8 @@ async def live_of(db: Reads, player_id: int) -> Any | None:
     """The live match ``player_id`` plays (played or claimed: a disputed one waits for an
     admin and holds nobody), as committed (none: ``None``)."""
     return await db.fetchone_soon(
-        "SELECT m.* FROM matches m JOIN match_players mp ON mp.match_id = m.id "
-        "WHERE mp.player_id = ? AND m.status IN ('playing', 'claimed') "
-        "ORDER BY m.id DESC LIMIT 1", (player_id,))
+        "SELECT m.* FROM live_players lp JOIN matches m ON m.id = lp.match_id "
+        "WHERE lp.player_id = ?", (player_id,))
 
 
 async def get(db: Reads, match_id: int) -> Any | None:
@@ -156,6 +161,7 @@ async def corrected(tx: WriteTx, match_id: int, kind: str, old: tuple[str, str |
                          (match_id,))
     await tx.execute("UPDATE matches SET status = ?, winner = ? WHERE id = ?",
                      (new[0], new[1], match_id))
+    await tx.later(NOT_LIVE, (match_id,))  # a correction leaves no match live
     # an event's game: the event's results changed (server/store/events.py)
     await tx.execute("UPDATE events SET version = version + 1 WHERE id = "
                      "(SELECT event_id FROM matches WHERE id = ?)", (match_id,))

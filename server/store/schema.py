@@ -16,7 +16,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 MIGRATIONS: dict[int, str] = {
@@ -259,6 +259,19 @@ MIGRATIONS: dict[int, str] = {
         by_name TEXT NOT NULL,
         at TEXT NOT NULL
     );
+    """,
+    # Who plays a live match (played or claimed), kept beside the match's status by the
+    # statements that change it: a join's check reads two rows here, not each player's whole
+    # history of matches.
+    16: """
+    CREATE TABLE live_players (
+        player_id INTEGER NOT NULL PRIMARY KEY REFERENCES players (id),
+        match_id INTEGER NOT NULL REFERENCES matches (id)
+    );
+    CREATE INDEX live_players_match ON live_players (match_id);
+    INSERT INTO live_players (player_id, match_id)
+        SELECT mp.player_id, max(m.id) FROM match_players mp JOIN matches m ON m.id = mp.match_id
+        WHERE m.status IN ('playing', 'claimed') GROUP BY mp.player_id
     """,
 }
 

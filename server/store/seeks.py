@@ -13,7 +13,6 @@ from typing import Any
 from server.store.handle import Reads, WriteTx
 
 POOL_LOCK = 0x6D6C736B  # "mlsk": one pairing pass at a time, whatever the node
-LIVE = "('playing', 'claimed')"  # a disputed match waits for an admin and holds nobody
 POOL = """SELECT s.player_id, p.name, s.ladder, s.length, s.points, s.since, s.node
     FROM seeks s JOIN players p ON p.id = s.player_id"""
 
@@ -109,8 +108,7 @@ async def playing(tx: WriteTx, ids: Collection[int]) -> set[int]:
     if not ids:
         return set()
     rows = await tx.fetchall(
-        "SELECT mp.player_id FROM match_players mp JOIN matches m ON m.id = mp.match_id "
-        f"WHERE mp.player_id IN ({_marks(ids)}) AND m.status IN {LIVE}", tuple(ids))
+        f"SELECT player_id FROM live_players WHERE player_id IN ({_marks(ids)})", tuple(ids))
     return {r[0] for r in rows}
 
 

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 from testkit import postgres
 from testkit.cli import replay_check, run_cli_async
-from testkit.clients import play
+from testkit.clients import play, start_match
 from testkit.db import execute, log_position, sql
 from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
 
 from server.store.schema import SCHEMA_VERSION
 
-TABLES = ("players", "events", "matches", "match_players", "corrections", "counters",
-          "requests", "sessions", "ratings", "history", "shared_values", "streaks", "shouts",
-          "blocks", "mutes", "bans", "account_changes")
+TABLES = ("players", "events", "matches", "match_players", "live_players", "corrections",
+          "counters", "requests", "sessions", "ratings", "history", "shared_values", "streaks",
+          "shouts", "blocks", "mutes", "bans", "account_changes")
 
 
 def _rows(db: Path) -> dict[str, Any]:
@@ -61,6 +61,7 @@ async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
         alice, bob, carol = await lobby.players("alice", "bob", "carol")
         for winner, loser in ((alice, bob), (bob, carol), (alice, carol), (carol, bob)):
             await play(winner, loser)
+        await start_match(alice, carol)  # a match still being played
         admin = await lobby.admin()
         eid = (await admin.call("event create", name="Open", ladder="backgammon"))["id"]
         await admin.call("event result", new=True, event=eid, side_a="alice", side_b="bob", score_a=3,
@@ -78,6 +79,7 @@ async def test_a_lobby_copied_to_postgresql_and_back_is_the_same_lobby(
     assert done.returncode == 0, done.stderr
     assert "copied" in done.stdout
     assert _rows(target) == _rows(source)  # type: ignore[arg-type]
+    assert len(sql(target, "SELECT * FROM live_players")) == 2  # type: ignore[arg-type]
     code, out = await replay_check(target, fast_config)  # type: ignore[arg-type]
     assert code == 0, out
     again = await run_cli_async(copy, tmp_path)  # into a database that holds a lobby: refused
