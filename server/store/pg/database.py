@@ -72,7 +72,7 @@ from server.store.pg.port import (
     PoolReader,
 )
 from server.store.pg.schema import LOG_SEQUENCE, MATCH_IDS, migrate, migrate_plugin
-from server.store.pg.sql import Inliner, inliner, pg_sql
+from server.store.pg.sql import Inliner, inliner, literal, pg_sql
 from server.store.writer.batching import deferrable
 from server.store.writer.pipeline import Hooks
 
@@ -463,8 +463,7 @@ class PgDatabase(Hooks):
         stop = ending = False
         state = _Batch()
         try:
-            await conn.execute(BEGIN_WRITE)  # one round trip: a simple query of two statements
-            await self._follow(conn)
+            await self._begin(conn)
             i = 0
             while True:
                 if (i == len(batch) and not ending and len(batch) < self.batch_max
@@ -581,6 +580,25 @@ class PgDatabase(Hooks):
             self.reloads += 1
         return followed
 
+    async def _begin(self, conn: Any, before: str = "") -> None:
+        """Begin a batch's transaction, then follow the ladders another writer moved
+        (:meth:`_follow`). Its last statement counts the ladders whose version is not the one
+        seen here, so a batch when none moved begins in one round trip: the versions are
+        read only when one did (or a reload is due)."""
+        status = await conn.execute(f"{before}{BEGIN_WRITE}; {self._unseen()}")
+        if self._republish or status != "SELECT 0":
+            await self._follow(conn)
+
+    def _unseen(self) -> str:
+        """A statement whose count is the ladders at a version other than the one seen here
+        (those never seen included)."""
+        names = {ladder: literal(ladder, "text") for ladder in self.seen}
+        if not names or None in names.values():  # counts every ladder: all are read
+            return "SELECT 1 FROM ladder_versions"
+        cases = " ".join(f"WHEN {names[ladder]} THEN {int(version)}"
+                         for ladder, version in self.seen.items())
+        return f"SELECT 1 FROM ladder_versions WHERE version IS DISTINCT FROM CASE ladder {cases} END"
+
     async def _follow(self, conn: Any) -> None:
         """At a batch's start: the ladders another writer moved since the plugins here saw
         them are followed from what is committed (the batch has written nothing yet), before
@@ -668,9 +686,8 @@ class PgDatabase(Hooks):
         self.seen, self._republish = ran.seen, ran.republish or self._republish
         state.carry, state.bounds = [], False
         if ran.first:
-            await conn.execute("ROLLBACK; " + BEGIN_WRITE)
+            await self._begin(conn, "ROLLBACK; ")
             state.reset()
-            await self._follow(conn)
         elif ran.savepoint is not None:
             await conn.execute(f"ROLLBACK TO SAVEPOINT {ran.savepoint}")
             state.reuse = ran.savepoint  # still there: the next job's, should it need one
