@@ -155,6 +155,7 @@ class Lobby:
         await transact(self.db, lambda tx: tx.executemany(
             "INSERT INTO ladder_versions (ladder, version) VALUES (?, 0) "
             "ON CONFLICT (ladder) DO NOTHING", [(name,) for name in self.ladders]))
+        await transact(self.db, stored_matches.keep_live_players)
         await self.requests.load(self.db)
         await self.reload_plugins("start")
         for row in await stored_players.all_players(self.db):

@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from server.store.handle import Reads, WriteTx
+from server.store.matches import HELD_BY
 
 HOLD_PLAYERS = "SELECT id FROM players WHERE id IN (?, ?) ORDER BY id FOR UPDATE"
-LIVE_PLAYER = "SELECT 1 FROM live_players WHERE player_id IN (?, ?)"
+LIVE_PLAYER = f"SELECT 1 FROM {HELD_BY} WHERE lp.player_id IN (?, ?)"
 
 
 async def put(tx: WriteTx, invitee_key: str, inviter_key: str, ladder: str,

@@ -10,8 +10,14 @@ from server.store.handle import Reads, WriteTx
 NEW_LIVE = """INSERT INTO matches (id, ladder, side_a, side_b, length, played_on, status,
     created_at) VALUES (?, ?, ?, ?, ?, ?, 'playing', ?)"""
 SIDES = "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)"
-LIVE_PLAYERS = "INSERT INTO live_players (player_id, match_id) VALUES (?, ?)"
+# Who plays a live match. A row is read only with its match's status (a row a server of an
+# older version left behind, or one missed, holds nobody), replaced when its player starts
+# another match, and the table is brought in line with the statuses when a server starts.
+LIVE_PLAYERS = ("INSERT INTO live_players (player_id, match_id) VALUES (?, ?) "
+                "ON CONFLICT (player_id) DO UPDATE SET match_id = excluded.match_id")
 NOT_LIVE = "DELETE FROM live_players WHERE match_id = ?"
+HELD_BY = """live_players lp JOIN matches m ON m.id = lp.match_id
+    AND m.status IN ('playing', 'claimed')"""
 FINISHED = """UPDATE matches SET status = 'finished', winner = ?, score_a = ?, score_b = ?,
     how = ?, seq = ?, finished_at = ?, played_on = ? WHERE id = ?"""
 NEW_RESULT = """INSERT INTO matches (id, ladder, event_id, side_a, side_b, length, played_on,
@@ -119,9 +125,20 @@ async def played_on_ladder(tx: WriteTx, player_ids: Sequence[int], ladder: str) 
 async def live_of(db: Reads, player_id: int) -> Any | None:
     """The live match ``player_id`` plays (played or claimed: a disputed one waits for an
     admin and holds nobody), as committed (none: ``None``)."""
-    return await db.fetchone_soon(
-        "SELECT m.* FROM live_players lp JOIN matches m ON m.id = lp.match_id "
-        "WHERE lp.player_id = ?", (player_id,))
+    return await db.fetchone_soon(f"SELECT m.* FROM {HELD_BY} WHERE lp.player_id = ?",
+                                  (player_id,))
+
+
+async def keep_live_players(tx: WriteTx) -> None:
+    """``live_players`` made to say what the matches' statuses say (at start: a server of
+    the version before the table, sharing the database, changed statuses without it)."""
+    await tx.execute("DELETE FROM live_players WHERE match_id NOT IN "
+                     "(SELECT id FROM matches WHERE status IN ('playing', 'claimed'))")
+    await tx.execute(
+        "INSERT INTO live_players (player_id, match_id) SELECT mp.player_id, max(m.id) "
+        "FROM match_players mp JOIN matches m ON m.id = mp.match_id "
+        "WHERE m.status IN ('playing', 'claimed') GROUP BY mp.player_id "
+        "ON CONFLICT (player_id) DO NOTHING")
 
 
 async def get(db: Reads, match_id: int) -> Any | None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from server.store.handle import Reads, WriteTx
+from server.store.matches import HELD_BY
 
 POOL_LOCK = 0x6D6C736B  # "mlsk": one pairing pass at a time, whatever the node
 POOL = """SELECT s.player_id, p.name, s.ladder, s.length, s.points, s.since, s.node
@@ -108,7 +109,8 @@ async def playing(tx: WriteTx, ids: Collection[int]) -> set[int]:
     if not ids:
         return set()
     rows = await tx.fetchall(
-        f"SELECT player_id FROM live_players WHERE player_id IN ({_marks(ids)})", tuple(ids))
+        f"SELECT lp.player_id FROM {HELD_BY} WHERE lp.player_id IN ({_marks(ids)})",
+        tuple(ids))
     return {r[0] for r in rows}
 
 

@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 from testkit.clients import start_match
-from testkit.db import sql
+from testkit.db import execute, sql
 from testkit.server_loop import LobbyServer
 
 from server.store.connection import open_connection
@@ -75,6 +75,30 @@ async def test_live_players_follow_every_start_and_end_of_a_match(lobby: LobbySe
     await start_match(alice, bob)
     await start_match(carol, dave)
     assert len(live()) == 4
+
+
+async def test_rows_a_server_did_not_keep_hold_nobody_and_a_start_mends_them(
+        lobby: LobbyServer) -> None:
+    """A server of the version before the table, sharing the database, changes statuses
+    without it: a row it leaves behind holds nobody (the check reads the match's status, and
+    starting a match replaces the row); a server's start makes the table agree again."""
+    alice, bob, carol, dave = await lobby.players("alice", "bob", "carol", "dave")
+    ids = dict(sql(lobby.db, "SELECT name, id FROM players"))
+    old = await start_match(alice, bob)
+    await alice.call("resign")
+    # left behind: alice and bob still named for their finished match
+    execute(lobby.db, "INSERT INTO live_players (player_id, match_id) VALUES (?, ?), (?, ?)",
+            (ids["alice"], old, ids["bob"], old))
+    new = await start_match(alice, carol)  # not refused: the match is finished
+    assert (await bob.call("whois", name="bob"))["match"] is None
+    kept = set(sql(lobby.db, "SELECT player_id, match_id FROM live_players"))
+    assert {(ids["alice"], new), (ids["carol"], new), (ids["bob"], old)} == kept
+    # missing: a match started without its rows
+    other = await start_match(bob, dave)
+    execute(lobby.db, "DELETE FROM live_players WHERE match_id = ?", (other,))
+    await lobby.restart()
+    assert agrees(lobby) == {(ids["alice"], new), (ids["carol"], new), (ids["bob"], other),
+                             (ids["dave"], other)}
 
 
 async def test_a_database_of_the_schema_before_gets_its_live_matches_players(
