@@ -132,8 +132,8 @@ async def live_of(db: Reads, player_id: int) -> Any | None:
 async def keep_live_players(tx: WriteTx) -> None:
     """``live_players`` made to say what the matches' statuses say (at start: a server of
     the version before the table, sharing the database, changed statuses without it)."""
-    await tx.execute("DELETE FROM live_players WHERE match_id NOT IN "
-                     "(SELECT id FROM matches WHERE status IN ('playing', 'claimed'))")
+    await tx.execute("DELETE FROM live_players WHERE NOT EXISTS (SELECT 1 FROM matches m "
+                     "WHERE m.id = live_players.match_id AND m.status IN ('playing', 'claimed'))")
     await tx.execute(
         "INSERT INTO live_players (player_id, match_id) SELECT mp.player_id, max(m.id) "
         "FROM match_players mp JOIN matches m ON m.id = mp.match_id "
