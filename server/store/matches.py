@@ -16,8 +16,8 @@ SIDES = "INSERT INTO match_players (match_id, player_id, side) VALUES (?, ?, ?)"
 LIVE_PLAYERS = ("INSERT INTO live_players (player_id, match_id) VALUES (?, ?) "
                 "ON CONFLICT (player_id) DO UPDATE SET match_id = excluded.match_id")
 NOT_LIVE = "DELETE FROM live_players WHERE match_id = ?"
-HELD_BY = """live_players lp JOIN matches m ON m.id = lp.match_id
-    AND m.status IN ('playing', 'claimed')"""
+LIVE = "('playing', 'claimed')"  # a disputed match waits for an admin and holds nobody
+HELD_BY = f"live_players lp JOIN matches m ON m.id = lp.match_id AND m.status IN {LIVE}"
 FINISHED = """UPDATE matches SET status = 'finished', winner = ?, score_a = ?, score_b = ?,
     how = ?, seq = ?, finished_at = ?, played_on = ? WHERE id = ?"""
 NEW_RESULT = """INSERT INTO matches (id, ladder, event_id, side_a, side_b, length, played_on,
@@ -133,12 +133,11 @@ async def keep_live_players(tx: WriteTx) -> None:
     """``live_players`` made to say what the matches' statuses say (at start: a server of
     the version before the table, sharing the database, changed statuses without it)."""
     await tx.execute("DELETE FROM live_players WHERE NOT EXISTS (SELECT 1 FROM matches m "
-                     "WHERE m.id = live_players.match_id AND m.status IN ('playing', 'claimed'))")
+                     f"WHERE m.id = live_players.match_id AND m.status IN {LIVE})")
     await tx.execute(
         "INSERT INTO live_players (player_id, match_id) SELECT mp.player_id, max(m.id) "
-        "FROM match_players mp JOIN matches m ON m.id = mp.match_id "
-        "WHERE m.status IN ('playing', 'claimed') GROUP BY mp.player_id "
-        "ON CONFLICT (player_id) DO NOTHING")
+        f"FROM match_players mp JOIN matches m ON m.id = mp.match_id WHERE m.status IN {LIVE} "
+        "GROUP BY mp.player_id ON CONFLICT (player_id) DO NOTHING")
 
 
 async def get(db: Reads, match_id: int) -> Any | None:

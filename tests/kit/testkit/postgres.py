@@ -55,7 +55,7 @@ class PgDb(str):
 
     @property
     def name(self) -> str:
-        return self.partition("?")[0].rsplit("/", 1)[1]
+        return _database_of(self)
 
 
 def binaries() -> Path | None:
