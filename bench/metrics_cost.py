@@ -5,7 +5,10 @@ Every command the router answers moves a counter and a histogram of ``server/met
 the same read commands through a real lobby's router (on a real SQLite file, in this
 process, no sockets) in alternating rounds: with the server's own ``Metrics``, and with a
 ``Metrics`` whose calls do nothing (the baseline). The ratio is what counting costs per
-command; both sides parse the frame, authorise, run the handler and encode the reply.
+command; both sides parse the frame, authorise, run the handler and encode the reply. Each
+round swaps which side runs first (the first pays a few µs a frame more). The difference is
+within the rounds' noise, so the metrics' call is also timed alone against a call that does
+nothing, in alternating rounds.
 
 Run from the repository root:  .venv/bin/python bench/metrics_cost.py
 """
@@ -50,6 +53,23 @@ async def round_of(answer: Any, session: Session, frames: int) -> float:
     return time.process_time() - start
 
 
+def calls_alone(counted: Metrics, uncounted: Metrics, rounds: int, calls: int) -> dict[str, float]:
+    """µs of CPU a ``command`` call, with each side's calls alone (what the frames' rounds
+    above measure is within their noise)."""
+    names = [c.split('"cmd": "')[1].split('"')[0] for c in COMMANDS]
+    times: dict[str, list[float]] = {"counted": [], "uncounted": []}
+    sides = [("counted", counted), ("uncounted", uncounted)]
+    for _ in range(rounds):
+        sides.reverse()
+        for name, metrics in sides:
+            command = metrics.command
+            start = time.process_time()
+            for i in range(calls):
+                command(names[i % len(names)], "ok", 0.0003)
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(t) / calls * 1e6 for name, t in times.items()}
+
+
 async def main(rounds: int, frames: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = Config(database=str(Path(tmp) / "bench.db"), port=0,
@@ -68,12 +88,15 @@ async def main(rounds: int, frames: int) -> None:
             uncounted.name_commands(lobby.commands)
             with_metrics: list[float] = []
             without: list[float] = []
+            sides = [(counted, with_metrics), (uncounted, without)]
             for _ in range(rounds):
-                for metrics, times in ((counted, with_metrics), (uncounted, without)):
+                sides.reverse()  # whichever runs first in a round pays a few µs a frame more
+                for metrics, times in sides:
                     lobby.metrics = metrics
                     sent.clear()
                     times.append(await round_of(router.answer, session, frames))
             lobby.metrics = counted
+            alone = calls_alone(counted, uncounted, rounds, 50 * frames)
             codes = Counter("ok" if m.get("ok") else m["error"]["code"] for m in sent
                             if "event" not in m)
         finally:
@@ -87,6 +110,9 @@ async def main(rounds: int, frames: int) -> None:
     print(f"  the server's metrics:                  {per['counted']:.1f} µs CPU a frame")
     print(f"  ratio: {per['counted'] / per['uncounted']:.3f} "
           f"({per['counted'] - per['uncounted']:+.1f} µs a frame)")
+    print(f"  the metrics' call alone ({50 * frames} calls a round): "
+          f"{alone['counted']:.2f} µs against {alone['uncounted']:.2f} µs for a call that "
+          f"does nothing ({alone['counted'] - alone['uncounted']:+.2f} µs a command)")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ word. Never a player's name or anything else a client typed.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from typing import Any
 
 from prometheus_client import (
@@ -22,8 +24,14 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 PREFIX = "matchlobby"
 UNKNOWN = "unknown"  # the command of a frame naming none the server has, or none at all
@@ -55,15 +63,8 @@ class Metrics:
         registry.register(self.now)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
-        self.logins = Counter(f"{PREFIX}_logins_total", "Logins (password) and resumes "
-                              "(session token) answered, by outcome: ok or the error code",
-                              ["method", "outcome"], registry=registry)
-        self.commands = Counter(f"{PREFIX}_commands_total", "Commands answered, by command "
-                                "and outcome: ok or the error code", ["command", "outcome"],
-                                registry=registry)
-        self.command_seconds = Histogram(f"{PREFIX}_command_seconds", "Seconds from a command's "
-                                         "frame read to its reply sent", ["command"],
-                                         buckets=COMMAND_BUCKETS, registry=registry)
+        self.answers = _Answers()
+        registry.register(self.answers)
         self.rated = Counter(f"{PREFIX}_results_rated_total", "Results rated (live matches and "
                              "event games), by ladder", ["ladder"], registry=registry)
         self.commit_seconds = Histogram(f"{PREFIX}_commit_seconds", "Seconds to commit one "
@@ -91,7 +92,6 @@ class Metrics:
                                 "after another node's change (other_writer)", ["cause"],
                                 buckets=LONG_BUCKETS, registry=registry)
         self.known: frozenset[str] = frozenset()
-        self._answered: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
     def name_commands(self, names: Iterable[str]) -> None:
@@ -103,24 +103,9 @@ class Metrics:
                 limit: str = "commands") -> None:
         """A command was answered ``ok`` or with the error code ``outcome`` (``rate_limited``:
         for going past ``limit``)."""
-        key = (name if name in self.known else UNKNOWN, outcome)
-        children = self._answered.get(key)
-        if children is None:
-            children = self._answered[key] = self._command_children(*key)
-        counter, histogram, logins = children
-        counter.inc()
-        histogram.observe(seconds)
-        if logins is not None:
-            logins.inc()
+        self.answers.add(name if name in self.known else UNKNOWN, outcome, seconds)
         if outcome == "rate_limited":
             self._child(self.refusals, limit).inc()
-
-    def _command_children(self, name: str, outcome: str) -> tuple[Any, Any, Any]:
-        """The series a command's answer moves (made once: ``labels`` takes a lock)."""
-        code = outcome if CODE.fullmatch(outcome) else OTHER
-        method = LOGIN_METHODS.get(name)
-        return (self.commands.labels(name, code), self.command_seconds.labels(name),
-                None if method is None else self.logins.labels(method, code))
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, kept (every label here has a few values at most)."""
@@ -168,6 +153,55 @@ class Metrics:
         if self.node is None:
             return generate_latest(self.registry)
         return generate_latest(_Labelled(self.registry, {"node": self.node}))
+
+
+class _Answers(Collector):
+    """The commands answered, their logins and their seconds, counted in plain integers.
+
+    Every command moves them, so they cost a few dictionary operations, not
+    ``prometheus_client``'s lock and lookups for each series; the series are made at a
+    scrape, which runs on the loop's thread as every count does.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}  # (command, outcome as received) → answers
+        self.seconds: dict[str, list[float]] = {}  # command → answers in each bucket, then sum
+
+    def add(self, name: str, outcome: str, seconds: float) -> None:
+        key = (name, outcome)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        spread = self.seconds.get(name)
+        if spread is None:
+            spread = self.seconds[name] = [0.0] * (len(COMMAND_BUCKETS) + 2)
+        spread[bisect_left(COMMAND_BUCKETS, seconds)] += 1  # a bucket counts seconds <= its bound
+        spread[-1] += seconds
+
+    def collect(self) -> Iterator[Metric]:
+        logins = CounterMetricFamily(f"{PREFIX}_logins", "Logins (password) and resumes "
+                                     "(session token) answered, by outcome: ok or the error "
+                                     "code", labels=["method", "outcome"])
+        commands = CounterMetricFamily(f"{PREFIX}_commands", "Commands answered, by command "
+                                       "and outcome: ok or the error code",
+                                       labels=["command", "outcome"])
+        merged: dict[tuple[str, str], int] = {}
+        for (name, outcome), n in self.counts.items():
+            key = (name, outcome if CODE.fullmatch(outcome) else OTHER)
+            merged[key] = merged.get(key, 0) + n
+        for (name, code), n in merged.items():
+            commands.add_metric([name, code], n)
+            method = LOGIN_METHODS.get(name)
+            if method is not None:
+                logins.add_metric([method, code], n)
+        seconds = HistogramMetricFamily(f"{PREFIX}_command_seconds", "Seconds from a "
+                                        "command's frame read to its reply sent",
+                                        labels=["command"])
+        bounds = [*map(floatToGoString, COMMAND_BUCKETS), "+Inf"]
+        for name, spread in self.seconds.items():
+            seconds.add_metric([name], list(zip(bounds, accumulate(spread[:-1]), strict=True)),
+                               spread[-1])
+        yield logins
+        yield commands
+        yield seconds
 
 
 class _Now(Collector):

@@ -307,3 +307,45 @@ async def test_a_metrics_address_taken_stops_serve_with_one_line(
     assert len(said) == 1 and said[0].startswith(
         f"matchlobby serve: cannot listen: metrics address 127.0.0.1:{port}: "), done.stderr
     assert "Errno" not in said[0]
+
+
+@pytest.mark.sqlite_only("the metrics alone, whatever the database")
+def test_the_command_tally_exposes_what_prometheus_clients_own_series_would(
+        backend: str) -> None:
+    """The commands' counts and seconds are kept in plain integers; ``prometheus_client``'s
+    own ``Counter`` and ``Histogram``, fed the same answers, are the oracle for their text."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from server.metrics import COMMAND_BUCKETS, Metrics
+
+    answers = [("invite", "ok", s) for s in (0.0001, 0.0005, 0.0007, 0.001, 0.0025, 3.0, 20.0)]
+    answers += [("login", "forbidden", 0.01), ("login", "ok", 0.02), ("resume", "ok", 0.001),
+                ("no such", "unknown_command", 0.0), ("join", "Not-A-Code", 0.002),
+                ("join", "Also bad", 0.004), ("invite", "rate_limited", 0.0001)]
+    metrics = Metrics()
+    metrics.name_commands(["invite", "login", "resume", "join"])
+    oracle = CollectorRegistry()
+    logins = Counter("matchlobby_logins_total", "", ["method", "outcome"], registry=oracle)
+    commands = Counter("matchlobby_commands_total", "", ["command", "outcome"], registry=oracle)
+    seconds = Histogram("matchlobby_command_seconds", "", ["command"], buckets=COMMAND_BUCKETS,
+                        registry=oracle)
+    methods = {"login": "password", "resume": "token"}
+    for name, outcome, took in answers:
+        metrics.command(name, outcome, took)
+        shown = name if name in metrics.known else "unknown"
+        code = outcome if outcome.replace("_", "").isalpha() and outcome.islower() else "other"
+        commands.labels(shown, code).inc()
+        seconds.labels(shown).observe(took)
+        if name in methods:
+            logins.labels(methods[name], code).inc()
+
+    def samples(text: str) -> set[tuple[str, frozenset[tuple[str, str]], float]]:
+        names = {"matchlobby_logins", "matchlobby_commands", "matchlobby_command_seconds"}
+        return {(s.name, frozenset(s.labels.items()), s.value)
+                for family in text_string_to_metric_families(text) if family.name in names
+                for s in family.samples}
+
+    expected = samples(generate_latest(oracle).decode())
+    assert ("matchlobby_command_seconds_bucket",
+            frozenset({("command", "invite"), ("le", "0.001")}), 5.0) in expected
+    assert samples(metrics.exposition().decode()) == expected
