@@ -119,6 +119,12 @@ def process_cpu(pid: int) -> float:
     return float("nan") if fields is None else _cpu(fields)
 
 
+def thread_cpu(pid: int, tid: int) -> float:
+    """User + system CPU seconds of thread ``tid`` of process ``pid`` (``nan``: gone)."""
+    fields = _stat(f"{pid}/task/{tid}")
+    return float("nan") if fields is None else _cpu(fields)
+
+
 def tree_cpu(root: int) -> float:
     """CPU seconds of process ``root`` and of its children now alive (a PostgreSQL cluster: the
     postmaster and its backends, which run the statements a server sends)."""
@@ -264,6 +270,10 @@ class Served:
 
     def cpu(self) -> float:
         return process_cpu(self.pid)
+
+    def loop_cpu(self) -> float:
+        """The CPU of the server's first thread: the one its event loop runs on."""
+        return thread_cpu(self.pid, self.pid)
 
 
 def bench_env(tree: Path = ROOT) -> dict[str, str]:

@@ -121,6 +121,7 @@ class LobbyRun:
     client_cpu: float  # CPU seconds of this process (clients, and the in-process server)
     server_cpu: float | None  # CPU seconds of the server subprocess
     db_cpu: float | None = None  # CPU seconds of the PostgreSQL cluster's processes
+    loop_cpu: float | None = None  # CPU seconds of the server's event loop's thread
 
     @property
     def rate(self) -> float:
@@ -194,6 +195,7 @@ class Served:
     cpu: Callable[[], float] | None = None  # subprocess: the server's CPU seconds so far
     pid: int | None = None  # subprocess: the server's process (for py-spy)
     db_cpu: Callable[[], float] | None = None  # PostgreSQL: its processes' CPU seconds so far
+    loop_cpu: Callable[[], float] | None = None  # subprocess: its event loop's thread's
 
 
 @contextlib.asynccontextmanager
@@ -202,7 +204,7 @@ async def subprocess_server(tmp: Path, config: Path, db: Path, tree: Path | None
     """``matchlobby serve`` as a subprocess: bench/_harness.py's ``lobby_server`` (``tree``:
     another commit's copy, whose server runs instead)."""
     async with lobby_server(tmp, db, config, tree) as lobby:
-        yield Served(lobby.url, cpu=lobby.cpu, pid=lobby.pid)
+        yield Served(lobby.url, cpu=lobby.cpu, pid=lobby.pid, loop_cpu=lobby.loop_cpu)
 
 
 @contextlib.asynccontextmanager
@@ -285,6 +287,7 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
             await spying.enter_async_context(profile.spy(served.pid, profile_to))
         commits_before = served.commits() if served.commits else None
         server_cpu_before = served.cpu() if served.cpu else None
+        loop_cpu_before = served.loop_cpu() if served.loop_cpu else None
         db_cpu_before = served.db_cpu() if served.db_cpu else None
         cpu_before = time.process_time()
         errors = 0
@@ -325,11 +328,13 @@ async def lobby_run(mode: str, served: Served, pairs: int, matches: int | None,
                       else served.cpu() - server_cpu_before)
         db_cpu = (None if served.db_cpu is None or db_cpu_before is None
                   else served.db_cpu() - db_cpu_before)
+        loop_cpu = (None if served.loop_cpu is None or loop_cpu_before is None
+                    else served.loop_cpu() - loop_cpu_before)
     finally:
         await spying.aclose()
         await close_pairs(couples)
     return LobbyRun(mode, commit, pairs, done, elapsed, errors, commits, client_cpu, server_cpu,
-                    db_cpu)
+                    db_cpu, loop_cpu)
 
 
 # ---- main -----------------------------------------------------------------------------------
@@ -543,15 +548,19 @@ def compared(result: ModeResult, rev: str) -> str:
            for a, b in zip(now, then, strict=True) if a.server_cpu and b.server_cpu]
     rate = [a.rate / b.rate for a, b in zip(now, then, strict=True) if b.rate]
 
-    def ms(runs: list[LobbyRun]) -> str:
-        per = [1000 * run.server_cpu / max(run.matches, 1) for run in runs if run.server_cpu]
+    def ms(runs: list[LobbyRun], loop: bool = False) -> str:
+        per = [1000 * cpu / max(run.matches, 1) for run in runs
+               if (cpu := run.loop_cpu if loop else run.server_cpu)]
         return f"{statistics.median(per):.3f}" if per else "n/a"
 
+    # the rest of the server's CPU is its other threads': the commit thread's SQLite and fsync
     return (f"server CPU ms a match: now {ms(now)}, {rev} {ms(then)} (medians); now / {rev} by "
             f"round: CPU {', '.join(f'{c:.2f}' for c in cpu)} (median "
             f"{statistics.median(cpu) if cpu else float('nan'):.2f}), matches/s "
             f"{', '.join(f'{c:.2f}' for c in rate)} (median "
-            f"{statistics.median(rate) if rate else float('nan'):.2f})")
+            f"{statistics.median(rate) if rate else float('nan'):.2f})\n"
+            f"  of which the event loop's thread: now {ms(now, True)}, {rev} {ms(then, True)} "
+            f"ms a match (medians)")
 
 
 def main(argv: list[str] | None = None) -> int:
