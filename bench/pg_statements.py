@@ -1,19 +1,22 @@
 """Benchmark: what one small write costs PostgreSQL and the client, by how it is sent.
 
 The lobby's writer sends a job's plain writes as one simple query with their values written
-in (docs/PERFORMANCE.md, section 1). This bench measures the four ways one connection can
+in (docs/PERFORMANCE.md, section 1). This bench measures five ways one connection can
 send the same ``INSERT`` (a row of a table like ``match_players``, with its foreign key), in
 one transaction each way, on a durable cluster of the bench's own:
 
 * a simple query a statement (one round trip each, values written in);
 * simple queries of ``--group`` statements each (the writer's way);
+* simple queries of ``--group`` ``EXECUTE``s each, of the statement ``PREPARE``d once on the
+  connection (its plan kept; only the values are in the text);
 * a prepared statement a round trip (``execute`` with parameters);
 * ``executemany`` of the prepared statement (asyncpg pipelines every row in one round trip).
 
 For each: the CPU of PostgreSQL's backend (from ``/proc``), of this process, and the wall
 time, per statement; the ratio is against ``executemany`` in the same round. The difference
-between the first two is the cost of a round trip; between the second and the last, that of
-parsing and planning a statement written out.
+between the first two is the cost of a round trip; between the second and the third, that of
+parsing and planning a statement written out; between the third and the last, what a
+statement costs in a simple query whatever its text.
 
 Run from the repository root:  .venv/bin/python bench/pg_statements.py
 """
@@ -76,6 +79,13 @@ async def main_async(args: argparse.Namespace) -> int:
             for i in range(first, first + n, group):
                 await conn.execute("; ".join(_written(j) for j in range(i, i + group)))
 
+        await conn.execute("PREPARE mp_insert (bigint, bigint) AS " + INSERT)
+
+        async def executed(first: int) -> None:
+            for i in range(first, first + n, group):
+                await conn.execute("; ".join(f"EXECUTE mp_insert('{j}', '{j % PLAYERS + 1}')"
+                                             for j in range(i, i + group)))
+
         async def prepared(first: int) -> None:
             for i in range(first, first + n):
                 await conn.execute(INSERT, i, i % PLAYERS + 1)
@@ -86,6 +96,7 @@ async def main_async(args: argparse.Namespace) -> int:
         ways: list[tuple[str, Callable[[int], Awaitable[None]]]] = [
             ("simple query, one statement a round trip", one_each),
             (f"simple query, {group} statements a round trip", grouped),
+            (f"simple query, {group} EXECUTEs of a PREPAREd statement a round trip", executed),
             ("prepared, one statement a round trip", prepared),
             ("executemany (pipelined)", pipelined)]
         figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in ways}
@@ -124,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=int, default=20_000, help="statements each way (20000)")
     parser.add_argument("--group", type=int, default=10, help="statements a simple query (10)")
-    parser.add_argument("--repeat", type=int, default=3, help="rounds of the four ways (3)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the five ways (3)")
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 
