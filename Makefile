@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy ratings_plugin server clients tests/plugins/streaks/matchlobby_streaks \
 	  tests/plugins/headtohead/matchlobby_headtohead \
-	  tests/plugins/elo/matchlobby_elo
+	  tests/plugins/elo/matchlobby_elo tests/kit/testkit
 
 # What the tests need from Debian, installed in one go (one `apt-get update`) on a clean
 # machine, as CI is (root); elsewhere a note names what is missing and which tests will skip:

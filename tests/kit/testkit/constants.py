@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from server import PROTOCOL_VERSION, __version__
 from server.config import PasswordHashing
@@ -30,7 +31,7 @@ ERROR_CODES = frozenset({"bad_request", "unknown_command", "not_logged_in", "for
                          "internal", "banned"})
 """The stable error codes of a refusal: nothing else may ever come back."""
 
-PLAY_FREELY = {"registrations_per_hour": 0, "invitations_per_minute": 0,
+PLAY_FREELY: dict[str, Any] = {"registrations_per_hour": 0, "invitations_per_minute": 0,
                "invitations_per_pair_per_minute": 0, "invitations_received_per_minute": 0,
                "account_logins_per_minute": 0, "address_logins_per_minute": 0}
 """The ``[limits]`` a test lifts to play as it likes: every player registers and logs in from

@@ -43,7 +43,7 @@ def merge(exported: dict[str, dict[str, Any]]) -> None:
     """Another process's figures (:func:`export`) added to these: a counting group's counts
     summed, any other group's figures (each a test's own) taken as they are."""
     for title, sent in exported.items():
-        mine = group(title, Counter() if sent["counts"] else None)
+        mine: dict[str, Any] = group(title, Counter() if sent["counts"] else None)
         mine.update(sent["figures"])  # a Counter's update adds
 
 

@@ -61,11 +61,12 @@ class PgDb(str):
 def binaries() -> Path | None:
     """The folder of PostgreSQL's programs, found as ``matchlobby backup`` finds ``pg_dump``
     (``None``: not installed)."""
+    from server.refused import Refused
     from server.store.pg import backup
 
     try:
         return Path(backup.program("pg_ctl")).parent
-    except backup.Refused:
+    except Refused:
         return None
 
 

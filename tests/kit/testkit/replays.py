@@ -69,17 +69,18 @@ def write_log(db: Path, seed: int, matches: int = 300) -> None:
         for k in range(2 * matches + matches // 5):
             ladder = rng.choice(list(LADDERS))
             a, b = rng.sample(NAMES[:8] if k < 40 else NAMES, 2)  # some pairs meet at 1500 each
-            length = rng.choice([1, 1, 3, 5, 7, 9, 11, 2])
+            points = rng.choice([1, 1, 3, 5, 7, 9, 11, 2])
             day = f"2026-{1 + k * 11 // (3 * matches):02d}-{1 + rng.randrange(28):02d}"
             at = f"2026-03-01T{k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z"
             won = rng.random() < 0.5
             kind = rng.random()
             sa = sb = None
             if rng.random() < 0.5:
-                loser = rng.randrange(length)
-                sa, sb = (length, loser) if won else (loser, length)
-            winner = "a" if won else "b"
+                loser = rng.randrange(points)
+                sa, sb = (points, loser) if won else (loser, points)
+            winner: str | None = "a" if won else "b"
             status, how, event_id, row_seq = "finished", "resign", None, None
+            length: int | None = points
             if kind < 0.05:
                 status, winner, sa, sb, how = "aborted", None, None, None, "abort"
             elif kind < 0.08:
