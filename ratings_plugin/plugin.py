@@ -89,7 +89,15 @@ class RatingsPlugin:
 
         Inside a transaction (after a failed job) ``committed`` is false: the
         books follow the transaction, the published view waits for the commit.
+
+        The newest history row of each ladder is read first: on PostgreSQL each read sees
+        what is committed when it starts, so another writer's result may commit between
+        two of them. Read before the ratings, the mark can only be older than they are,
+        and :meth:`follow` reads such a result again (the same rows); read after them, it
+        would count a result the ratings miss as followed, and every later rating of its
+        players would start from their ratings before it.
         """
+        history_top = {row[0]: int(row[1]) for row in await reader.fetchall(store.HISTORY_TOP)}
         books = {name: x.system.new_book(x.options) for name, x in self.ladders.items()}
         shared = store.shared_by_ladder(await reader.fetchall(store.SHARED_SELECT))
         async for row in reader.stream(store.SELECT_RATINGS):
@@ -104,7 +112,7 @@ class RatingsPlugin:
                     saved.state[field_] = value
             books[row[0]].standings[row[6]] = ladder.system.decode(ladder.options, row[6], saved)
         self.ids = {row[1]: row[0] for row in await reader.fetchall("SELECT id, name FROM players")}
-        self.history_top = {row[0]: int(row[1]) for row in await reader.fetchall(store.HISTORY_TOP)}
+        self.history_top = history_top
         for name, book in books.items():
             loading = history_loading(book)
             if loading is not None:

@@ -51,8 +51,9 @@ LONG_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120
 
 
 class Metrics:
-    """The server's metrics and the calls that move them (cheap: a few dictionary lookups
-    and a lock each, whether a listener serves them or not)."""
+    """The server's metrics and the calls that move them, whether a listener serves them or
+    not: a command's, the most frequent, a few dictionary operations (:class:`_Answers`); the
+    others a few lookups and ``prometheus_client``'s lock."""
 
     def __init__(self, node: str | None = None) -> None:
         self.node = node

@@ -48,8 +48,11 @@ class AccountWatch:
         self._nudged = asyncio.Event()
         self._stopping = False
 
-    async def start(self) -> None:
-        self.last = await stored.latest(self.lobby.db)
+    async def start(self, last: int | None = None) -> None:
+        """Watch from change ``last``: the newest one read before the players were (a change
+        committed between the two is then applied, not counted as applied); ``None``: the
+        newest one now."""
+        self.last = await stored.latest(self.lobby.db) if last is None else last
         self.top_player = max((p.id for p in self.lobby.players.values()), default=0)
         self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name="account-watch")

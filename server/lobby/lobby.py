@@ -158,13 +158,14 @@ class Lobby:
         await transact(self.db, stored_matches.keep_live_players)
         await self.requests.load(self.db)
         await self.reload_plugins("start")
+        changes_seen = await stored_changes.latest(self.db)  # before the players: AccountWatch.start
         for row in await stored_players.all_players(self.db):
             p = Player(row["id"], row["name"], row["role"], row["password_hash"],
                        row["last_login"], row["dropped"])
             self.players[p.key] = p
         for row in await stored_matches.live(self.db):
             self._follow_live(self.live_from_row(row))
-        await self.account_watch.start()
+        await self.account_watch.start(changes_seen)
         await self.seeking.start()
 
     async def stop(self) -> None:

@@ -315,3 +315,27 @@ async def test_the_watch_stops_when_a_nudge_meets_the_stop(harness: LobbyServer)
         if not done:
             stopping.cancel()  # (its wait for the watch then ends it)
         assert stopping in done, "stop() waited for a watch that never ended"
+
+
+async def test_a_change_committed_while_the_server_loads_its_players_is_applied(
+        harness: LobbyServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process changes a role just after the starting server has read its players:
+    the watch starts from the changes committed before that read, so it applies this one
+    (started from the newest change at its own start, it would count it as applied and the
+    server would keep the old role until the account's next change)."""
+    await harness.start()
+    await harness.stop()
+    from server.lobby import lobby as lobby_module
+
+    read = lobby_module.stored_players.all_players
+
+    async def then_demoted(db: Any) -> Any:
+        rows = await read(db)
+        await set_role(harness.db, ADMIN, "player")
+        return rows
+
+    monkeypatch.setattr(lobby_module.stored_players, "all_players", then_demoted)
+    server = await harness.start()
+    monkeypatch.undo()
+    await server.lobby.account_watch.poll()
+    assert server.lobby.players[ADMIN.casefold()].role == "player"
