@@ -553,7 +553,8 @@ def compared(result: ModeResult, rev: str) -> str:
                if (cpu := run.loop_cpu if loop else run.server_cpu)]
         return f"{statistics.median(per):.3f}" if per else "n/a"
 
-    # the rest of the server's CPU is its other threads': the commit thread's SQLite and fsync
+    # the rest of the server's CPU is its other threads': the commit thread's SQLite and fsync,
+    # the reader's thread
     return (f"server CPU ms a match: now {ms(now)}, {rev} {ms(then)} (medians); now / {rev} by "
             f"round: CPU {', '.join(f'{c:.2f}' for c in cpu)} (median "
             f"{statistics.median(cpu) if cpu else float('nan'):.2f}), matches/s "

@@ -77,9 +77,8 @@ async def start_server(config: Config, host: str | None = None, port: int | None
     try:
         await db.open()
         lobby = Lobby(config, db, plugins, Metrics(node if is_postgres(config.database) else None))
-        await lobby.start()
+        await lobby.start(other_writers=is_postgres(config.database))
         if is_postgres(config.database):
-            lobby.follow_other_writers()
             lobby.sharing = SharedPushes(lobby, config.database, node)
             lobby.requests.shared = True
             await lobby.sharing.start()

@@ -146,8 +146,10 @@ class Lobby:
         if changed("read_units_per_second", "read_units_burst"):
             self.reads = ReadBudget(lim.read_units_per_second, lim.read_units_burst)
 
-    async def start(self) -> None:
-        """Load what is committed: stored replies, the plugins, players, live matches."""
+    async def start(self, other_writers: bool = False) -> None:
+        """Load what is committed: stored replies, the plugins, players, live matches.
+        ``other_writers``: other servers share the database; from the plugins' load on,
+        every batch follows what they commit (:meth:`follow_other_writers`)."""
         await transact(self.db, self.requests.prune)
         await transact(self.db, lambda tx: stored_sessions.prune(tx, timestamp()))
         # every ladder has its version row before any writer may move it (a command line's
@@ -158,6 +160,8 @@ class Lobby:
         await transact(self.db, stored_matches.keep_live_players)
         await self.requests.load(self.db)
         await self.reload_plugins("start")
+        if other_writers:  # before the next batch (seeking.start writes), which moves `seen`
+            self.follow_other_writers()
         changes_seen = await stored_changes.latest(self.db)  # before the players: AccountWatch.start
         for row in await stored_players.all_players(self.db):
             p = Player(row["id"], row["name"], row["role"], row["password_hash"],

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from testkit import postgres
 from testkit.cli import replay_check
-from testkit.clients import heard, start_match
+from testkit.clients import heard, play, start_match
 from testkit.constants import PLAY_FREELY
 from testkit.server_loop import LobbyServer
 from testkit.sizes import count
@@ -368,12 +368,50 @@ async def test_a_result_another_node_commits_during_a_whole_reload_is_followed(
     lobby = b.server.lobby
     ratings = next(p for p in lobby.plugins if p.name == "ratings")
     reader = _CommitsAfterRatings(lobby.db.committed, resign_on_a)
-    await ratings.load(reader, committed=True)
+
+    async def reload(tx: Any) -> None:  # as b's writer does it: no batch of b's meanwhile
+        await ratings.load(reader, committed=True)
+
+    await lobby.db.write(reload)
     assert reader.meanwhile is None, "node a's result was not committed during the reload"
     await asyncio.wait_for(forgotten(a, b), 10)
 
     third = await start_match(alice, bob)
     await asyncio.wait_for(playing_on(b, "alice", third), 10)
     assert (await bob.call("resign"))["rated"]  # rated on node b, after the reload
+    checked = await replay_check(a.db)
+    assert checked == REPLAY_CLEAN, checked[1]
+
+
+async def test_a_result_another_node_commits_while_a_node_starts_is_followed(
+        nodes: tuple[LobbyServer, LobbyServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node a rates a result just after node b, starting, has loaded its plugins and before
+    b's first batch (start-up writes one): that batch must follow the result, not only take
+    its ladder's version as seen, so the next match b rates for those players starts from
+    their ratings after it and the stored ratings are the log's."""
+    from server.lobby.lobby import Lobby
+
+    a, b = nodes
+    await a.start()
+    alice, bob = await a.players("alice", "bob")
+    assert (await play(alice, bob))["rated"]  # both have ratings before b starts
+    await start_match(alice, bob)
+    load = Lobby.reload_plugins
+    meanwhile: list[Any] = [bob.call("resign")]  # rated and committed by node a
+
+    async def then_a_result(lobby: Lobby, cause: str = "recovery") -> None:
+        await load(lobby, cause)
+        if cause == "start" and meanwhile:
+            assert (await meanwhile.pop())["rated"]
+
+    monkeypatch.setattr(Lobby, "reload_plugins", then_a_result)
+    await b.start()
+    monkeypatch.undo()
+    assert not meanwhile, "node b started without loading its plugins"
+    await asyncio.wait_for(forgotten(a, b), 10)
+    bob = await moved(b, "bob", bob)
+    third = await start_match(alice, bob)
+    await asyncio.wait_for(playing_on(b, "alice", third), 10)
+    assert (await bob.call("resign"))["rated"]  # rated on node b
     checked = await replay_check(a.db)
     assert checked == REPLAY_CLEAN, checked[1]
