@@ -98,3 +98,15 @@ class Matchmaking(Protocol):
     def win_chance(self, ladder: str, a: str, b: str, length: int | None) -> float | None:
         """The chance that A beats B in a match of ``length`` points (``None``: unlimited) by
         the ladder's own expectation."""
+
+
+class Following(Protocol):
+    """An optional hook for a plugin whose memory can follow another server's results
+    (several servers on one database) without being rebuilt: a plugin without it is
+    reloaded whole (:meth:`LobbyPlugin.load`) each time another server changes a ladder."""
+
+    async def follow(self, reader: Reader, ladder: str) -> bool:
+        """Another writer (another server, the command line) committed results on ``ladder``
+        since this plugin last saw it: read what changed through ``reader`` and take it in.
+        ``False``: it cannot (a rebuilt ladder, too much changed), and it is reloaded whole
+        instead; only that plugin, and the others keep what they followed."""

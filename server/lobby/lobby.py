@@ -111,6 +111,7 @@ class Lobby:
         db.on_job_start = self._job_started
         db.on_commit = self.metrics.committed
         self._plugins_touched = False
+        self._unpublished: set[str] = set()  # plugins reloaded following an open transaction
         self.sharing: SharedPushes | None = None  # several nodes: pushes for the others
         self.seeking = Seeking(self)  # automatch's pool
 
@@ -200,10 +201,13 @@ class Lobby:
         job of this node's writer that holds a ladder another writer moved reloads the
         plugins first, so no rating is computed from a stale copy."""
         self.db.on_moved = self._follow_plugins
+        self.db.on_republish = self._republish_plugins
 
     async def _follow_plugins(self, committed: bool, ladder: str | None) -> bool:
         """Each plugin follows what another writer committed on ``ladder`` (its optional
-        ``follow``), or reloads whole; whether all of them followed."""
+        ``follow``), or reloads whole; whether all of them followed. A plugin reloaded
+        inside a job (``committed`` false) follows the transaction: what it publishes waits
+        for :meth:`_republish_plugins`, once the batch has committed."""
         tx = self.db.writer_tx()
         followed = True
         started = time.perf_counter()
@@ -212,12 +216,29 @@ class Lobby:
             if ladder is not None and follow is not None and await follow(tx, ladder):
                 continue
             followed = False
-            if not committed:
+            if committed:
+                self._unpublished.discard(plugin.name)
+            else:
                 self._plugins_touched = True  # should the job fail, follow its rollback too
+                self._unpublished.add(plugin.name)
             await plugin.load(tx, committed=committed)
         if not followed:
             self.metrics.replayed("other_writer", time.perf_counter() - started)
         return followed
+
+    async def _republish_plugins(self) -> None:
+        """The plugins that reloaded inside the last batch reload as committed, at the next
+        batch's start; the plugins that followed there are left as they are (a ratings
+        plugin beside one without ``follow`` is not read whole again at every batch)."""
+        if not self._unpublished:
+            return
+        tx = self.db.writer_tx()
+        started = time.perf_counter()
+        for plugin in self.plugins:
+            if plugin.name in self._unpublished:
+                await plugin.load(tx, committed=True)
+        self._unpublished.clear()
+        self.metrics.replayed("other_writer", time.perf_counter() - started)
 
     async def reload_plugins(self, cause: str = "recovery") -> None:
         """Rebuild plugin state from committed data (after start or a failed commit); ``cause``
@@ -225,6 +246,7 @@ class Lobby:
         started = time.perf_counter()
         for plugin in self.plugins:
             await plugin.load(self.db.writer_tx(), committed=True)
+        self._unpublished.clear()
         if self.plugins:
             self.metrics.replayed(cause, time.perf_counter() - started)
 

@@ -25,6 +25,7 @@ class LobbyDatabase(Protocol):
     on_job_failure: Callable[[], Awaitable[None]] | None
     on_job_start: Callable[[], None] | None
     on_moved: Callable[[bool, str | None], Awaitable[bool]] | None
+    on_republish: Callable[[], Awaitable[None]] | None
     on_commit: Callable[[float, int], None] | None
 
     @property

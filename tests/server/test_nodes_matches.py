@@ -415,3 +415,58 @@ async def test_a_result_another_node_commits_while_a_node_starts_is_followed(
     assert (await bob.call("resign"))["rated"]  # rated on node b
     checked = await replay_check(a.db)
     assert checked == REPLAY_CLEAN, checked[1]
+
+
+async def test_a_plugin_that_cannot_follow_does_not_make_the_ratings_reload_whole(
+        nodes: tuple[LobbyServer, LobbyServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node a rates a result while a batch of node b runs, before b's own result holds the
+    ladder: inside that job the ratings follow a's result and a plugin without ``follow``
+    (the test plugin streaks) reloads whole, following the transaction. At b's next batch
+    that plugin alone reloads as committed: the ratings, which followed, are not read whole
+    again (on a big ladder, a whole reload at every batch), and both stay the log's."""
+    from ratings_plugin.plugin import RatingsPlugin
+
+    a, b = nodes
+    await a.start()
+    await b.start()
+    assert b.server is not None
+    lobby = b.server.lobby
+    assert any(getattr(p, "follow", None) is None for p in lobby.plugins), \
+        "the test plugins (tests/plugins) are not installed"
+    alice, carol = await a.players("alice", "carol")
+    bob, dave = await b.players("bob", "dave")
+    on_a, on_b = await start_match(alice, carol), await start_match(bob, dave)
+    await asyncio.wait_for(playing_on(a, "bob", on_b), 10)
+    await asyncio.wait_for(playing_on(b, "alice", on_a), 10)
+    load = RatingsPlugin.load
+    loads: list[bool] = []
+
+    async def counted(self: RatingsPlugin, reader: Any, committed: bool) -> None:
+        loads.append(committed)
+        await load(self, reader, committed)
+
+    monkeypatch.setattr(RatingsPlugin, "load", counted)
+    began, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(tx: Any) -> None:  # b's batch begins, then waits
+        began.set()
+        await gate.wait()
+
+    holding = asyncio.create_task(lobby.db.write(held))
+    await asyncio.wait_for(began.wait(), 10)
+    assert (await alice.call("resign"))["rated"]  # committed by node a meanwhile
+    resigning = asyncio.create_task(bob.call("resign"))
+    while not lobby.db.queue.qsize():  # b's result waits to run in the same batch
+        await asyncio.sleep(0.01)
+    reloads = lobby.db.reloads
+    gate.set()
+    await holding
+    assert (await resigning)["rated"]
+    assert lobby.db.reloads == reloads + 1, "no plugin reloaded inside b's batch"
+    await start_match(bob, dave)  # b's next batch: streaks reloads as committed
+    assert (await dave.call("resign"))["rated"]
+    assert loads == [], f"the ratings reloaded whole {len(loads)} times"
+    assert (await bob.call("streak", name="carol"))["streaks"] == [
+        {"ladder": "backgammon", "current": 1, "best": 1}]  # a's result, read on b
+    checked = await replay_check(a.db)
+    assert checked == REPLAY_CLEAN, checked[1]

@@ -197,9 +197,10 @@ async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_i
     """Each ladder's row counts the jobs that changed it, by any writer. A batch that finds
     ladders moved under another writer has the plugins follow each (``on_moved``, as
     committed) before its first job; a job that holds a ladder moved since its batch began
-    has them follow it inside the transaction; a ladder rebuilt elsewhere, or a plugin that
-    could not follow inside a batch, makes the next batch reload whole. A writer's own
-    changes never make it follow."""
+    has them follow it inside the transaction; a ladder rebuilt elsewhere makes the next
+    batch reload whole, and a plugin that could not follow inside a batch makes the next
+    batch republish (``on_republish``, after the ladders moved meanwhile are followed). A
+    writer's own changes never make it follow."""
     other = PgDatabase(pg.path)
     await other.open()
     seen: list[str] = []  # what each follow or reload found, in order with the jobs
@@ -210,7 +211,12 @@ async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_i
         seen.append(f"reload {how} {found}" if ladder is None else f"{ladder} {how} {found}")
         return ladder != "p4p"  # a plugin that cannot follow p4p reloads whole
 
+    async def republish() -> None:
+        found = ",".join(v for (v,) in await pg.writer.fetch("SELECT v FROM t ORDER BY id"))
+        seen.append(f"republish {found}")
+
     pg.on_moved = moved
+    pg.on_republish = republish
     gate = asyncio.Event()
     try:
         def holding(value: str, ladder: str, wait: bool = False, rebuild: bool = False
@@ -246,10 +252,14 @@ async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_i
         await other.write(holding("b5", "fibs", rebuild=True))
         await pg.write(holding("a7", "fibs"))  # rebuilt elsewhere: reloads whole
         await meanwhile("a8", "p4p", then="b6")  # could not follow inside the batch...
-        await pg.write(holding("a9", "fibs"))  # ... so the next one reloads whole
+        await pg.write(holding("a9", "fibs"))  # ... so the next one republishes
+        await meanwhile("a10", "p4p", then="b7")  # again; and before the next batch ...
+        await other.write(holding("b8", "fibs"))  # ... another writer moves fibs:
+        await pg.write(holding("a11", "fibs"))  # followed first, then the republish
     finally:
         await other.close()
-    upto = ["a1", "b1", "a2", "a3", "b2", "b3", "a4", "b4", "a5", "a6", "b5", "a7", "b6", "a8"]
+    upto = ["a1", "b1", "a2", "a3", "b2", "b3", "a4", "b4", "a5", "a6", "b5", "a7", "b6", "a8",
+            "a9", "b7", "a10", "b8"]
 
     def rows(last: str) -> str:
         return ",".join(upto[:upto.index(last) + 1])
@@ -258,10 +268,11 @@ async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_i
                     f"fibs committed {rows('b3')}", f"p4p committed {rows('b3')}", "job a4",
                     "job a5 waits", f"fibs in tx {rows('a5')}", "job a5", "job a6",
                     f"reload committed {rows('b5')}", "job a7", "job a8 waits",
-                    f"p4p in tx {rows('a8')}", "job a8", f"reload committed {rows('a8')}",
-                    "job a9"]
+                    f"p4p in tx {rows('a8')}", "job a8", f"republish {rows('a8')}",
+                    "job a9", "job a10 waits", f"p4p in tx {rows('a10')}", "job a10",
+                    f"fibs committed {rows('b8')}", f"republish {rows('b8')}", "job a11"]
     assert postgres.query(pg.path, "SELECT ladder, version, rebuilt FROM ladder_versions "
-                                   "ORDER BY ladder") == [("fibs", 10, 8), ("p4p", 5, 0)]
+                                   "ORDER BY ladder") == [("fibs", 12, 8), ("p4p", 7, 0)]
 
 
 async def test_a_job_that_meets_another_writers_lock_runs_first_in_the_next_batch(

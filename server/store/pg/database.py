@@ -602,16 +602,20 @@ class PgDatabase(Hooks):
     async def _follow(self, conn: Any) -> None:
         """At a batch's start: the ladders another writer moved since the plugins here saw
         them are followed from what is committed (the batch has written nothing yet), before
-        any job; a ladder rebuilt meanwhile (or a reload inside a batch) reloads them whole."""
+        any job; a ladder rebuilt meanwhile reloads them whole. Then the plugins that reloaded
+        inside the last batch, following its transaction, reload as committed
+        (``on_republish``): only those, not every plugin."""
         versions = await self._versions(conn)
         moved = [ladder for ladder, (v, _) in versions.items() if self.seen.get(ladder) != v]
         rebuilt = any(r > self.seen.get(ladder, 0) for ladder, (_, r) in versions.items())
-        if self._republish or rebuilt:
-            self._republish = False
+        if rebuilt:
             await self._moved(True, None)
         else:
             for ladder in sorted(moved):
                 await self._moved(True, ladder)
+            if self._republish and self.on_republish is not None:
+                await self.on_republish()
+        self._republish = False
         self.seen = self._seen(versions)
 
     async def ladder_held(self, ladder: str, version: int, rebuilt: int) -> None:
@@ -619,7 +623,7 @@ class PgDatabase(Hooks):
         here missed another writer's change, it follows it first, inside this transaction
         (the rows it reads are what the other writer committed: this batch has not changed
         the ladder yet). A plugin that cannot follow reloads whole, following the
-        transaction, and the next batch reloads it as committed."""
+        transaction, and the next batch reloads it as committed (:meth:`_follow`)."""
         seen = self.seen.get(ladder, 0)
         if seen != version - 1:
             whole = rebuilt > seen
