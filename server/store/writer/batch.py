@@ -41,7 +41,7 @@ def retire(b: Batch) -> None:
     """Let go of what a batch holds once its jobs have their answers.
 
     A batch is in reference cycles (its ``jobs`` keeps a callback bound to
-    it; each queued write's ``Later`` points back at its ``Writes``), so
+    it), so
     without this everything it holds, a ČAS close's outcome with a standing
     for every player of the ladder included, waits for the cyclic collector:
     a close then ended in a 40-90 ms collection now and then.

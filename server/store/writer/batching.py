@@ -17,7 +17,7 @@ from typing import Any
 
 from server.store.faults import FlushFailed
 
-Item = tuple[str, Any, bool, "Later | None"]  # sql, parameters, executemany?, its cursor
+Item = tuple[str, Any, bool]  # sql, parameters, executemany?
 
 _WRITE_VERBS = ("INSERT", "UPDATE", "DELETE", "REPLAC")
 _deferrable_cache: dict[str, bool] = {}
@@ -101,28 +101,6 @@ class Counters:
         return self.values[name]
 
 
-class Later:
-    """The sqlite3 cursor of a queued write; reading anything from it runs the writes first."""
-
-    __slots__ = ("_writes", "cursor")
-
-    def __init__(self, writes: Writes) -> None:
-        self._writes = writes
-        self.cursor: sqlite3.Cursor | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self.cursor is None:
-            if not self._writes.begun:
-                raise RuntimeError("the result of a write queued ahead of the transaction "
-                                   "cannot be read; use execute() for a write read back")
-            self._writes.flush()
-        return getattr(self.cursor, name)
-
-    def close(self) -> None:
-        if self.cursor is not None:
-            self.cursor.close()
-
-
 class Writes:
     """A batch's queued writes, in order, with each job's savepoint put in only when needed.
 
@@ -145,15 +123,13 @@ class Writes:
         self.error: BaseException | None = None
         self.opened: list[sqlite3.Cursor] = []  # cursors made on the loop's thread
 
-    def queue(self, sql: str, params: Any, many: bool) -> Later:
-        later = Later(self)
+    def queue(self, sql: str, params: Any, many: bool) -> None:
         if many:
             params = list(params)
             one = grouped(sql, params)
             if one is not None:
                 (sql, params), many = one, False
-        self.items.append((sql, params, many, later))
-        return later
+        self.items.append((sql, params, many))
 
     def begin_job(self) -> None:
         self.in_job, self.job_start, self.job_ran = True, len(self.items), False
@@ -165,7 +141,7 @@ class Writes:
         self.in_job = False
         if ok:
             if self.job_ran:
-                self.items.append(("RELEASE job", (), False, None))
+                self.items.append(("RELEASE job", (), False))
             return
         self.counters.values = self.job_counters
         if not self.job_ran:
@@ -190,7 +166,7 @@ class Writes:
                 own_from = -1
             else:
                 own_from = self.job_start
-                self.items.insert(own_from, ("SAVEPOINT job", (), False, None))
+                self.items.insert(own_from, ("SAVEPOINT job", (), False))
                 self.job_ran = True
         items, self.items = self.items, []
         self.job_start = 0
@@ -204,22 +180,21 @@ class Writes:
             self.broken = error
             raise FlushFailed(str(error)) from error
 
-    def run(self, items: list[Item], keep: bool = True) -> int:
+    def run(self, items: list[Item], close: bool = True) -> int:
         """Run ``items`` in order; how many succeeded (``self.error`` says why one failed).
 
-        ``keep``: give each queued write its cursor (on the loop's thread, where
-        a job may read it; the commit thread keeps none, see :meth:`release`).
+        ``close``: close each cursor at once (on the loop's thread: see
+        :meth:`release`; the commit thread's go with their statements).
         """
         execute, executemany = self.conn.execute, self.conn.executemany
-        for i, (sql, params, many, later) in enumerate(items):
+        for i, (sql, params, many) in enumerate(items):
             try:
                 cursor = executemany(sql, params) if many else execute(sql, params)
             except Exception as e:
                 self.error = e
                 return i
-            if keep and later is not None:
-                later.cursor = cursor
-                self.opened.append(cursor)
+            if close:
+                cursor.close()
         return len(items)
 
     def release(self) -> None:

@@ -6,7 +6,7 @@ for a lock (the transaction holds the write lock; WAL readers do not block
 it) and does no fsync, so running it on the loop's thread costs less than
 handing it to another thread and back. Writes whose outcome the job does not
 read wait in the batch's queue (:class:`~server.store.writer.batching.Writes`):
-a job that only writes (``later``, ``executemany``) runs ahead of its
+a job that only writes (``execute``, ``later``, ``executemany``) runs ahead of its
 transaction, while the batch before it is still being committed. Anything
 that reads first opens the batch's transaction (after the commit in flight)
 and runs every write queued before it.
@@ -20,18 +20,16 @@ from typing import Any
 
 from server.store.log import SqliteLog, with_turns
 from server.store.port import BACKEND
-from server.store.writer.batching import Later, Writes, deferrable
+from server.store.writer.batching import Writes, deferrable
 
 
 class JobTx:
     """One job's view of its batch's transaction (``server.api.Tx``).
 
-    ``execute`` of a plain write opens the transaction but still queues the
-    statement (the aiosqlite-shaped ``execute`` of ``server.store.legacy``
-    returns a cursor that may be read, which needs the transaction; both
-    batch alike); ``later`` and ``executemany`` of plain writes queue without
-    opening it. A queued write of the job's own that fails fails the job at
-    the statement that needed it, or its whole batch at the commit.
+    ``execute``, ``later`` and ``executemany`` of plain writes queue without
+    opening the transaction: nothing is read back from them. A queued write of
+    the job's own that fails fails the job at the statement that needed it, or
+    its whole batch at the commit.
     """
 
     backend = BACKEND
@@ -76,9 +74,11 @@ class JobTx:
         return count
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        cursor = await self._statement(sql, tuple(params))
-        if isinstance(cursor, sqlite3.Cursor):
-            cursor.close()
+        if deferrable(sql):  # as ``later``
+            self._writes.queue(sql, tuple(params), False)
+            return
+        await self._ready()
+        self._conn.execute(sql, tuple(params)).close()
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         if deferrable(sql):
@@ -121,15 +121,3 @@ class JobTx:
         if not self._writes.begun:
             await self._begin()
         self._writes.flush()
-
-    async def _statement(self, sql: str, params: Any) -> sqlite3.Cursor | Later:
-        """``sql`` queued when it is a plain write, else run now; its cursor either way."""
-        writes = self._writes
-        if not writes.begun:
-            await self._begin()
-        if deferrable(sql):
-            return writes.queue(sql, params, False)
-        writes.flush()
-        cursor = self._conn.execute(sql, params)
-        writes.opened.append(cursor)
-        return cursor

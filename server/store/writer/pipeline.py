@@ -285,7 +285,7 @@ class GroupWriter:
         try:
             if not b.writes.begun:
                 conn.execute("BEGIN IMMEDIATE")
-            if b.writes.run(b.writes.items, keep=False) < len(b.writes.items):
+            if b.writes.run(b.writes.items, close=False) < len(b.writes.items):
                 assert b.writes.error is not None
                 raise b.writes.error
             if b.seq is not None:
