@@ -150,10 +150,25 @@ async def test_waiting_for_the_write_lock_does_not_block_the_loop(tmp_path: Path
 # ---- the pipeline: a batch is filled while the one before it commits ---------------------
 
 
+def _written(how: str, value: str) -> Any:
+    """A job that only writes, through ``how``: every way runs ahead of its transaction."""
+    async def job(tx: Tx) -> str:
+        sql = "INSERT INTO t (v) VALUES (?)"
+        if how == "execute":
+            await tx.execute(sql, (value,))
+        elif how == "executemany":
+            await tx.executemany(sql, [(value,)])
+        else:
+            await tx.later(sql, (value,))
+        return value
+    return job
+
+
+@pytest.mark.parametrize("how", ["later", "execute", "executemany"])
 async def test_jobs_run_while_the_batch_before_commits_and_answer_after_their_own(
-        tmp_path: Path, db: Database, committed: Committed) -> None:
+        tmp_path: Path, db: Database, committed: Committed, how: str) -> None:
     other, first = await _stalled(tmp_path, db)
-    later = [asyncio.create_task(db.write(_put(v))) for v in ("a", "b", "c")]
+    later = [asyncio.create_task(db.write(_written(how, v))) for v in ("a", "b", "c")]
     await _filled(db, 3)
     assert not any(t.done() for t in later)  # run, but not answered before their commit
     commits = db.commits
