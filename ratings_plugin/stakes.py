@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from server.api import Book, Game, LadderConfig, RatedUnit
+from server.api import Book, Game, LadderConfig, LiveOutcomes, RatedUnit
 from server.api.clock import moment
 from server.api.systems import live_outcomes
 
@@ -48,14 +48,15 @@ class Stakes:
         """The stake of a ``length``-point match of ``a`` against ``b`` now, or ``None`` when
         the ladder would not rate it. The same object while it holds: do not change it."""
         at, day = moment()
+        closed = live_outcomes(ladder.system)
         # a system with closed-form outcomes says they change with the day alone
-        key = (ladder.name, a, b, length, at[:10] if live_outcomes(ladder.system) else at)
+        key = (ladder.name, a, b, length, at[:10] if closed else at)
         sa, sb = published.get(a), published.get(b)
         kept = self._stakes.get(key)
         if kept is not None and kept[0] is ladder and kept[1] is sa and kept[2] is sb:
             return kept[3]
         game = Game((a,), (b,), 1, 0, day, length)
-        found = (stake(ladder, published, a, b, length, at, day)
+        found = (stake(ladder, published, a, b, length, at, day, closed)
                  if ladder.system.counts(ladder.options, game) else None)
         if kept is None and len(self._stakes) >= self._kept:
             del self._stakes[next(iter(self._stakes))]  # the oldest
@@ -64,17 +65,21 @@ class Stakes:
 
 
 def stake(ladder: LadderConfig, published: Mapping[str, Any], a: str, b: str, length: int,
-          at: str, day: date) -> dict[str, Any]:
+          at: str, day: date, closed: LiveOutcomes | None) -> dict[str, Any]:
     """The stake of a ``length``-point match of ``a`` (first) against ``b`` on ``ladder``,
-    played at ``at`` on ``day``: by the system's :class:`~server.api.LiveOutcomes` when it
-    has them, else through its book."""
+    played at ``at`` on ``day``: by the system's :class:`~server.api.LiveOutcomes`
+    (``closed``, when it has them), else through its book."""
     system, options = ladder.system, ladder.options
-    book = system.new_book(options)
-    sa, sb = (published.get(p) or book.new_standing(p) for p in (a, b))
-    closed = live_outcomes(system)
+    sa, sb = published.get(a), published.get(b)
+    book = None
+    if sa is None or sb is None or closed is None:
+        book = system.new_book(options)
+        sa = sa or book.new_standing(a)
+        sb = sb or book.new_standing(b)
     if closed is not None:
         a_win, a_loss, b_win, b_loss = closed.outcomes(options, sa, sb, length, day)
     else:
+        assert book is not None
         a_win, a_loss, b_win, b_loss = changes_by_book(ladder, book, sa, sb, length, at, day)
     return {"ladder": ladder.name, "length": length, "players": [
         {"player": a, "rating": sa.rating, "chance": system.expectation(options, sa, sb, length),

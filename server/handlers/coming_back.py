@@ -9,7 +9,7 @@ for that transaction (``changes`` in its reply).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from server.lobby import Call, LiveMatch
@@ -32,27 +32,31 @@ def _rating(changes: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | No
     return {"before": own.get("before"), "after": own["after"], "change": own.get("change")}
 
 
-async def _note(call: Call, tx: WriteTx, names: Iterable[str], ended: dict[str, Any],
-                changes: Sequence[dict[str, Any]]) -> None:
-    at = now()
-    for name in names:
-        player = call.lobby.players.get(name.casefold())
-        if player is None or not player.password_hash or not _away(call, player.name):
-            continue  # here now (told by the push), or an entry nobody can log in as
-        await stored.note(tx, player.id, ended["match"], at,
-                          {**ended, "at": at, "rating": _rating(changes, player.name)})
+async def _note(call: Call, tx: WriteTx, names: Iterable[str],
+                ended: Callable[[], dict[str, Any]], changes: Sequence[dict[str, Any]]) -> None:
+    """A note of ``ended()`` for each of ``names`` who is away (made only if one is: a match
+    usually ends with both players here)."""
+    players = call.lobby.players
+    away = [player for name in names if (player := players.get(name.casefold())) is not None
+            and player.password_hash and _away(call, player.name)]
+    if not away:  # here now (told by the push), or entries nobody can log in as
+        return
+    at, note = now(), ended()
+    for player in away:
+        await stored.note(tx, player.id, note["match"], at,
+                          {**note, "at": at, "rating": _rating(changes, player.name)})
 
 
 async def finished(call: Call, tx: WriteTx, m: LiveMatch, data: dict[str, Any]) -> None:
     """Live match ``m`` ended with a winner (``data``: the match-finished object)."""
-    await _note(call, tx, (m.a, m.b), {
+    await _note(call, tx, (m.a, m.b), lambda: {
         "match": m.id, "ladder": m.ladder, "length": data["length"], "a": m.a, "b": m.b,
         "how": data["how"], "status": "finished", "winner": data["winner"], "reason": None,
         "rated": data["rated"]}, data.get("changes", []))
 
 
 async def aborted(call: Call, tx: WriteTx, m: LiveMatch) -> None:
-    await _note(call, tx, (m.a, m.b), {
+    await _note(call, tx, (m.a, m.b), lambda: {
         "match": m.id, "ladder": m.ladder, "length": m.summary()["length"], "a": m.a,
         "b": m.b, "how": "abort", "status": "aborted", "winner": None, "reason": None,
         "rated": False}, [])
@@ -62,7 +66,7 @@ async def corrected(call: Call, tx: WriteTx, row: Any, kind: str, data: dict[str
     """An admin voided or adjudicated the match of ``row`` (``data``: the correction's reply,
     with the rating changes of its recomputation)."""
     sides = row["side_a"].split("+") + row["side_b"].split("+")
-    await _note(call, tx, sides, {
+    await _note(call, tx, sides, lambda: {
         "match": data["match"], "ladder": data["ladder"],
         "length": "unlimited" if row["length"] is None else row["length"],
         "a": row["side_a"], "b": row["side_b"], "how": kind, "status": data["status"],

@@ -40,6 +40,8 @@ def args_digest(args: dict[str, Any]) -> str:
     spaces, ASCII escapes), as stored replies are keyed. orjson writes the same bytes ten
     times as fast for arguments of plain ASCII text, integers and lists of them; anything
     else (a float, other text) takes ``json.dumps``, so every digest stays what it was."""
+    if not args:  # resign, accept, ...: every key's digest of no arguments is one
+        return _NO_ARGS
     canonical: bytes | None
     try:
         canonical = orjson.dumps(args, option=orjson.OPT_SORT_KEYS, default=list)
@@ -52,6 +54,9 @@ def args_digest(args: dict[str, Any]) -> str:
         canonical = json.dumps(args, sort_keys=True, separators=(",", ":"),
                                default=list).encode()
     return hashlib.sha256(canonical).hexdigest()
+
+
+_NO_ARGS = hashlib.sha256(b"{}").hexdigest()
 
 
 def _has_float(value: Any) -> bool:
@@ -89,7 +94,8 @@ class StoredReplies:
     shared: bool = False
     # ... and while other nodes beat, ``known`` cannot say a key is new: a retry reads.
     others: bool = False
-    inflight: dict[tuple[int, str], asyncio.Future[Answer]] = field(default_factory=dict)
+    # each request running now, with the duplicates of it that wait for its answer
+    inflight: dict[tuple[int, str], list[asyncio.Future[Answer]]] = field(default_factory=dict)
 
     @staticmethod
     def hashed(player_id: int, request_id: str) -> int:
@@ -102,13 +108,15 @@ class StoredReplies:
     async def prune(self, tx: WriteTx) -> None:
         await stored.prune(tx, _cutoff())
 
-    async def find(self, db: Reads, key: RequestKey) -> Any | None:
-        """The data of an earlier, committed run of the same request, if any.
+    def may_have(self, key: RequestKey) -> bool:
+        """Whether an earlier run of the request may be stored: ``known`` holds a hash of
+        every stored key, so the database is read only for a real retry (or a rare hash
+        collision), unless other nodes store replies meanwhile."""
+        return self.others or self.hashed(key.player_id, key.request_id) in self.known
 
-        ``known`` holds a hash of every stored key, so the database is read
-        only for a real retry (or a rare hash collision).
-        """
-        if not self.others and self.hashed(key.player_id, key.request_id) not in self.known:
+    async def find(self, db: Reads, key: RequestKey) -> Any | None:
+        """The data of an earlier, committed run of the same request, if any."""
+        if not self.may_have(key):
             return None
         return _reply_of(await stored.find(db, key.player_id, key.request_id), key)
 

@@ -111,25 +111,32 @@ class Router:
             return await self._execute(call, request)
         replies = self.lobby.requests
         slot = (key.player_id, key.request_id)
-        while (running := replies.inflight.get(slot)) is not None:
-            earlier, earlier_key = await asyncio.shield(running)
+        while (waiting := replies.inflight.get(slot)) is not None:
+            earlier_run: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+            waiting.append(earlier_run)
+            earlier, earlier_key = await earlier_run
             if earlier_key == key and earlier.get("ok"):
                 return {**earlier, "id": request.id, "replayed": True}
-        # Registered before any await, so a duplicate arriving meanwhile waits for this one.
-        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        replies.inflight[slot] = future
-        message: dict[str, Any] = error("internal", "Interrupted.", request.id, request.cmd)
+        # Registered before any await, so a duplicate arriving meanwhile waits for this one
+        # (with a future of its own: none is made when no duplicate comes).
+        waiters: list[asyncio.Future[Answer]] = []
+        replies.inflight[slot] = waiters
+        message: dict[str, Any] | None = None
         try:
-            stored = await replies.find(self.lobby.db, key)
+            stored = await replies.find(self.lobby.db, key) if replies.may_have(key) else None
             if stored is not None:
                 message = reply(request, stored) | {"replayed": True}
             else:
                 call.key = key
                 message = await self._execute(call, request)
         finally:
-            future.set_result((message, key))
-            if replies.inflight.get(slot) is future:
+            if message is None:
+                message = error("internal", "Interrupted.", request.id, request.cmd)
+            if replies.inflight.get(slot) is waiters:
                 del replies.inflight[slot]
+            for waiter in waiters:
+                if not waiter.done():  # (one cancelled meanwhile)
+                    waiter.set_result((message, key))
         return message
 
     async def _execute(self, call: Call, request: Request) -> dict[str, Any]:
