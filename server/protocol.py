@@ -53,10 +53,10 @@ class Request:
     spec: CommandSpec
     args: dict[str, Any] = field(default_factory=dict)
     id: Id = None
+    cmd: str = field(init=False, compare=False, repr=False)  # the spec's name, read often
 
-    @property
-    def cmd(self) -> str:
-        return self.spec.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cmd", self.spec.name)
 
 
 def bad(message: str) -> ProtocolError:

@@ -440,7 +440,8 @@ class Lobby:
         return self.online.get(name.casefold())
 
     def sessions_of(self, names: Iterable[str]) -> list[Session]:
-        return [s for s in (self.session_of(n) for n in names) if s is not None]
+        online = self.online
+        return [s for n in names if (s := online.get(n.casefold())) is not None]
 
     def watchers(self, ladder: str) -> list[Session]:
         return list(self.watching.get(ladder, ()))

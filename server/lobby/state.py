@@ -23,10 +23,10 @@ class Player:
     password_hash: str | None = None
     last_login: str | None = None
     dropped: int = 0
+    key: str = field(init=False, compare=False, repr=False)  # the name casefolded, read often
 
-    @property
-    def key(self) -> str:
-        return self.name.casefold()
+    def __post_init__(self) -> None:
+        self.key = self.name.casefold()
 
 
 @dataclass(eq=False)

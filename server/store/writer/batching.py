@@ -69,8 +69,9 @@ def grouped(sql: str, rows: list[Any]) -> tuple[str, tuple[Any, ...]] | None:
     if shape is None:
         return None
     start, end, marks = shape
-    if not all(type(r) is tuple and len(r) == marks for r in rows):
-        return None
+    for r in rows:
+        if type(r) is not tuple or len(r) != marks:
+            return None
     key = (sql, len(rows))
     text = _grouped_sql.get(key)
     if text is None:
