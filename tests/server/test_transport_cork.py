@@ -116,3 +116,40 @@ async def test_a_connection_gone_before_the_flush_does_not_stop_the_others() -> 
                 assert await second.recv() == "kept"
                 with pytest.raises(ConnectionClosed):
                     await first.recv()
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 70000])
+def test_a_text_frame_is_the_one_websockets_writes(size: int) -> None:
+    """Frames written directly are byte for byte websockets' own (``Frame.serialize`` of a
+    server's text frame, no extension), at each boundary of the length's encoding."""
+    from websockets.frames import Frame, Opcode
+
+    from server.net.connection import text_frame
+
+    payload = bytes(ord("a") + i % 26 for i in range(size))
+    assert text_frame(payload) == Frame(Opcode.TEXT, payload).serialize(mask=False, extensions=[])
+
+
+@pytest.mark.parametrize("compression", [None, "deflate"])
+async def test_corked_frames_of_every_size_reach_a_client_whole(compression: str | None) -> None:
+    """Frames corked and framed directly (or by websockets, when compression is negotiated)
+    are read back whole and in order by a real client."""
+    cork = Cork()
+    sizes = [0, 125, 126, 65535, 65536, 200_000]
+
+    async def handler(ws: ServerConnection) -> None:
+        assert isinstance(ws, CorkedConnection)
+        await ws.recv()
+        for size in sizes:
+            cork.send(ws, b"x" * size)
+        cork.flush()
+        await ws.wait_closed()
+
+    async with serve(handler, "127.0.0.1", 0, create_connection=CorkedConnection,
+                     compression=compression, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with connect(f"ws://127.0.0.1:{port}", compression=compression,
+                           max_size=None) as client:
+            await client.send("go")
+            got = [await asyncio.wait_for(client.recv(), 10) for _ in sizes]
+    assert [len(m) for m in got] == sizes and all(set(m) <= {"x"} for m in got)
