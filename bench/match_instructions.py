@@ -92,7 +92,8 @@ async def count(tree: Path, tmp: Path, label: str, pairs: int, matches: int,
 
 async def _instrument(pid: int, state: str) -> None:
     proc = await asyncio.create_subprocess_exec("callgrind_control", "-i", state, str(pid),
-                                                stdout=asyncio.subprocess.DEVNULL)
+                                                stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.DEVNULL)
     if await proc.wait() != 0:
         raise RuntimeError(f"callgrind_control -i {state} failed")
 
