@@ -189,11 +189,15 @@ class Lobby:
         return self._plugins_touched
 
     async def resync_plugins(self) -> None:
-        """A job failed and its savepoint was rolled back: follow the open transaction."""
+        """A job failed and its savepoint was rolled back: follow the open transaction. What
+        the plugins publish then waits for the next batch (:meth:`_republish_plugins`): the
+        transaction may hold what other writers committed, and a plugin's mark of what it
+        has followed moves past it."""
         if not self._plugins_touched:
             return
         self._plugins_touched = False
         for plugin in self.plugins:
+            self._unpublished.add(plugin.name)
             await plugin.load(self.db.writer_tx(), committed=False)
 
     def follow_other_writers(self) -> None:

@@ -6,6 +6,9 @@ exactly one outcome, whatever node each side is on."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +20,7 @@ from testkit.server_loop import LobbyServer
 from testkit.sizes import count
 
 from clients import LobbyClient
-from server.config import Limits
+from server.config import DEFAULT_LADDERS, Limits, ladder_config
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.both_backends]
 
@@ -469,4 +472,80 @@ async def test_a_plugin_that_cannot_follow_does_not_make_the_ratings_reload_whol
     assert (await bob.call("streak", name="carol"))["streaks"] == [
         {"ladder": "backgammon", "current": 1, "best": 1}]  # a's result, read on b
     checked = await replay_check(a.db)
+    assert checked == REPLAY_CLEAN, checked[1]
+
+
+SECOND = {"name": "backgammon2", "system": "fibs"}
+
+
+@pytest.fixture
+async def nodes_two_ladders(db_path: Path, backend: str
+                            ) -> AsyncIterator[tuple[LobbyServer, LobbyServer]]:
+    """Two servers on one database, each with a second FIBS ladder, ``backgammon2``."""
+    if backend != "postgresql":
+        pytest.skip("several nodes share a PostgreSQL database; SQLite has one process")
+    second = ladder_config(SECOND, "test")
+    a, b = (LobbyServer(db_path, configure=lambda c, node=node: replace(
+        c, node=node, ladders=(*c.ladders, second))) for node in ("node-a", "node-b"))
+    try:
+        yield a, b
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_job_that_fails_after_following_another_node_still_shows_its_results(
+        nodes_two_ladders: tuple[LobbyServer, LobbyServer], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """A job of node b follows node a's result on one ladder, node a then rates a result on
+    another ladder, and b's job fails: b reloads its plugins following the open transaction,
+    which holds a's second result. b must still show that result once its next batch begins
+    (its plugins republish what they reloaded), not the ratings from before it."""
+    from server.api import MatchFinished
+
+    a, b = nodes_two_ladders
+    await a.start()
+    await b.start()
+    assert b.server is not None
+    lobby = b.server.lobby
+    ratings = next(p for p in lobby.plugins if p.name == "ratings")
+    alice, carol, erin, frank = await a.players("alice", "carol", "erin", "frank")
+    bob, dave = await b.players("bob", "dave")
+    await start_match(alice, carol)
+    on_b = await start_match(bob, dave)
+    await start_match(erin, frank, ladder="backgammon2")
+    await asyncio.wait_for(playing_on(a, "bob", on_b), 10)
+    rate = ratings.on_event
+    failed: list[bool] = []
+
+    async def fails_once(tx: Any, event: Any) -> Any:
+        if not failed and isinstance(event, MatchFinished) and event.unit.ladder == "backgammon":
+            failed.append(True)  # its ladder followed alice's result; now frank's on a
+            assert (await frank.call("resign"))["rated"]
+            raise RuntimeError("a job that fails after following another node")
+        return await rate(tx, event)
+
+    monkeypatch.setattr(ratings, "on_event", fails_once)
+    began, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(tx: Any) -> None:  # b's batch begins, then waits
+        began.set()
+        await gate.wait()
+
+    holding = asyncio.create_task(lobby.db.write(held))
+    await asyncio.wait_for(began.wait(), 10)
+    assert (await alice.call("resign"))["rated"]  # committed by node a meanwhile
+    resigning = asyncio.create_task(bob.request("resign", {}))
+    while not lobby.db.queue.qsize():  # b's result waits to run in the same batch
+        await asyncio.sleep(0.01)
+    gate.set()
+    await holding
+    assert not (await resigning)["ok"] and failed
+    assert (await bob.call("resign"))["rated"]  # b's next batch
+    shown_on_a = await alice.call("rating", name="erin", ladder="backgammon2")
+    assert await bob.call("rating", name="erin", ladder="backgammon2") == shown_on_a
+    ladders = tmp_path / "ladders.toml"  # the servers' ladders, for the command line
+    ladders.write_text("".join("[[ladders]]\n" + "".join(f"{k} = {v!r}\n" for k, v in e.items())
+                               for e in (*DEFAULT_LADDERS, SECOND)), encoding="utf-8")
+    checked = await replay_check(a.db, ladders)
     assert checked == REPLAY_CLEAN, checked[1]

@@ -275,6 +275,48 @@ async def test_a_writer_follows_a_ladder_another_writer_moved_before_rating_on_i
                                    "ORDER BY ladder") == [("fibs", 12, 8), ("p4p", 7, 0)]
 
 
+async def test_a_failed_job_makes_the_next_batch_republish(pg: PgDatabase) -> None:
+    """A job that fails has the plugins follow the rolled-back transaction
+    (``on_job_failure``), which may hold what other writers committed: the next batch
+    republishes (``on_republish``) before its first job, even when every plugin followed."""
+    other = PgDatabase(pg.path)
+    await other.open()
+    seen: list[str] = []
+
+    async def moved(committed: bool, ladder: str | None) -> bool:
+        seen.append(f"{ladder} {'committed' if committed else 'in tx'}")
+        return True  # every plugin follows
+
+    async def resync() -> None:
+        seen.append("resync")
+
+    async def republish() -> None:
+        seen.append("republish")
+
+    pg.on_moved, pg.on_job_failure, pg.on_republish = moved, resync, republish
+
+    def holding(value: str, fail: bool = False) -> Any:
+        async def run(tx: Any) -> None:
+            await _put(value)(tx)
+            await tx.hold_ladder("fibs")
+            seen.append(f"job {value}")
+            if fail:
+                raise RuntimeError("refused after its hold")
+        return run
+
+    try:
+        await pg.write(holding("a1"))
+        await other.write(holding("b1"))
+        with pytest.raises(RuntimeError):
+            await pg.write(holding("a2", fail=True))
+        await pg.write(holding("a3"))
+    finally:
+        await other.close()
+    assert seen == ["job a1", "job b1", "fibs committed", "job a2", "resync", "republish",
+                    "job a3"]
+    assert committed(pg) == ["a1", "b1", "a3"]
+
+
 async def test_a_job_that_meets_another_writers_lock_runs_first_in_the_next_batch(
         pg: PgDatabase) -> None:
     """Only a batch's first job waits for a lock as long as it takes: a later one that meets

@@ -697,6 +697,7 @@ class PgDatabase(Hooks):
             state.reuse = ran.savepoint  # still there: the next job's, should it need one
         if self.on_job_failure is not None:
             await self.on_job_failure()
+            self._republish = True  # what the plugins reloaded in it, published next batch
         if getattr(error, "sqlstate", None) in RERUN and not ran.item.rerun:
             ran.item.rerun = True
             self.reruns += 1
