@@ -6,7 +6,7 @@ exactly one outcome, whatever node each side is on."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -420,6 +420,30 @@ async def test_a_result_another_node_commits_while_a_node_starts_is_followed(
     assert checked == REPLAY_CLEAN, checked[1]
 
 
+async def in_one_batch(node: LobbyServer, elsewhere: Awaitable[Any], here: Awaitable[Any]
+                       ) -> tuple[Any, Any]:
+    """``node``'s writer begins a batch and waits in it; ``elsewhere`` (a command on another
+    node) commits meanwhile; ``here`` (a command on ``node``) is queued into the same batch,
+    which then goes on: what each answered."""
+    assert node.server is not None
+    db = node.server.lobby.db
+    began, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(tx: Any) -> None:
+        began.set()
+        await gate.wait()
+
+    holding = asyncio.create_task(db.write(held))
+    await asyncio.wait_for(began.wait(), 10)
+    there = await elsewhere
+    answering = asyncio.ensure_future(here)
+    while not db.queue.qsize():  # its job waits to run in the batch held open
+        await asyncio.sleep(0.01)
+    gate.set()
+    await holding
+    return there, await answering
+
+
 async def test_a_plugin_that_cannot_follow_does_not_make_the_ratings_reload_whole(
         nodes: tuple[LobbyServer, LobbyServer], monkeypatch: pytest.MonkeyPatch) -> None:
     """Node a rates a result while a batch of node b runs, before b's own result holds the
@@ -449,22 +473,9 @@ async def test_a_plugin_that_cannot_follow_does_not_make_the_ratings_reload_whol
         await load(self, reader, committed)
 
     monkeypatch.setattr(RatingsPlugin, "load", counted)
-    began, gate = asyncio.Event(), asyncio.Event()
-
-    async def held(tx: Any) -> None:  # b's batch begins, then waits
-        began.set()
-        await gate.wait()
-
-    holding = asyncio.create_task(lobby.db.write(held))
-    await asyncio.wait_for(began.wait(), 10)
-    assert (await alice.call("resign"))["rated"]  # committed by node a meanwhile
-    resigning = asyncio.create_task(bob.call("resign"))
-    while not lobby.db.queue.qsize():  # b's result waits to run in the same batch
-        await asyncio.sleep(0.01)
     reloads = lobby.db.reloads
-    gate.set()
-    await holding
-    assert (await resigning)["rated"]
+    on_a, on_b = await in_one_batch(b, alice.call("resign"), bob.call("resign"))
+    assert on_a["rated"] and on_b["rated"]
     assert lobby.db.reloads == reloads + 1, "no plugin reloaded inside b's batch"
     await start_match(bob, dave)  # b's next batch: streaks reloads as committed
     assert (await dave.call("resign"))["rated"]
@@ -526,21 +537,8 @@ async def test_a_job_that_fails_after_following_another_node_still_shows_its_res
         return await rate(tx, event)
 
     monkeypatch.setattr(ratings, "on_event", fails_once)
-    began, gate = asyncio.Event(), asyncio.Event()
-
-    async def held(tx: Any) -> None:  # b's batch begins, then waits
-        began.set()
-        await gate.wait()
-
-    holding = asyncio.create_task(lobby.db.write(held))
-    await asyncio.wait_for(began.wait(), 10)
-    assert (await alice.call("resign"))["rated"]  # committed by node a meanwhile
-    resigning = asyncio.create_task(bob.request("resign", {}))
-    while not lobby.db.queue.qsize():  # b's result waits to run in the same batch
-        await asyncio.sleep(0.01)
-    gate.set()
-    await holding
-    assert not (await resigning)["ok"] and failed
+    on_a, on_b = await in_one_batch(b, alice.call("resign"), bob.request("resign", {}))
+    assert on_a["rated"] and not on_b["ok"] and failed
     assert (await bob.call("resign"))["rated"]  # b's next batch
     shown_on_a = await alice.call("rating", name="erin", ladder="backgammon2")
     assert await bob.call("rating", name="erin", ladder="backgammon2") == shown_on_a
