@@ -10,8 +10,11 @@ with ``--compare REV`` the same for the server of another commit (a copy from ``
 archive``, run with this venv's packages) and the ratio.
 
 One pair (the default) plays one match at a time, so every batch holds one job and the
-count is the same run after run; more pairs batch their writes as the live bench does, and
-the count then moves a little with how the batches fall. Instructions are not time: a
+count is the same run after run on a quiet machine (within 0.5 %; with other work on the
+cores, a few per cent more, as timers fire more often a match); more pairs batch their
+writes as the live bench does, and the count then moves a little with how the batches fall.
+With ``--compare`` and a clean working tree both servers run from ``git archive`` copies
+(a copy counts about 1 % more than the working tree itself). Instructions are not time: a
 system call counts as one, and the kernel's work (sockets, fsync) is not counted at all.
 
 Needs valgrind (Debian: ``apt-get install valgrind``). Run from the repository root:
@@ -24,6 +27,7 @@ import argparse
 import asyncio
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -90,6 +94,13 @@ async def count(tree: Path, tmp: Path, label: str, pairs: int, matches: int,
             "others": sum(threads.values())}
 
 
+def _clean() -> bool:
+    """Whether the working tree is HEAD's (its server can then be counted from a copy)."""
+    status = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                            capture_output=True, text=True)
+    return status.returncode == 0 and not status.stdout.strip()
+
+
 async def _instrument(pid: int, state: str) -> None:
     proc = await asyncio.create_subprocess_exec("callgrind_control", "-i", state, str(pid),
                                                 stdout=asyncio.subprocess.DEVNULL,
@@ -103,6 +114,8 @@ async def main_async(args: argparse.Namespace) -> int:
         tmp = Path(name)
         sides: list[tuple[str, Path]] = [("now", ROOT)]
         if args.compare:
+            if _clean():  # like against like: a copy from `git archive` counts about 1 % more
+                sides = [("now", checkout("HEAD", tmp / "now"))]  # than the working tree
             sides.append((args.compare, checkout(args.compare, tmp / "tree")))
         print(f"pairs: {args.pairs}; {args.matches} matches a pair counted after "
               f"{args.warmup} each not counted; valgrind's callgrind\n")
