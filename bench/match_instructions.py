@@ -13,8 +13,8 @@ One pair (the default) plays one match at a time, so every batch holds one job a
 count is the same run after run on a quiet machine (within 0.5 %; with other work on the
 cores, a few per cent more, as timers fire more often a match); more pairs batch their
 writes as the live bench does, and the count then moves a little with how the batches fall.
-With ``--compare`` and a clean working tree both servers run from ``git archive`` copies
-(a copy counts about 1 % more than the working tree itself). Instructions are not time: a
+With ``--compare`` and a clean working tree both servers run from ``git archive`` copies.
+Instructions are not time: a
 system call counts as one, and the kernel's work (sockets, fsync) is not counted at all.
 
 Needs valgrind (Debian: ``apt-get install valgrind``). Run from the repository root:
@@ -114,8 +114,8 @@ async def main_async(args: argparse.Namespace) -> int:
         tmp = Path(name)
         sides: list[tuple[str, Path]] = [("now", ROOT)]
         if args.compare:
-            if _clean():  # like against like: a copy from `git archive` counts about 1 % more
-                sides = [("now", checkout("HEAD", tmp / "now"))]  # than the working tree
+            if _clean():  # like against like: both servers from `git archive` copies
+                sides = [("now", checkout("HEAD", tmp / "now"))]
             sides.append((args.compare, checkout(args.compare, tmp / "tree")))
         print(f"pairs: {args.pairs}; {args.matches} matches a pair counted after "
               f"{args.warmup} each not counted; valgrind's callgrind\n")
