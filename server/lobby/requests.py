@@ -115,9 +115,8 @@ class StoredReplies:
         return self.others or self.hashed(key.player_id, key.request_id) in self.known
 
     async def find(self, db: Reads, key: RequestKey) -> Any | None:
-        """The data of an earlier, committed run of the same request, if any."""
-        if not self.may_have(key):
-            return None
+        """The data of an earlier, committed run of the same request, if any (asked only
+        where :meth:`may_have` says there may be one)."""
         return _reply_of(await stored.find(db, key.player_id, key.request_id), key)
 
 

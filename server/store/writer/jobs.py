@@ -74,8 +74,8 @@ class JobTx:
         return count
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        if deferrable(sql):  # as ``later``
-            self._writes.queue(sql, tuple(params), False)
+        if deferrable(sql):
+            await self.later(sql, params)
             return
         await self._ready()
         self._conn.execute(sql, tuple(params)).close()

@@ -64,9 +64,9 @@ class Hooks:
     # one, reload whole); ``True``: as committed, at a batch's start, ``False``: inside a job.
     # Returns whether every plugin followed it without reloading whole.
     on_moved: Callable[[bool, str | None], Awaitable[bool]] | None = None
-    # Some plugin could not follow inside a batch and reloaded following its transaction:
-    # at the next batch's start, what that batch committed is theirs to publish (those
-    # plugins alone reload, as committed).
+    # Plugins reloaded following a batch's transaction (one could not follow inside it, or a
+    # job failed): at the next batch's start, what that batch committed is theirs to publish
+    # (those plugins alone reload, as committed).
     on_republish: Callable[[], Awaitable[None]] | None = None
     # A batch committed: the seconds its commit took and how many jobs it held (metrics).
     on_commit: Callable[[float, int], None] | None = None
