@@ -11,7 +11,7 @@ import ssl
 import sys
 from dataclasses import dataclass
 
-from server import reload
+from server import eventloop, reload
 from server.config import Config
 from server.handlers import HANDLERS
 from server.lobby import Lobby, Router
@@ -173,6 +173,7 @@ async def _serve(config: Config, host: str | None, port: int | None) -> int:
     tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    log.info("event loop: %s", eventloop.kind_of(loop))
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, reload.on_hangup, server)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from server import eventloop
 from server.api import CliCommand, LadderConfig, Store
 from server.config import Config, ConfigError, MetricsSettings, load_config, split_address
 from server.store.schema import SCHEMA_VERSION
@@ -88,6 +89,9 @@ def build_parser(commands: Sequence[CliCommand] = ()) -> argparse.ArgumentParser
     serve.add_argument("--metrics-address", metavar="HOST:PORT",
                        help="serve Prometheus metrics at http://HOST:PORT/metrics (overrides "
                             "the config's [metrics] address; default: not served)")
+    serve.add_argument("--loop", choices=eventloop.KINDS,
+                       help="the event loop: uvloop's (in C, the default where it is "
+                            "installed) or Python's own asyncio loop")
 
     user = sub.add_parser("user", help="manage accounts (a running lobby follows within a second)")
     user_sub = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
@@ -350,11 +354,17 @@ def _database_command(args: argparse.Namespace, config: Config) -> int:
         from server import logfilter, logsetup, reload
         from server.app import CannotListen, serve_forever
 
+        try:
+            new_loop = eventloop.loop_factory(args.loop)
+        except eventloop.LoopUnavailable as e:
+            print(f"matchlobby serve: --loop uvloop: {e}", file=sys.stderr)
+            return 2
         logsetup.configure(config.logging, reload.node_shown(config))
         reload.prepare(args.config, lambda file: _command_line(args, file))
         logfilter.install()  # what clients make the server log, they can make it log often
         try:
-            return asyncio.run(serve_forever(config, args.host, args.port))
+            with asyncio.Runner(loop_factory=new_loop) as runner:
+                return runner.run(serve_forever(config, args.host, args.port))
         except CannotListen as e:
             print(f"matchlobby serve: cannot listen: {e}", file=sys.stderr)
             return 2

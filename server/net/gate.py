@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from typing import cast
 
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Response
@@ -110,8 +111,9 @@ class Gate:
                 key = gate.accept(str(peer[0]) if peer else "?")
                 if key is None:
                     self.key = ""
-                    assert isinstance(transport, asyncio.Transport)
-                    transport.abort()  # before websockets sees it: no task, no handshake
+                    # before websockets sees it: no task, no handshake (uvloop's transport
+                    # has abort() without being an asyncio.Transport)
+                    cast(asyncio.Transport, transport).abort()
                     return
                 self.key = key
                 super().connection_made(transport)

@@ -261,6 +261,7 @@ async def serve(db_path: Path) -> AsyncIterator[Callable[..., ServerThread]]:
             await server.astop()
 
 
+@pytest.mark.both_loops  # the gate's sockets, on uvloop and asyncio's own loop
 async def test_past_max_connections_the_handshake_gets_503_with_retry_after(
         serve: Callable[..., ServerThread]) -> None:
     server = serve(Limits(max_connections=4))
@@ -281,6 +282,7 @@ async def test_past_max_connections_the_handshake_gets_503_with_retry_after(
     assert len(warnings) == 1 and "the server is full" in warnings[0], warnings
 
 
+@pytest.mark.both_loops  # the gate's sockets, on uvloop and asyncio's own loop
 async def test_sockets_past_the_handshake_room_are_closed_as_soon_as_accepted(
         serve: Callable[..., ServerThread]) -> None:
     server = serve(Limits(max_connections=4))
@@ -304,6 +306,7 @@ async def test_sockets_past_the_handshake_room_are_closed_as_soon_as_accepted(
     await member.close()
 
 
+@pytest.mark.both_loops  # the gate's sockets, on uvloop and asyncio's own loop
 async def test_one_address_holds_few_sockets_in_their_handshake(
         serve: Callable[..., ServerThread]) -> None:
     per_address = 2
@@ -331,6 +334,7 @@ def ipv6_loopback() -> bool:
         return False
 
 
+@pytest.mark.both_loops  # the gate's sockets, on uvloop and asyncio's own loop
 @pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on this host")
 async def test_an_ipv6_client_is_counted_by_its_slash_64(serve: Callable[..., ServerThread]) -> None:
     server = serve(Limits(connections_per_address=2), host="::1")

@@ -13,11 +13,21 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from server import eventloop
 from server.app import RunningServer, start_server
 from server.config import Config, Limits, PasswordHashing
 from testkit.constants import FAST_HASHING
 
 T = TypeVar("T")
+
+
+def _test_loop_kind() -> eventloop.Kind | None:
+    """The kind of the test's own loop, when it has one (a ``both_loops`` test serves on each
+    kind in turn); else None, the loop `matchlobby serve` runs on."""
+    try:
+        return eventloop.kind_of(asyncio.get_running_loop())
+    except RuntimeError:
+        return None
 
 
 class ServerThread:
@@ -28,7 +38,7 @@ class ServerThread:
         self.config = Config(database=str(db), password=password, drop_timeout=drop_timeout,
                              limits=limits or Limits())
         self.db = db
-        self.loop = asyncio.new_event_loop()
+        self.loop = eventloop.new_loop(_test_loop_kind())
         self.thread = threading.Thread(target=self.loop.run_forever, name="matchlobby-server",
                                        daemon=True)
         self.server: RunningServer | None = None

@@ -18,11 +18,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
+from server import eventloop
 from testkit import figures, postgres, reaper
 
 SLOW = (
@@ -89,6 +92,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     figures.save(factory.getbasetemp() / "figures.json")
     if _basetemp_order is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
         reaper.withdraw(_basetemp_order)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Mapping[
+        str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every async test runs on the loop `matchlobby serve` runs on (uvloop's where installed):
+    most tests serve from their own loop (``testkit.server_loop``). A test marked
+    ``both_loops`` (what the server does with its sockets) runs on asyncio's own loop too,
+    which ``serve --loop asyncio`` chooses."""
+    kinds = [eventloop.default_kind()]
+    if item.get_closest_marker("both_loops") and "asyncio" not in kinds:
+        kinds.append("asyncio")
+    return {kind: eventloop.loop_factory(kind) for kind in kinds}
 
 
 @pytest.hookimpl(optionalhook=True)

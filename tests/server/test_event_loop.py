@@ -1,0 +1,67 @@
+"""The event loop ``matchlobby serve`` runs on: uvloop's by default, asyncio's own with
+``--loop asyncio``; each serves a rated match whose rating ``replay --check`` agrees with. Asked
+for uvloop where it cannot be imported, serve refuses with one line and exit status 2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from testkit.cli import cli_env, matchlobby_command, run_cli_async
+from testkit.clients import play
+from testkit.logged_serve import LoggedServe, config_file, grep
+from testkit.server_process import free_port
+
+from clients.lobby_client import LobbyClient
+from server import eventloop
+
+PASSWORD = "loop-Secret-pw-4417"
+
+
+async def player(url: str, name: str) -> LobbyClient:
+    c = LobbyClient(url, reconnect=False)
+    await c.connect()
+    await c.register(name, PASSWORD)
+    return c
+
+
+@pytest.mark.parametrize(("flags", "kind"), [((), eventloop.default_kind()),
+                                             (("--loop", "asyncio"), "asyncio"),
+                                             (("--loop", "uvloop"), "uvloop")])
+async def test_serve_says_its_loop_and_rates_a_match_on_it(
+        tmp_path: Path, flags: tuple[str, ...], kind: str) -> None:
+    if kind == "uvloop" and eventloop.default_kind() != "uvloop":
+        pytest.skip("uvloop is not installed")
+    config = config_file(tmp_path / "lobby.toml")
+    serve = LoggedServe(tmp_path, config, *flags)
+    try:
+        await serve.start()
+        assert grep(serve.lines(), f"event loop: {kind}"), serve.stderr()
+        ann, bob = await player(serve.url, "ann"), await player(serve.url, "bob")
+        await play(ann, bob)
+        row = (await bob.rating("ann")).in_ladder("backgammon")
+        assert row is not None and row.rating > 1500 and row.games == 1, row
+        await ann.close()
+        await bob.close()
+    finally:
+        assert serve.stop() == 0, serve.stderr()
+    check = await run_cli_async(["replay", "--check", "--db", serve.db, "--config", str(config)],
+                                cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+
+
+def test_asked_for_uvloop_where_it_is_not_installed_serve_refuses(tmp_path: Path) -> None:
+    hidden = tmp_path / "no-uvloop"
+    hidden.mkdir()
+    (hidden / "uvloop.py").write_text("raise ImportError('hidden by the test')\n")
+    env = cli_env()
+    env["PYTHONPATH"] = f"{hidden}:{env.get('PYTHONPATH', '')}"
+    done = subprocess.run(
+        [*matchlobby_command(), "serve", "--loop", "uvloop", "--db", str(tmp_path / "lobby.db"),
+         "--config", str(config_file(tmp_path / "lobby.toml")), "--port", str(free_port())],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.strip() == ("matchlobby serve: --loop uvloop: uvloop is not installed "
+                                   "(hidden by the test)"), done.stderr
+    assert "listening" not in done.stdout
