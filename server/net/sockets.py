@@ -40,8 +40,8 @@ def cap_send_buffer(transport: BaseTransport, size: int) -> None:
 def unsent(transport: BaseTransport) -> int:
     """Bytes the kernel holds that the peer has not acknowledged (0 where it cannot say).
 
-    A system call (~3 µs here): under the default cap the transport asks only once asyncio's
-    own buffer is not empty (the kernel's is full then).
+    A system call (~3 µs here): under the default cap the transport asks only once the event
+    loop's own buffer is not empty (the kernel's is full then).
     """
     sock = _socket(transport)
     if _OUTQ is None or sock is None:
