@@ -9,6 +9,7 @@ whole. Plugins describe their tables with ``server.api`` records
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -16,7 +17,7 @@ from server.api import Index, Schema, Table, TableColumn
 from server.api.storage import Step
 from server.store.port import SqliteTx, begin_immediate
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 MIGRATIONS: dict[int, str] = {
@@ -273,7 +274,59 @@ MIGRATIONS: dict[int, str] = {
         SELECT mp.player_id, max(m.id) FROM match_players mp JOIN matches m ON m.id = mp.match_id
         WHERE m.status IN ('playing', 'claimed') GROUP BY mp.player_id
     """,
+    # SQLite: the CHECKs of ``matches`` as comparisons (:func:`checks_as_comparisons`). A CHECK
+    # of ``IN`` is a plain array comparison on PostgreSQL: nothing to change there.
+    17: "",
 }
+
+
+# ``CHECK (column IN (v1, v2, v3, …))``: a list of constants without parentheses inside.
+_CHECK_IN = re.compile(r"CHECK \((\w+) IN\s*\(([^()]*)\)\)")
+
+
+def _as_comparisons(found: re.Match[str]) -> str:
+    column, values = found.group(1), [v.strip() for v in found.group(2).split(",")]
+    if len(values) <= 2:  # SQLite compares up to two values one by one already
+        return found.group(0)
+    return "CHECK (" + " OR ".join(f"{column} = {v}" for v in values) + ")"
+
+
+def checks_as_comparisons(conn: sqlite3.Connection) -> None:
+    """Rewrite each ``CHECK (column IN (…))`` of more than two values as ``=`` comparisons.
+
+    SQLite checks such a list through a temporary b-tree it builds anew at every row written:
+    four a live match (a match's insert and its finishing update each check ``status`` and
+    ``winner``), the largest cost of those writes. The comparisons accept and refuse the same
+    values (NULL included) and build nothing. Only the table's text changes, not its rows, so
+    it is rewritten in place, in this step's transaction, as SQLite documents for changes that
+    leave the stored rows as they are (``writable_schema``, then ``schema_version`` one up). A
+    SQLite built to refuse that (defensive mode) keeps the ``IN`` lists: slower, as correct.
+    """
+    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+                          "AND sql LIKE '%CHECK%'").fetchall()
+    changed = [(name, _CHECK_IN.sub(_as_comparisons, sql)) for name, sql in tables]
+    changed = [(name, sql) for (name, sql), (_, old) in zip(changed, tables, strict=True)
+               if sql != old]
+    if not changed:
+        return
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        try:
+            for name, sql in changed:
+                conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?",
+                             (sql, name))
+        except sqlite3.DatabaseError:  # defensive mode: the table's text cannot be written
+            return
+        conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+    for name, _ in changed:  # read back now: a text SQLite cannot parse fails this step
+        conn.execute(f"SELECT count(*) FROM {name} WHERE 0").fetchall()
+
+
+SQLITE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {17: checks_as_comparisons}
+"""What a version does on SQLite beyond its statements."""
 
 
 class SchemaError(RuntimeError):
@@ -308,6 +361,8 @@ async def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int
             for statement in MIGRATIONS[version].split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            if version in SQLITE_STEPS:
+                SQLITE_STEPS[version](conn)
             conn.execute(f"PRAGMA user_version = {version}")
 
         await _in_transaction(conn, step)
