@@ -14,7 +14,8 @@ from websockets.exceptions import InvalidMessage
 from server.app import start_server
 from server.config import Config, PasswordHashing, Tls
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl tool")
+pytestmark = [pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl tool"),
+              pytest.mark.both_loops]  # TLS is the event loop's own (uvloop has its own)
 
 
 def self_signed(tmp_path: Path) -> tuple[Path, Path]:

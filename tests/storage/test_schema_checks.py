@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from server.store.port import SqliteTx
 from server.store.schema import SCHEMA_VERSION, migrate
-from server.store.seeks import DROP_ONE
+from server.store.seeks import drop_all
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schema3.db"
 STATUSES = ("playing", "claimed", "disputed", "finished", "aborted", "voided")
@@ -60,7 +61,6 @@ async def test_the_checks_of_matches_hold_and_build_no_temporary_btree(
         assert " IN " not in text.upper(), text
         assert temporary_btrees(conn, INSERT, (10**6, "playing")) == 0
         assert temporary_btrees(conn, FINISH, ("finished", "a", 10**6)) == 0
-        assert temporary_btrees(conn, DROP_ONE, (1,)) == 0
         assert_checks_hold(conn)
     finally:
         conn.close()
@@ -69,6 +69,27 @@ async def test_the_checks_of_matches_hold_and_build_no_temporary_btree(
         assert_checks_hold(again)
     finally:
         again.close()
+
+
+async def test_dropping_the_seeks_of_a_join_builds_no_temporary_btree(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "lobby.db")
+    try:
+        await migrate(conn)
+        for n in (1, 2, 3):
+            conn.execute("INSERT INTO players (id, name, name_key, created_at) "
+                         "VALUES (?, ?, ?, 't')", (n, f"p{n}", f"p{n}"))
+            conn.execute("INSERT INTO seeks (player_id, ladder, length, since, node) "
+                         "VALUES (?, 'backgammon', 1, 't', 'n')", (n,))
+        ran: list[str] = []
+        conn.set_trace_callback(ran.append)
+        await drop_all(SqliteTx(conn), (1, 3))
+        conn.set_trace_callback(None)
+        assert [r[0] for r in conn.execute("SELECT player_id FROM seeks")] == [2]
+        assert ran, "nothing ran"
+        for sql in ran:  # as run, with its values in it
+            assert temporary_btrees(conn, sql, ()) == 0, sql
+    finally:
+        conn.close()
 
 
 async def test_a_sqlite_that_refuses_the_rewrite_keeps_the_lists_and_migrates(

@@ -78,12 +78,24 @@ def run_cli(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> Completed
 async def run_cli_async(args: Sequence[str], cwd: Path = ROOT, stdin: str = "") -> Completed:
     """:func:`run_cli` without blocking the event loop (a server may be running in it)."""
     postgres.let_go()
-    proc = await asyncio.create_subprocess_exec(
-        *matchlobby_command(), *args, cwd=cwd, env=cli_env(),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent())
+    # ``stdin`` waits whole in a pipe before the command starts: a command that exits without
+    # reading it cannot race the write (uvloop's pipe raises where asyncio's lets it go).
+    data = stdin.encode()
+    assert len(data) < 65536, "more than a pipe holds"
+    read_end, write_end = os.pipe()
     try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), CLI_TIMEOUT)
+        try:
+            os.write(write_end, data)
+        finally:
+            os.close(write_end)
+        proc = await asyncio.create_subprocess_exec(
+            *matchlobby_command(), *args, cwd=cwd, env=cli_env(), stdin=read_end,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            preexec_fn=die_with_parent())
+    finally:
+        os.close(read_end)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), CLI_TIMEOUT)
     except TimeoutError:
         proc.kill()
         await proc.wait()
