@@ -322,8 +322,8 @@ def checks_as_comparisons(conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
     finally:
         conn.execute("PRAGMA writable_schema = OFF")
-    conn.execute("SELECT count(*) FROM matches WHERE 0").fetchall()  # a text SQLite cannot
-    # parse fails this step here, and its transaction rolls back
+    # read back at once: a text SQLite cannot parse fails this step, whose transaction rolls back
+    conn.execute("SELECT count(*) FROM matches WHERE 0").fetchall()
 
 
 SQLITE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {17: checks_as_comparisons}
