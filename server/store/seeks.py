@@ -73,9 +73,6 @@ async def drop(tx: WriteTx, player_id: int, node: str | None = None) -> Any | No
         (player_id,) if node is None else (player_id, node))
 
 
-DROP_ONE = "DELETE FROM seeks WHERE player_id = ?"
-
-
 async def drop_all(tx: WriteTx, ids: Collection[int]) -> None:
     """The seeks of ``ids``: on SQLite one statement a player, since SQLite runs ``player_id
     IN (…)`` through a temporary b-tree it builds at each run, dearer than the statement
@@ -85,7 +82,7 @@ async def drop_all(tx: WriteTx, ids: Collection[int]) -> None:
     if tx.backend == "postgresql":
         await tx.execute(f"DELETE FROM seeks WHERE player_id IN ({_marks(ids)})", tuple(ids))
     else:
-        await tx.executemany(DROP_ONE, [(i,) for i in ids])
+        await tx.executemany("DELETE FROM seeks WHERE player_id = ?", [(i,) for i in ids])
 
 
 async def drop_node(tx: WriteTx, node: str | None) -> None:

@@ -23,14 +23,12 @@ from typing import Any
 import pytest
 from testkit import postgres
 from testkit.cli import replay_check, run_cli_async
-from testkit.clients import play
+from testkit.clients import play, registered
 from testkit.constants import open_config
 from testkit.db import execute, sql
 from testkit.postgres import PgDb
 from testkit.server_loop import LobbyServer
 from testkit.server_process import ServerProcess
-
-from clients import LobbyClient
 
 FINISHED = "SELECT id FROM matches WHERE status = 'finished' ORDER BY id"
 PASSWORD = "a-password"
@@ -60,16 +58,6 @@ async def cli(*args: str, cwd: Path) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
-async def registered(url: str, *names: str) -> list[LobbyClient]:
-    out = []
-    for name in names:
-        client = LobbyClient(url, reconnect=False)
-        await client.connect()
-        await client.register(name, PASSWORD)
-        out.append(client)
-    return out
-
-
 async def test_a_backup_of_a_running_lobby_restores_whole_and_passes_the_replay(
         db_path: Path, tmp_path: Path, backend: str, figures: dict[str, Any]) -> None:
     config = tmp_path / "open.toml"
@@ -79,7 +67,7 @@ async def test_a_backup_of_a_running_lobby_restores_whole_and_passes_the_replay(
     backup = tmp_path / "lobby.backup"
     try:
         await server.ready()
-        alice, bob = await registered(server.url, "alice", "bob")
+        alice, bob = await registered(server.url, "alice", "bob", password=PASSWORD)
         writing = True
 
         async def write() -> None:
@@ -152,7 +140,7 @@ async def test_restore_is_refused_while_a_server_runs_on_the_target_and_over_a_l
     server = ServerProcess(db_path, config, log=tmp_path / "serve.log").start()
     try:
         await server.ready()
-        (carol,) = await registered(server.url, "carol")
+        (carol,) = await registered(server.url, "carol", password=PASSWORD)
         status, out, err = await cli("restore", str(backup), "--db", str(db_path), "--force",
                                      "--config", str(config), cwd=tmp_path)
         assert status == 2 and out == "", (out, err)

@@ -8,22 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from testkit.cli import cli_env, matchlobby_command, run_cli_async
-from testkit.clients import play
+from testkit.cli import cli_env, matchlobby_command, replay_check
+from testkit.clients import play, registered
 from testkit.logged_serve import LoggedServe, config_file, grep
 from testkit.server_process import free_port
 
-from clients.lobby_client import LobbyClient
 from server import eventloop
-
-PASSWORD = "loop-Secret-pw-4417"
-
-
-async def player(url: str, name: str) -> LobbyClient:
-    c = LobbyClient(url, reconnect=False)
-    await c.connect()
-    await c.register(name, PASSWORD)
-    return c
 
 
 @pytest.mark.parametrize(("flags", "kind"), [((), eventloop.default_kind()),
@@ -38,7 +28,7 @@ async def test_serve_says_its_loop_and_rates_a_match_on_it(
     try:
         await serve.start()
         assert grep(serve.lines(), f"event loop: {kind}"), serve.stderr()
-        ann, bob = await player(serve.url, "ann"), await player(serve.url, "bob")
+        ann, bob = await registered(serve.url, "ann", "bob")
         await play(ann, bob)
         row = (await bob.rating("ann")).in_ladder("backgammon")
         assert row is not None and row.rating > 1500 and row.games == 1, row
@@ -46,9 +36,8 @@ async def test_serve_says_its_loop_and_rates_a_match_on_it(
         await bob.close()
     finally:
         assert serve.stop() == 0, serve.stderr()
-    check = await run_cli_async(["replay", "--check", "--db", serve.db, "--config", str(config)],
-                                cwd=tmp_path)
-    assert check.returncode == 0, check.stderr
+    status, said = await replay_check(Path(serve.db), config)
+    assert status == 0, said
 
 
 def test_asked_for_uvloop_where_it_is_not_installed_serve_refuses(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from clients import LobbyClient, LobbyError
 from clients.lobby_client import Disconnected, Push
 from ratings_plugin.plugin import CHANGED_ROWS
-from testkit.constants import LIVENESS
+from testkit.constants import LIVENESS, PASSWORD
 
 REQUEST_TIMEOUT = 10.0
 
@@ -44,6 +44,17 @@ def name_of(client: LobbyClient) -> str:
     """The account ``client`` is logged in as."""
     assert client.credentials is not None, "not logged in"
     return client.credentials[0]
+
+
+async def registered(url: str, *names: str, password: str = PASSWORD) -> list[LobbyClient]:
+    """New accounts ``names``, each logged in on its own connection to the server at ``url``."""
+    out = []
+    for name in names:
+        client = LobbyClient(url, reconnect=False)
+        await client.connect()
+        await client.register(name, password)
+        out.append(client)
+    return out
 
 
 async def start_match(a: LobbyClient, b: LobbyClient, length: int | str = 1,
